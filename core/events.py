@@ -1,0 +1,157 @@
+"""Run events: frozen dataclasses of plain values, one JSON line each.
+
+The same objects flow to ``metrics.jsonl``, to the window's worker thread and,
+as JSON lines, from a child process to its parent.  Never a tensor or a
+QObject: every field is a number, a string, a bool, None, or a list/dict of
+those.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar, Iterator, Mapping
+
+
+def _finite(value: Any) -> Any:
+    # JSON has no NaN/inf; keep them readable by strict parsers as strings.
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: ClassVar[str] = "event"
+    time: float = field(default_factory=time.time)
+    step: int = 0
+    epoch: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"event": self.kind}
+        for key, value in asdict(self).items():
+            data[key] = _finite(value)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Started(Event):
+    kind: ClassVar[str] = "started"
+    run_dir: str = ""
+    task: str = ""
+    total_steps: int = 0
+    epochs: int = 0
+    device: str = ""
+    precision: str = ""
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
+class TrainStep(Event):
+    """Mean training loss over ``steps`` optimizer steps ending at ``step``."""
+
+    kind: ClassVar[str] = "train"
+    loss: float = 0.0
+    lr: float = 0.0
+    steps: int = 1
+    samples_per_second: float = 0.0
+
+
+@dataclass(frozen=True)
+class EvalResult(Event):
+    kind: ClassVar[str] = "eval"
+    split: str = "val"
+    loss: float = 0.0
+    accuracy: float = 0.0
+    macro_f1: float = 0.0
+    best: bool = False
+
+
+@dataclass(frozen=True)
+class Progress(Event):
+    kind: ClassVar[str] = "progress"
+    total_steps: int = 0
+    epochs: int = 0
+    samples: int = 0
+    samples_per_second: float = 0.0
+    eta_seconds: float | None = None
+    phase: str = "train"  # train, eval, save, paused
+
+
+@dataclass(frozen=True)
+class SystemSample(Event):
+    """A telemetry sample: CPU/RAM/disk and one entry per GPU."""
+
+    kind: ClassVar[str] = "system"
+    cpu_percent: float | None = None
+    ram_used_bytes: int | None = None
+    ram_total_bytes: int | None = None
+    disk_free_bytes: int | None = None
+    torch_allocated_bytes: int | None = None
+    torch_reserved_bytes: int | None = None
+    gpus: tuple[Mapping[str, Any], ...] = ()
+    gpu_status: str = ""
+
+
+@dataclass(frozen=True)
+class Log(Event):
+    kind: ClassVar[str] = "log"
+    level: str = "info"
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Finished(Event):
+    kind: ClassVar[str] = "finished"
+    status: str = "completed"  # completed, failed, cancelled
+    error: str = ""
+    traceback: str = ""
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    epochs: int = 0
+    samples_per_second: float = 0.0
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls for cls in (Started, TrainStep, EvalResult, Progress, SystemSample, Log, Finished)
+}
+
+
+def _revive(value: Any) -> Any:
+    if value in ("nan", "inf", "-inf"):
+        return float(value)
+    return value
+
+
+def event_from_dict(data: Mapping[str, Any]) -> Event:
+    cls = EVENT_TYPES.get(str(data.get("event")))
+    if cls is None:
+        raise ValueError(f"unknown event {data.get('event')!r}")
+    names = {f.name for f in fields(cls)}
+    kwargs = {k: _revive(v) for k, v in data.items() if k in names}
+    if cls is SystemSample and "gpus" in kwargs:
+        kwargs["gpus"] = tuple(kwargs["gpus"])
+    return cls(**kwargs)
+
+
+def event_from_json(line: str) -> Event:
+    return event_from_dict(json.loads(line))
+
+
+def read_events(path, *, tolerate_truncated: bool = True) -> Iterator[Event]:
+    """Events of a ``metrics.jsonl``; a truncated last line is skipped."""
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.readlines()
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            yield event_from_json(line)
+        except (ValueError, TypeError):
+            if tolerate_truncated and index == len(lines) - 1:
+                return
+            raise

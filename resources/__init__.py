@@ -1,0 +1,1 @@
+"""Package data: sample data sets, icons, vocabularies, translations."""
