@@ -1,0 +1,124 @@
+"""Test configuration shared by the whole suite.
+
+* Qt runs headless (offscreen) unless a test starts its own X server.
+* Every test gets its own TRAINLAB_HOME, so runs, the index, settings and the
+  model store never touch the user's real folders.
+* Outbound network connections fail the test (the offline rule): only
+  loopback and local sockets are allowed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("TRAINLAB_TEST", "1")
+# Keep BLAS from oversubscribing the two cores when tests spawn processes.
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+TESTS = Path(__file__).resolve().parent
+FIXTURE_PLUGINS = TESTS / "fixtures" / "plugins"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False, help="run exhaustive @pytest.mark.slow tests")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="exhaustive check: run with --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def _is_local(address) -> bool:
+    if isinstance(address, (str, bytes)):  # AF_UNIX path
+        return True
+    if not isinstance(address, tuple) or not address:
+        return True
+    host = address[0]
+    if host in ("localhost", "", None):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: would need DNS, which is a connection too
+
+
+class NetworkBlocked(RuntimeError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _block_network(monkeypatch):
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    attempts = []
+
+    def guard(real):
+        def connect(self, address):
+            if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address):
+                attempts.append(address)
+                raise NetworkBlocked(f"test tried to open a network connection to {address!r}")
+            return real(self, address)
+
+        return connect
+
+    monkeypatch.setattr(socket.socket, "connect", guard(real_connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", guard(real_connect_ex))
+    yield
+    if attempts:
+        pytest.fail(f"outbound network connection attempted: {attempts}")
+
+
+@pytest.fixture(autouse=True)
+def tmp_home(tmp_path_factory, monkeypatch):
+    """A private TRAINLAB_HOME for each test."""
+    home = tmp_path_factory.mktemp("trainlab-home")
+    monkeypatch.setenv("TRAINLAB_HOME", str(home))
+    monkeypatch.delenv("TRAINLAB_DISABLE_PLUGINS", raising=False)
+    monkeypatch.delenv("TRAINLAB_BLOCK_PLUGINS", raising=False)
+    import trainlab.pluginhost as host
+
+    monkeypatch.setattr(host, "_registry", None)
+    return home
+
+
+def subprocess_env(extra_path: list[Path] | None = None, **overrides) -> dict[str, str]:
+    """Environment for a CLI subprocess: same TRAINLAB_HOME, fixtures on the path."""
+    env = dict(os.environ)
+    paths = [str(p) for p in (extra_path or [])]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    env.update({k: str(v) for k, v in overrides.items()})
+    return env
+
+
+@pytest.fixture
+def cli(tmp_home):
+    """Run ``python -m trainlab ARGS`` in a subprocess; returns CompletedProcess."""
+    import subprocess
+
+    def run(*args, extra_path=None, input=None, timeout=240, env=None):
+        full_env = subprocess_env(extra_path)
+        full_env.update(env or {})
+        return subprocess.run(
+            [sys.executable, "-m", "trainlab", *map(str, args)],
+            capture_output=True,
+            text=True,
+            input=input,
+            timeout=timeout,
+            env=full_env,
+        )
+
+    return run
