@@ -1,0 +1,1 @@
+"""The one training loop, its callbacks, checkpoints and run execution."""
