@@ -424,6 +424,14 @@ class Task:
         """Write the final model, loadable without TrainLab."""
         raise NotImplementedError
 
+    def load_trained_model(self, model_dir: Path, ctx: RunContext) -> torch.nn.Module:  # optional
+        """Rebuild the trained model from ``save_model``'s folder.
+
+        The engine evaluates from the run's checkpoints when they were kept;
+        this is the fallback when they were not (``keep_checkpoints=none``).
+        """
+        raise NotImplementedError(f"task {self.spec.id} cannot reload its exported model; keep checkpoints")
+
     def load_predictor(self, model_dir: Path, device: Any) -> Callable[[list[str], int], list[list[tuple[str, float]]]]:
         """A function (inputs, top_k) -> per input [(label, probability)]."""
         raise NotImplementedError

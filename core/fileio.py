@@ -6,6 +6,9 @@ import json
 import os
 import tempfile
 from pathlib import Path
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 from typing import Any, Callable
 
 
@@ -32,6 +35,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     tmp = Path(tmp_name)
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the usual file mode
         write(tmp)
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())

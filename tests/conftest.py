@@ -122,3 +122,33 @@ def cli(tmp_home):
         )
 
     return run
+
+
+BROKEN_PLUGINS = TESTS / "fixtures" / "broken_plugins"
+
+
+def write_toy_csv(path: Path, rows: int = 240, classes: int = 3, features: int = 4, seed: int = 0) -> Path:
+    """Separable Gaussian blobs as a CSV for the toy task."""
+    import random
+
+    rng = random.Random(seed)
+    centres = [[rng.uniform(-3, 3) for _ in range(features)] for _ in range(classes)]
+    lines = [",".join([f"x{i}" for i in range(features)] + ["label"])]
+    for r in range(rows):
+        c = r % classes
+        values = [centres[c][i] + rng.gauss(0, 0.6) for i in range(features)]
+        lines.append(",".join(f"{v:.4f}" for v in values) + f",class_{c}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def toy_plugin(monkeypatch):
+    """Put the toy fixture plugin on sys.path (discovered through its entry point)."""
+    monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
+    return FIXTURE_PLUGINS
+
+
+@pytest.fixture
+def toy_csv(tmp_path):
+    return write_toy_csv(tmp_path / "toy.csv")

@@ -1,0 +1,551 @@
+"""The ``trainlab`` command line (CONTRACT.md "Command line").
+
+Exit codes: 0 success, 1 a run that failed, 2 bad usage or bad input, 130
+interrupted.  With ``--json`` a command prints exactly one JSON object on
+stdout; everything for people goes to stderr.  Torch is imported only by the
+commands that train, evaluate or predict; Qt only by ``gui``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+import trainlab
+from trainlab.api import RunFailed, UsageError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too, but we keep --json honest
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(
+        prog="trainlab",
+        description="Train and fine-tune deep-learning models offline. With no command, opens the window.",
+    )
+    parser.add_argument("--version", action="version", version=f"trainlab {trainlab.__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="more detail on stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+
+    def add(name: str, help: str, json_flag: bool = True) -> ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        if json_flag:
+            p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+        return p
+
+    def add_params(p: ArgumentParser) -> None:
+        p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="any task or engine parameter (see `trainlab tasks`)")
+        g = p.add_argument_group("shorthands for --set")
+        g.add_argument("--model", help="model preset name, model folder or model name")
+        g.add_argument("--epochs", help="passes over the training data")
+        g.add_argument("--batch-size", dest="batch_size", help="examples per step")
+        g.add_argument("--lr", help="peak learning rate")
+        g.add_argument("--device", help="auto, cpu, cuda or cuda:N")
+        g.add_argument("--precision", help="auto, fp32, bf16 or fp16")
+        g.add_argument("--seed", help="random seed")
+
+    p = add("gui", "open the main window (the default with no command)", json_flag=False)
+    p.add_argument("--task", help="task id to select")
+    p.add_argument("--data", help="data file or folder to use")
+    p.add_argument("--autostart", action="store_true", help="start the run at once")
+    p.add_argument("--language", help="user interface language (en, zh_CN)")
+    add_params(p)
+
+    p = add("plugins", "list discovered plugins and their status")
+    p.add_argument("--block", metavar="NAME", help="block a plugin by its entry-point name (takes effect at the next start)")
+    p.add_argument("--unblock", metavar="NAME", help="unblock a plugin")
+
+    add("tasks", "list tasks with their parameters and model presets")
+
+    p = add("train", "train a model; writes a run folder")
+    p.add_argument("task", nargs="?", default="", help="task id, e.g. image-classification (optional with --resume)")
+    p.add_argument("--data", default="", help="data file or folder (optional with --resume)")
+    p.add_argument("--out", help="run folder to create (default: under the data dir)")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue a cancelled, failed or killed run from its last checkpoint")
+    p.add_argument("--more-epochs", type=int, default=0, metavar="N", help="with --resume: train a finished run N more epochs")
+    p.add_argument("--isolated", action="store_true", help="run the training in a child process")
+    add_params(p)
+
+    p = add("eval", "evaluate a trained run on its validation data or on --data")
+    p.add_argument("run_dir")
+    p.add_argument("--data", help="other data to evaluate on (same labels)")
+    p.add_argument("--device", default="auto")
+
+    p = add("predict", "predictions of a trained run for images, folders, texts, a CSV/JSONL of texts, or - (stdin)")
+    p.add_argument("run_dir")
+    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    p.add_argument("--top-k", type=int, default=3)
+    p.add_argument("--out", metavar="FILE.csv", help="write the predictions to a CSV file")
+    p.add_argument("--device", default="auto")
+
+    p = add("runs", "run history")
+    p.add_argument("--limit", type=int, default=0, help="show at most N runs")
+
+    p = add("models", "model presets and the pretrained models found on this machine; `models import DIR` adds one")
+    p.add_argument("action", nargs="?", choices=["list", "import"], default="list")
+    p.add_argument("path", nargs="?", help="with import: the model folder")
+    p.add_argument("--name", help="with import: the name to store it under")
+
+    add("doctor", "check this machine: torch, CUDA, driver, GPUs, plugins, offline state, folders")
+
+    p = add("install-launcher", "add TrainLab to the desktop menu", json_flag=True)
+    p.add_argument("--desktop", action="store_true", help="also put an icon on the desktop")
+    add("uninstall-launcher", "remove the desktop menu entry and icon", json_flag=True)
+    return parser
+
+
+# -- output --------------------------------------------------------------------
+
+
+class Output:
+    """Human text to stderr; with --json, one JSON object on the real stdout.
+
+    While a --json command runs, ``sys.stdout`` points at stderr so that a
+    stray print from a library cannot corrupt the JSON.
+    """
+
+    def __init__(self, as_json: bool):
+        self.as_json = as_json
+        self.stdout = sys.stdout
+
+    def say(self, text: str = "") -> None:
+        if not self.as_json:
+            print(text, file=self.stdout)
+        elif sys.stderr is not None:
+            print(text, file=sys.stderr)
+
+    def note(self, text: str) -> None:
+        if sys.stderr is not None:
+            print(text, file=sys.stderr)
+
+    def result(self, data: dict[str, Any]) -> None:
+        if self.as_json:
+            self.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+            self.stdout.flush()
+
+    @contextlib.contextmanager
+    def guarded(self):
+        if not self.as_json or sys.stderr is None:
+            yield
+            return
+        saved = sys.stdout
+        sys.stdout = sys.stderr
+        try:
+            yield
+        finally:
+            sys.stdout = saved
+
+
+def _params_from(args: argparse.Namespace) -> dict[str, str]:
+    from trainlab.params import parse_assignments
+
+    params = parse_assignments(getattr(args, "sets", []) or [])
+    for name in ("model", "epochs", "batch_size", "lr", "device", "precision", "seed"):
+        value = getattr(args, name, None)
+        if value is not None:
+            params[name] = value
+    return params
+
+
+# -- commands ------------------------------------------------------------------
+
+
+def cmd_plugins(args, out: Output) -> int:
+    from trainlab.pluginhost import registry, set_blocked
+
+    if args.block or args.unblock:
+        set_blocked(args.block or args.unblock, blocked=bool(args.block))
+        out.note(f"{'blocked' if args.block else 'unblocked'} {args.block or args.unblock}; takes effect at the next start")
+    reg = registry(refresh=True)
+    plugins = reg.to_json()
+    for p in plugins:
+        line = f"{p['name']:<24} {p['status']:<12} {p['version'] or '-':<8} {p['distribution'] or '-':<24} {', '.join(p['tasks']) or '-'}"
+        out.say(line)
+        if p["message"]:
+            out.say(f"    {p['message']}")
+        for w in p["warnings"]:
+            out.say(f"    warning: {w}")
+        if p["traceback"] and args.verbose:
+            out.say("    " + p["traceback"].replace("\n", "\n    "))
+    out.result({"plugins": plugins})
+    return EXIT_OK
+
+
+def cmd_tasks(args, out: Output) -> int:
+    from trainlab.params import ENGINE_PARAMS
+    from trainlab.pluginhost import registry
+
+    reg = registry()
+    tasks = []
+    for task_id, entry in sorted(reg.tasks.items()):
+        data = entry.spec.to_json(ENGINE_PARAMS)
+        data["plugin"] = {"name": entry.plugin.name, "version": entry.plugin.version}
+        tasks.append(data)
+        out.say(f"{task_id}  ({entry.spec.title}; plugin {entry.plugin.name} {entry.plugin.version})")
+        if entry.spec.description:
+            out.say(f"  {entry.spec.description}")
+        for param in data["parameters"]:
+            extra = ""
+            if "choices" in param:
+                extra = " {" + ", ".join(param["choices"]) + (", ..." if param.get("open_choices") else "") + "}"
+            elif "minimum" in param or "maximum" in param:
+                extra = f" [{param.get('minimum', '')}..{param.get('maximum', '')}]"
+            out.say(f"  --set {param['name']}={data['defaults'].get(param['name'])!s:<12} {param['type']}{extra}  {param['help']}")
+        if data["presets"]:
+            out.say("  presets: " + ", ".join(p["name"] for p in data["presets"]))
+        out.say()
+    out.result({"tasks": tasks})
+    return EXIT_OK
+
+
+class ConsoleProgress:
+    """Human progress on stderr: a line per evaluation, a status line at most every 2 s."""
+
+    def __init__(self, out: Output):
+        from trainlab.engine.callbacks import Callback
+
+        self.out = out
+        self._last = 0.0
+        self.callback = type("ConsoleCallback", (Callback,), {"on_event": lambda _self, e: self.on_event(e)})()
+
+    def on_event(self, event) -> None:
+        from trainlab.events import EvalResult, Log, Progress, Started, TrainStep
+
+        now = time.monotonic()
+        if isinstance(event, Started):
+            self.out.note(f"run folder: {event.run_dir}  ({event.device}, {event.precision}, {event.total_steps} steps)")
+        elif isinstance(event, TrainStep) and now - self._last >= 2.0:
+            self._last = now
+            self.out.note(f"epoch {event.epoch} step {event.step}: loss {event.loss:.4f}  lr {event.lr:.2e}  {event.samples_per_second:.0f} samples/s")
+        elif isinstance(event, EvalResult):
+            best = "  (best)" if event.best else ""
+            self.out.note(f"epoch {event.epoch}: val loss {event.loss:.4f}  accuracy {event.accuracy:.4f}  macro-F1 {event.macro_f1:.4f}{best}")
+        elif isinstance(event, Log) and event.level in ("warning", "error", "info"):
+            self.out.note(f"{event.level}: {event.message}" if event.level != "info" else event.message)
+        elif isinstance(event, Progress) and event.phase == "paused":
+            self.out.note("paused")
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: Callable[[], None]):
+    """First Ctrl-C / SIGTERM asks the run to stop (checkpoint kept); a second one aborts."""
+    if threading_main() is False:
+        yield
+        return
+    hits = {"n": 0}
+
+    def handler(signum, frame):
+        hits["n"] += 1
+        if hits["n"] > 1:
+            raise KeyboardInterrupt
+        print("\ntrainlab: stopping after this step (Ctrl-C again to abort)", file=sys.stderr)
+        stop()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def cmd_train(args, out: Output) -> int:
+    from trainlab.engine.runner import RunRequest
+
+    if args.more_epochs and not args.resume:
+        raise UsageError("--more-epochs needs --resume RUN_DIR")
+    if args.more_epochs < 0:
+        raise UsageError("--more-epochs must be positive")
+    if not args.resume and not args.task:
+        raise UsageError("train: TASK is required (see `trainlab tasks`)")
+    if not args.resume and not args.data:
+        raise UsageError("train: --data PATH is required")
+    request = RunRequest(
+        task=args.task, data=args.data, params=_params_from(args), out=args.out, resume=args.resume, more_epochs=args.more_epochs
+    )
+    progress = ConsoleProgress(out)
+    if args.isolated:
+        result = _train_isolated(request, progress)
+    else:
+        from trainlab.engine.callbacks import RunControl
+        from trainlab.engine.runner import run_training
+
+        control = RunControl()
+        with _stop_on_signals(lambda: control.request_stop("interrupted")):
+            result = run_training(request, callbacks=[progress.callback], control=control).to_json()
+    code = {"completed": EXIT_OK, "cancelled": EXIT_INTERRUPTED}.get(result["status"], EXIT_FAILED)
+    if result["status"] == "failed":
+        out.note(f"trainlab: the run failed: {result['error']}")
+    elif result["status"] == "cancelled":
+        out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {result['run_dir']}")
+    else:
+        m = result["metrics"]
+        out.say(f"done: accuracy {m.get('accuracy', float('nan')):.4f}, macro-F1 {m.get('macro_f1', float('nan')):.4f}; run folder {result['run_dir']}")
+    out.result(result)
+    return code
+
+
+def _train_isolated(request, progress: ConsoleProgress) -> dict[str, Any]:
+    from trainlab.engine.child import ChildRun
+    from trainlab.events import Finished
+
+    child = ChildRun(request)
+    child.start()
+    finished = None
+    with _stop_on_signals(child.stop):
+        for event in child.events():
+            progress.on_event(event)
+            if isinstance(event, Finished):
+                finished = event
+        code = child.wait()
+    if code == EXIT_USAGE:
+        raise UsageError(child.error_message() or "the child process rejected the run")
+    if finished is None:
+        return {"run_dir": child.run_dir or "", "status": "failed", "task": request.task, "metrics": {}, "epochs": 0, "steps": 0,
+                "samples_per_second": 0.0, "error": child.error_message() or f"the child process exited with code {code}"}
+    return {
+        "run_dir": child.run_dir or "",
+        "status": finished.status,
+        "task": child.task or request.task,
+        "metrics": dict(finished.metrics),
+        "epochs": finished.epochs,
+        "steps": finished.step,
+        "samples_per_second": finished.samples_per_second,
+        "error": finished.error,
+    }
+
+
+def cmd_eval(args, out: Output) -> int:
+    from trainlab.engine.runner import evaluate_run
+
+    report = evaluate_run(args.run_dir, args.data, device=args.device)
+    out.say(f"{report['split']} on {report['data']}: accuracy {report['accuracy']:.4f}, macro-F1 {report['macro_f1']:.4f}, loss {report['loss']:.4f} ({report['samples']} examples)")
+    for row in report["per_class"]:
+        out.say(f"  {row['label']:<24} precision {row['precision']:.3f}  recall {row['recall']:.3f}  f1 {row['f1']:.3f}  support {row['support']}")
+    out.say(f"written to {report['written']}")
+    out.result(report)
+    return EXIT_OK
+
+
+def cmd_predict(args, out: Output) -> int:
+    import csv
+
+    from trainlab.engine.runner import predict
+
+    if args.top_k < 1:
+        raise UsageError("--top-k must be at least 1")
+    results = predict(args.run_dir, args.inputs, args.top_k, device=args.device)
+    for item in results:
+        preds = ", ".join(f"{p['label']} {p['probability']:.3f}" for p in item["predictions"])
+        out.say(f"{item['input']}\t{preds}")
+    written = None
+    if args.out:
+        from trainlab.fileio import atomic_write
+
+        def write(tmp):
+            with open(tmp, "w", newline="", encoding="utf-8") as handle:
+                writer = csv.writer(handle)
+                header = ["input"]
+                for k in range(1, args.top_k + 1):
+                    header += [f"label_{k}", f"probability_{k}"]
+                writer.writerow(header)
+                for item in results:
+                    row = [item["input"]]
+                    for p in item["predictions"]:
+                        row += [p["label"], f"{p['probability']:.6f}"]
+                    writer.writerow(row)
+
+        atomic_write(_path(args.out), write)
+        written = str(_path(args.out).resolve())
+        out.note(f"wrote {len(results)} predictions to {written}")
+    out.result({"run_dir": args.run_dir, "predictions": results, "out": written})
+    return EXIT_OK
+
+
+def _path(value: str):
+    from pathlib import Path
+
+    return Path(value).expanduser()
+
+
+def cmd_runs(args, out: Output) -> int:
+    from trainlab.runs import RunStore
+
+    runs = RunStore().list()
+    if args.limit:
+        runs = runs[: args.limit]
+    rows = []
+    for r in runs:
+        rows.append(
+            {
+                "id": r["id"],
+                "name": r["name"],
+                "task": r["task"],
+                "status": r["status"],
+                "start": r["started"],
+                "duration": r["duration"],
+                "best_metric": r["best_metric"],
+                "monitor": r["monitor"],
+                "run_dir": r["run_dir"],
+            }
+        )
+        start = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r["started"] else "-"
+        duration = f"{r['duration']:.0f}s" if r["duration"] else "-"
+        best = f"{r['monitor']} {r['best_metric']:.4f}" if r["best_metric"] is not None else "-"
+        out.say(f"{r['id']:<44} {r['status']:<10} {start:<17} {duration:>8}  {best:<20} {r['run_dir']}")
+    if not rows:
+        out.say("no runs yet")
+    out.result({"runs": rows})
+    return EXIT_OK
+
+
+def cmd_models(args, out: Output) -> int:
+    from trainlab import modelstore
+    from trainlab.pluginhost import registry
+
+    if args.action == "import":
+        if not args.path:
+            raise UsageError("models import: give the model folder (DIR)")
+        info = modelstore.import_model(args.path, name=args.name) if args.name else modelstore.import_model(args.path)
+        out.say(f"imported {info.get('name', args.path)} into the model store")
+        out.result({"imported": info})
+        return EXIT_OK
+    presets = []
+    for task_id, entry in sorted(registry().tasks.items()):
+        for preset in entry.spec.presets:
+            presets.append({"task": task_id, **preset.to_json()})
+    available = modelstore.available_models()
+    out.say("presets:")
+    for p in presets:
+        out.say(f"  {p['task']:<24} {p['name']:<24} {p['description']}")
+    out.say("pretrained models on this machine:")
+    for m in available:
+        out.say(f"  {m.get('name', '?'):<40} {m.get('source', ''):<14} {m.get('path', '')}")
+    if not available:
+        out.say("  none (see docs/offline-install.md to stage some)")
+    out.result({"presets": presets, "available": available})
+    return EXIT_OK
+
+
+def cmd_doctor(args, out: Output) -> int:
+    from trainlab import doctor
+
+    report = doctor.collect()
+    code = doctor.exit_code(report)
+    out.say(doctor.format_text(report))
+    out.result(report)
+    return code
+
+
+def cmd_install_launcher(args, out: Output) -> int:
+    from trainlab import launcher
+
+    written = launcher.install(desktop=args.desktop)
+    for path in written:
+        out.say(f"wrote {path}")
+    out.result({"written": [str(p) for p in written]})
+    return EXIT_OK
+
+
+def cmd_uninstall_launcher(args, out: Output) -> int:
+    from trainlab import launcher
+
+    removed = launcher.uninstall()
+    for path in removed:
+        out.say(f"removed {path}")
+    out.result({"removed": [str(p) for p in removed]})
+    return EXIT_OK
+
+
+def cmd_gui(args, out: Output) -> int:
+    from trainlab.desktop.app import run_app  # Qt is imported here and only here
+
+    return run_app(
+        task=getattr(args, "task", None),
+        data=getattr(args, "data", None),
+        params=_params_from(args),
+        autostart=bool(getattr(args, "autostart", False)),
+        language=getattr(args, "language", None),
+    )
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Output], int]] = {
+    "gui": cmd_gui,
+    "plugins": cmd_plugins,
+    "tasks": cmd_tasks,
+    "train": cmd_train,
+    "eval": cmd_eval,
+    "predict": cmd_predict,
+    "runs": cmd_runs,
+    "models": cmd_models,
+    "doctor": cmd_doctor,
+    "install-launcher": cmd_install_launcher,
+    "uninstall-launcher": cmd_uninstall_launcher,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    out = Output(as_json)
+    try:
+        args = _parser().parse_args(argv)
+    except UsageError as exc:
+        return _fail(out, EXIT_USAGE, str(exc))
+    except SystemExit as exc:  # --help, --version
+        return int(exc.code or 0)
+    from trainlab.logs import setup_logging
+
+    setup_logging(verbose=args.verbose)
+    command = args.command or "gui"
+    if command == "gui" and not hasattr(args, "task"):
+        args = _parser().parse_args(["gui"])
+    try:
+        with out.guarded():
+            return COMMANDS[command](args, out)
+    except UsageError as exc:
+        return _fail(out, EXIT_USAGE, str(exc))
+    except RunFailed as exc:
+        return _fail(out, EXIT_FAILED, str(exc))
+    except KeyboardInterrupt:
+        return _fail(out, EXIT_INTERRUPTED, "interrupted")
+    except BrokenPipeError:
+        return EXIT_FAILED
+
+
+def _fail(out: Output, code: int, message: str) -> int:
+    out.note(f"trainlab: error: {message}")
+    out.result({"error": message, "exit_code": code})
+    return code
+
+
+def gui_main() -> int:
+    """Entry point of the ``trainlab-gui`` GUI script (desktop launchers)."""
+    try:
+        from trainlab import launcher
+
+        launcher.configure_stdio()
+    except ImportError:
+        pass
+    argv = sys.argv[1:]
+    return main(["gui", *argv] if not argv or argv[0].startswith("-") else argv)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""Choosing the device and numeric precision of a run."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from trainlab.api import UsageError
+
+
+def resolve_device(name: str) -> Any:
+    """``auto`` picks cuda, then mps, then cpu; explicit names are checked."""
+    import torch
+
+    name = (name or "auto").strip().lower()
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", torch.cuda.current_device())
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise UsageError("--device mps: this machine has no usable Apple GPU (MPS)")
+        return torch.device("mps")
+    if name == "cuda" or name.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {name}: CUDA is not available ({cuda_unavailable_reason()})")
+        index = 0
+        if ":" in name:
+            try:
+                index = int(name.split(":", 1)[1])
+            except ValueError:
+                raise UsageError(f"--device {name}: expected cuda:N with N a number") from None
+        count = torch.cuda.device_count()
+        if not 0 <= index < count:
+            raise UsageError(f"--device {name}: this machine has {count} CUDA device(s) (0..{count - 1})")
+        return torch.device("cuda", index)
+    raise UsageError(f"--device {name!r}: expected auto, cpu, cuda, cuda:N or mps")
+
+
+def cuda_unavailable_reason() -> str:
+    import torch
+
+    if torch.version.cuda is None:
+        return "this torch build has no CUDA support"
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        count = pynvml.nvmlDeviceGetCount()
+        pynvml.nvmlShutdown()
+        if count == 0:
+            return "no NVIDIA GPU found"
+        return "the NVIDIA driver is present but torch cannot use it (driver too old for this torch build?)"
+    except Exception as exc:  # noqa: BLE001 - NVML reports many kinds of absence
+        return f"no NVIDIA driver or GPU ({type(exc).__name__}: {exc})"
+
+
+def resolve_precision(device: Any, name: str) -> str:
+    """fp32, bf16 or fp16; ``auto`` is bf16 on compute capability 8.0+, else fp16, fp32 off GPU."""
+    import torch
+
+    name = (name or "auto").lower()
+    if device.type != "cuda":
+        if name in ("bf16", "fp16") and device.type == "cpu":
+            # CPU autocast supports bf16; fp16 on CPU is slow and lossy.
+            if name == "fp16":
+                raise UsageError("--precision fp16 needs a CUDA GPU; use fp32 or bf16 on the CPU")
+            return "bf16"
+        return "fp32" if name == "auto" else name
+    if name == "auto":
+        major, _ = torch.cuda.get_device_capability(device)
+        return "bf16" if major >= 8 else "fp16"
+    if name == "bf16" and not torch.cuda.is_bf16_supported():
+        raise UsageError(f"--precision bf16: {torch.cuda.get_device_name(device)} does not support bfloat16")
+    return name
+
+
+def enable_tf32(device: Any) -> None:
+    """TF32 matmuls and convolutions on GPUs that have them (Ampere and newer)."""
+    import torch
+
+    if device.type != "cuda":
+        return
+    matmul = getattr(torch.backends.cuda.matmul, "fp32_precision", None)
+    if matmul is not None:
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+        torch.backends.cudnn.conv.fp32_precision = "tf32"
+    else:  # torch < 2.9
+        torch.set_float32_matmul_precision("high")
+
+
+def autocast(device: Any, precision: str):
+    import torch
+
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)

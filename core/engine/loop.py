@@ -1,0 +1,410 @@
+"""The one training loop: every task runs through ``Trainer.fit``.
+
+Tasks supply data, a model and step functions; the loop owns devices,
+precision, accumulation, clipping, the optimizer and schedule, evaluation,
+out-of-memory recovery and the control flags.  It does not read the loss back
+from the device at every step: losses accumulate on the device and are read
+every ``log_interval`` seconds; the events still carry their step.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from trainlab.api import RunContext, RunFailed, Task
+from trainlab.engine.callbacks import CallbackList, RunState
+from trainlab.engine.checkpoint import (
+    load_model_weights,
+    read_checkpoint,
+    restore_training_state,
+    save_checkpoint,
+)
+from trainlab.engine.batches import split_batch
+from trainlab.engine.device import autocast
+from trainlab.engine.schedule import Segment, SegmentedSchedule
+from trainlab.events import EvalResult, Log, Progress, TrainStep
+from trainlab.metrics import classification_report
+
+MAX_OOM_RETRIES = 3
+
+
+class StopRun(Exception):
+    """Raised inside the loop when a stop was requested."""
+
+
+def _is_oom(exc: BaseException) -> bool:
+    oom_type = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+    return isinstance(exc, oom_type) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower())
+
+
+@dataclass
+class LoopPosition:
+    """Where the loop is, saved in every checkpoint (resume restarts here)."""
+
+    epoch: int = 1  # the epoch to run next (1-based)
+    batches_done: int = 0  # batches of that epoch already trained
+    step: int = 0
+    samples_seen: int = 0
+    micro_splits: int = 1
+    best_metric: float | None = None
+    best_step: int | None = None
+    best_epoch: int | None = None
+    bad_evals: int = 0
+    epochs_total: int = 0
+    segments: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Trainer:
+    def __init__(
+        self,
+        task: Task,
+        model: torch.nn.Module,
+        ctx: RunContext,
+        state: RunState,
+        callbacks: CallbackList,
+        *,
+        position: LoopPosition,
+        segments: list[Segment],
+    ):
+        self.task = task
+        self.model = model
+        self.ctx = ctx
+        self.state = state
+        self.callbacks = callbacks
+        self.params = ctx.params
+        self.position = position
+        self.control = state.control
+        self.device = ctx.device
+        self.batch_size = int(self.params["batch_size"])
+        self.grad_accum = int(self.params["grad_accum"])
+        self.optimizer = self._make_optimizer()
+        self.schedule = SegmentedSchedule(segments)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
+        use_scaler = ctx.precision == "fp16" and self.device.type == "cuda"
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=use_scaler)
+        self.higher_is_better = self.params["monitor"] != "loss"
+        self.label_names = list(task.label_names)
+        self._log_interval = float(self.params["log_interval"])
+        self._nonfinite_reads = 0
+        self._train_seconds = 0.0
+
+    # -- setup ---------------------------------------------------------------
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        groups = self.task.parameter_groups(self.model, float(self.params["weight_decay"]))
+        lr = float(self.params["lr"])
+        if self.params["optimizer"] == "sgd":
+            return torch.optim.SGD(groups, lr=lr, momentum=0.9, nesterov=True)
+        kwargs: dict[str, Any] = {}
+        if self.device.type == "cuda":
+            kwargs["fused"] = True
+        return torch.optim.AdamW(groups, lr=lr, **kwargs)
+
+    def loader(self, split: str, batches: list[list[int]], epoch: int) -> torch.utils.data.DataLoader:
+        options = dict(self.task.loader_options(split, self.ctx))
+        if options.get("num_workers", 0) > 0 and self.ctx.multiprocessing_context and "multiprocessing_context" not in options:
+            options["multiprocessing_context"] = self.ctx.multiprocessing_context
+        # A dedicated generator: creating the iterator must not draw from the
+        # global RNG, or a resume in mid-epoch would diverge.
+        generator = torch.Generator().manual_seed(int(self.params["seed"]) * 7919 + epoch)
+        return torch.utils.data.DataLoader(
+            self.task.dataset(split),
+            batch_sampler=batches,
+            collate_fn=self.task.collate,
+            generator=generator,
+            **options,
+        )
+
+    def restore(self, checkpoint_path) -> None:
+        tensors, plain = read_checkpoint(checkpoint_path)
+        load_model_weights(self.model, tensors, plain)
+        restore_training_state(tensors, plain, optimizer=self.optimizer, scheduler=self.scheduler, scaler=self.scaler)
+        # The schedule may have gained a segment since ("train N more epochs").
+        self.scheduler.lr_lambdas = [self.schedule]
+        for group, base_lr in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
+            group["lr"] = base_lr * self.schedule(self.position.step)
+
+    # -- checkpoints -----------------------------------------------------------
+    def save(self, which: str) -> None:
+        run_dir = self.state.run_dir
+        meta = {"position": self.position.to_json(), "kind": which, "time": time.time()}
+        if which == "best":
+            save_checkpoint(run_dir / "checkpoints" / "best.safetensors", self.model, meta, full=False)
+        else:
+            self.callbacks_log(f"saving checkpoint at step {self.position.step}", level="debug")
+            save_checkpoint(
+                run_dir / "checkpoints" / "last.safetensors",
+                self.model,
+                meta,
+                optimizer=self.optimizer,
+                scheduler=self.scheduler,
+                scaler=self.scaler,
+            )
+
+    def callbacks_log(self, message: str, level: str = "info") -> None:
+        self.state.emit(Log(step=self.position.step, epoch=self.position.epoch, level=level, message=message))
+
+    # -- the loop --------------------------------------------------------------
+    def fit(self) -> None:
+        pos = self.position
+        state = self.state
+        train_n = len(self.task.dataset("train"))
+        batches_per_epoch = math.ceil(train_n / self.batch_size)
+        state.total_steps = self._steps_per_epoch(batches_per_epoch) * pos.epochs_total
+        state.epochs = pos.epochs_total
+        checkpoint_every = int(self.params["checkpoint_every_steps"])
+        while pos.epoch <= pos.epochs_total:
+            epoch = pos.epoch
+            state.epoch = epoch
+            order = self.task.batch_order("train", epoch, self.batch_size, int(self.params["seed"]))
+            remaining = order[pos.batches_done :]
+            self.callbacks.call("on_epoch_start", state)
+            self.model.train()
+            if remaining:
+                self._train_epoch(epoch, order, remaining, checkpoint_every)
+            # epoch done
+            pos.epoch = epoch + 1
+            pos.batches_done = 0
+            self._evaluate_epoch(epoch)
+            self.callbacks.call("on_epoch_end", state)
+            self.save("last")
+            if self.control.stop_requested:
+                break
+
+    def _steps_per_epoch(self, batches: int) -> int:
+        return math.ceil(batches / self.grad_accum)
+
+    def _train_epoch(self, epoch: int, order: list[list[int]], remaining: list[list[int]], checkpoint_every: int) -> None:
+        pos, state, ctx, task = self.position, self.state, self.ctx, self.task
+        n_batches = len(order)
+        loader = self.loader("train", remaining, epoch)
+        loss_sum = torch.zeros((), device=self.device)
+        window_samples = 0
+        window_steps = 0
+        window_start = time.perf_counter()
+        last_read = window_start
+        group: list[Any] = []
+        has_step_hook = self.callbacks.has("on_step_end")
+        for index, batch in enumerate(loader, start=pos.batches_done):
+            group.append(batch)
+            last_of_epoch = index == n_batches - 1
+            if len(group) < self.grad_accum and not last_of_epoch:
+                continue
+            group_n, group_loss = self._run_group(group)
+            loss_sum += group_loss
+            group = []
+            pos.batches_done = index + 1
+            pos.step += 1
+            pos.samples_seen += group_n
+            window_samples += group_n
+            window_steps += 1
+            state.step = pos.step
+            state.samples_seen = pos.samples_seen
+            if has_step_hook:
+                self.callbacks.call("on_step_end", state)
+            now = time.perf_counter()
+            if now - last_read >= self._log_interval or last_of_epoch or self.control.stop_requested or self.control.paused:
+                self._report(loss_sum, window_samples, window_steps, now - window_start, epoch)
+                self._train_seconds += now - window_start
+                loss_sum = torch.zeros((), device=self.device)
+                window_samples = window_steps = 0
+                window_start = last_read = time.perf_counter()
+            if checkpoint_every and pos.step % checkpoint_every == 0 and not last_of_epoch:
+                self.save("last")
+            if self.control.paused:
+                self._pause()
+                window_start = last_read = time.perf_counter()
+            if self.control.stop_requested and not last_of_epoch:
+                self.save("last")
+                raise StopRun()
+
+    def _run_group(self, group: list[Any]) -> tuple[int, torch.Tensor]:
+        """Forward/backward every batch of one accumulation group, then step.
+
+        On CUDA out-of-memory the whole group is redone with each batch split
+        into twice as many micro-batches (same effective batch), up to three
+        times.
+        """
+        pos = self.position
+        while True:
+            try:
+                return self._try_group(group)
+            except Exception as exc:
+                if not _is_oom(exc):
+                    raise
+                self.optimizer.zero_grad(set_to_none=True)
+                del exc
+                gc.collect()
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                retries = int(math.log2(pos.micro_splits))
+                if retries >= MAX_OOM_RETRIES:
+                    raise RunFailed(
+                        f"out of memory even with batch {self.batch_size} split into {pos.micro_splits} micro-batches: "
+                        "lower --batch-size, use a smaller model or --precision bf16/fp16, "
+                        "or close other programs using the GPU"
+                    ) from None
+                pos.micro_splits *= 2
+                micro = max(1, self.batch_size // pos.micro_splits)
+                self.callbacks_log(
+                    f"out of memory: retrying with micro-batches of about {micro} "
+                    f"({pos.micro_splits}x gradient accumulation, same effective batch of {self.batch_size * self.grad_accum})",
+                    level="warning",
+                )
+
+    def _try_group(self, group: list[Any]) -> tuple[int, torch.Tensor]:
+        task, ctx = self.task, self.ctx
+        splits = self.position.micro_splits
+        pieces = []
+        for batch in group:
+            pieces.extend(split_batch(batch, splits) if splits > 1 else [batch])
+        from trainlab.engine.batches import batch_size_of
+
+        sizes = [batch_size_of(p) for p in pieces]
+        total = sum(sizes) or 1
+        loss_total = torch.zeros((), device=self.device)
+        for piece, size in zip(pieces, sizes):
+            piece = task.to_device(piece, ctx)
+            with autocast(self.device, ctx.precision):
+                loss, n = task.train_step(self.model, piece, ctx)
+            # Weight each micro-batch's mean loss by its share of the group, so
+            # the gradient is that of the whole group's mean loss.
+            weight = (size or n) / total
+            self.scaler.scale(loss * weight).backward()
+            loss_total += loss.detach().float() * (size or n)
+        clip = float(self.params["clip_grad_norm"])
+        if self.scaler.is_enabled():
+            self.scaler.unscale_(self.optimizer)
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        return total, loss_total
+
+    def _report(self, loss_sum: torch.Tensor, samples: int, steps: int, seconds: float, epoch: int) -> None:
+        if not steps:
+            return
+        loss = float(loss_sum.item()) / max(1, samples)  # the one device sync per interval
+        rate = samples / seconds if seconds > 0 else 0.0
+        pos = self.position
+        lr = float(self.optimizer.param_groups[0]["lr"])
+        self.state.emit(TrainStep(step=pos.step, epoch=epoch, loss=loss, lr=lr, steps=steps, samples_per_second=rate))
+        train_total = self._train_seconds + seconds
+        done_this_session = pos.step - self.state.extra.get("start_step", 0)
+        eta = None
+        if done_this_session > 0 and train_total > 0:
+            eta = (self.state.total_steps - pos.step) * train_total / done_this_session
+        self.state.emit(
+            Progress(
+                step=pos.step,
+                epoch=epoch,
+                total_steps=self.state.total_steps,
+                epochs=pos.epochs_total,
+                samples=pos.samples_seen,
+                samples_per_second=rate,
+                eta_seconds=eta,
+            )
+        )
+        if math.isfinite(loss):
+            self._nonfinite_reads = 0
+            return
+        self._nonfinite_reads += 1
+        self.callbacks_log(f"training loss is {loss} at step {pos.step}", level="warning")
+        if self._nonfinite_reads >= 3:
+            raise RunFailed(
+                f"training diverged: the loss has been {loss} since step {pos.step}; "
+                "lower the learning rate (--lr), or train in fp32 (--precision fp32)"
+            )
+
+    def _pause(self) -> None:
+        pos = self.position
+        self.save("last")
+        self.state.emit(Progress(step=pos.step, epoch=pos.epoch, total_steps=self.state.total_steps, epochs=pos.epochs_total, samples=pos.samples_seen, phase="paused"))
+        self.callbacks_log("paused")
+        while not self.control.wait_while_paused(0.5):
+            pass
+        if not self.control.stop_requested:
+            self.callbacks_log("resumed")
+
+    # -- evaluation --------------------------------------------------------------
+    def evaluate(self, split: str) -> dict[str, Any]:
+        task, ctx = self.task, self.ctx
+        self.model.eval()
+        order = task.batch_order(split, 0, self.batch_size, int(self.params["seed"]))
+        loss_sum = torch.zeros((), device=self.device)
+        probs, targets, keys = [], [], []
+        with torch.inference_mode():
+            for batch in self.loader(split, order, 0):
+                batch = task.to_device(batch, ctx)
+                with autocast(self.device, ctx.precision):
+                    out = task.eval_step(self.model, batch, ctx)
+                loss_sum += out.loss_sum.float()
+                probs.append(out.logits.float().softmax(-1).cpu())
+                targets.append(out.targets.cpu())
+                if out.keys is not None:
+                    keys.extend(out.keys)
+        self.model.train()
+        n = sum(len(t) for t in targets)
+        if n == 0:
+            return classification_report(torch.zeros(0, len(self.label_names)).numpy(), torch.zeros(0).numpy(), self.label_names, loss=0.0)
+        probs_np = torch.cat(probs).numpy()
+        targets_np = torch.cat(targets).numpy()
+        examples = task.describe_examples(split, keys) if keys else None
+        return classification_report(
+            probs_np, targets_np, self.label_names, loss=float(loss_sum.item()) / n, examples=examples, keys=keys or None
+        )
+
+    def _evaluate_epoch(self, epoch: int) -> None:
+        pos, state = self.position, self.state
+        if "val" not in self.task.splits():
+            return
+        self.callbacks.call("on_eval_start", state)
+        report = self.evaluate("val")
+        monitor = self.params["monitor"]
+        value = report[monitor]
+        improved = pos.best_metric is None or (
+            value > pos.best_metric if self.higher_is_better else value < pos.best_metric
+        )
+        if improved:
+            pos.best_metric, pos.best_step, pos.best_epoch = float(value), pos.step, epoch
+            pos.bad_evals = 0
+            state.best_metric, state.best_step = pos.best_metric, pos.best_step
+            if self.params["final_weights"] == "best" or self.params["keep_checkpoints"] in ("best", "last+best"):
+                self.save("best")
+        else:
+            pos.bad_evals += 1
+        result = EvalResult(
+            step=pos.step,
+            epoch=epoch,
+            split="val",
+            loss=report["loss"],
+            accuracy=report["accuracy"],
+            macro_f1=report["macro_f1"],
+            best=improved,
+        )
+        state.last_eval = report
+        state.emit(result)
+        self.callbacks.call("on_eval_end", state, result)
+        patience = int(self.params["early_stopping_patience"])
+        if patience and pos.bad_evals >= patience and not self.control.stop_requested:
+            state.extra["early_stopped"] = True
+            self.callbacks_log(f"early stopping: no improvement of {monitor} in {patience} evaluation(s)")
+            self.control.request_stop("early stopping")
+
+    def load_best_weights(self) -> bool:
+        path = self.state.run_dir / "checkpoints" / "best.safetensors"
+        if not path.exists():
+            return False
+        tensors, plain = read_checkpoint(path)
+        load_model_weights(self.model, tensors, plain)
+        return True
