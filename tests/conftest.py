@@ -74,7 +74,7 @@ def _block_network(monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", guard(real_connect))
     monkeypatch.setattr(socket.socket, "connect_ex", guard(real_connect_ex))
-    yield
+    yield attempts
     if attempts:
         pytest.fail(f"outbound network connection attempted: {attempts}")
 

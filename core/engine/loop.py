@@ -128,7 +128,7 @@ class Trainer:
         load_model_weights(self.model, tensors, plain)
         restore_training_state(tensors, plain, optimizer=self.optimizer, scheduler=self.scheduler, scaler=self.scaler)
         # The schedule may have gained a segment since ("train N more epochs").
-        self.scheduler.lr_lambdas = [self.schedule]
+        self.scheduler.lr_lambdas = [self.schedule] * len(self.optimizer.param_groups)
         for group, base_lr in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
             group["lr"] = base_lr * self.schedule(self.position.step)
 

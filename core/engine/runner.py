@@ -26,6 +26,7 @@ from trainlab.fileio import atomic_write_json
 from trainlab.params import ENGINE_PARAMS, resolve
 from trainlab.pluginhost import load_factory, registry
 from trainlab.runs import RUN_SCHEMA_VERSION, MetricsWriter, RunDir, RunStore, new_run_id
+from trainlab.telemetry import TelemetryCallback
 
 
 @dataclass
@@ -115,6 +116,7 @@ class RunRecordCallback(Callback):
 def default_callbacks(run_dir: RunDir, record: dict[str, Any], store: RunStore | None, params: dict[str, Any]) -> list[Callback]:
     """The callbacks every run gets: metrics file, run record, telemetry."""
     callbacks: list[Callback] = [MetricsFileCallback(run_dir), RunRecordCallback(run_dir, record, store)]
+    callbacks.append(TelemetryCallback(float(params.get("telemetry_every", 5.0))))
     return callbacks
 
 

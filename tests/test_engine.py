@@ -1,0 +1,297 @@
+"""The training engine on the toy task: runs, resume, stop/pause, OOM, checkpoints."""
+
+import json
+import threading
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from conftest import FIXTURE_PLUGINS, subprocess_env
+from trainlab.api import UsageError
+from trainlab.engine.callbacks import Callback, RunControl
+from trainlab.engine.runner import RunRequest, run_training
+from trainlab.events import EvalResult, Finished, Log, Progress, Started, TrainStep, read_events
+from trainlab.runs import RunDir, RunStore
+
+
+class Recorder(Callback):
+    def __init__(self):
+        self.events = []
+        self.hooks = []
+
+    def on_event(self, event):
+        self.events.append(event)
+
+    def on_run_start(self, state):
+        self.hooks.append("run_start")
+
+    def on_epoch_start(self, state):
+        self.hooks.append(f"epoch_start:{state.epoch}")
+
+    def on_epoch_end(self, state):
+        self.hooks.append(f"epoch_end:{state.epoch}")
+
+    def on_run_end(self, state):
+        self.hooks.append("run_end")
+
+
+def train(toy_csv, tmp_path, name="run", callbacks=(), control=None, **params):
+    params = {k: str(v) for k, v in params.items()}
+    request = RunRequest(task="toy-classification", data=str(toy_csv), params=params, out=str(tmp_path / name))
+    return run_training(request, callbacks=list(callbacks), control=control)
+
+
+def weights(run_dir, which="last"):
+    tensors = load_file(str(RunDir(run_dir).checkpoints / f"{which}.safetensors"))
+    return {k: v for k, v in tensors.items() if k.startswith("model.")}
+
+
+def assert_same_weights(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_a_run_writes_the_contract_run_folder(toy_plugin, toy_csv, tmp_path):
+    rec = Recorder()
+    result = train(toy_csv, tmp_path, callbacks=[rec], epochs=3)
+    assert result.status == "completed" and result.exit_code == 0
+    assert result.epochs == 3 and result.steps == 36  # 180 train rows / batch 16 -> 12 steps per epoch
+    assert result.metrics["accuracy"] > 0.8
+    rd = RunDir(result.run_dir)
+    record = rd.read()
+    for key in ("schema_version", "task", "plugin", "parameters", "data", "label_names", "status", "error", "timings", "environment", "world_size"):
+        assert key in record, key
+    assert record["status"] == "completed" and record["data"]["fingerprint"]["files"] == 1
+    assert record["environment"]["torch"] == torch.__version__
+    kinds = [e.kind for e in read_events(rd.metrics_jsonl)]
+    assert kinds[0] == "started" and kinds[-1] == "finished"
+    assert {"train", "eval", "progress"} <= set(kinds)
+    evals = [e for e in read_events(rd.metrics_jsonl) if isinstance(e, EvalResult)]
+    assert [e.epoch for e in evals] == [1, 2, 3]
+    report = json.loads(rd.eval_json.read_text())
+    for key in ("accuracy", "macro_f1", "per_class", "confusion_matrix", "label_names", "misclassified"):
+        assert key in report
+    assert sum(map(sum, report["confusion_matrix"])) == 60
+    assert rd.last_checkpoint.exists() and rd.best_checkpoint.exists()
+    assert (rd.model_dir / "model.safetensors").exists()
+    assert rec.hooks == ["run_start", "epoch_start:1", "epoch_end:1", "epoch_start:2", "epoch_end:2", "epoch_start:3", "epoch_end:3", "run_end"]
+    assert isinstance(rec.events[0], Log) or isinstance(rec.events[0], Started)
+    assert isinstance(rec.events[-1], Finished)
+    assert RunStore().get(record["id"])["status"] == "completed"
+
+
+def test_loss_is_read_back_at_intervals_not_every_step(toy_plugin, toy_csv, tmp_path):
+    rec = Recorder()
+    train(toy_csv, tmp_path, callbacks=[rec], epochs=2, log_interval=3600)
+    steps = [e for e in rec.events if isinstance(e, TrainStep)]
+    # one read per epoch end, each averaging the 12 steps of its epoch
+    assert [(e.step, e.steps) for e in steps] == [(12, 12), (24, 12)]
+
+
+def test_same_seed_same_result_and_other_seed_differs(toy_plugin, toy_csv, tmp_path):
+    a = train(toy_csv, tmp_path, "a", epochs=1)
+    b = train(toy_csv, tmp_path, "b", epochs=1)
+    c = train(toy_csv, tmp_path, "c", epochs=1, seed=7)
+    assert_same_weights(weights(a.run_dir), weights(b.run_dir))
+    wa, wc = weights(a.run_dir), weights(c.run_dir)
+    assert any(not torch.equal(wa[k], wc[k]) for k in wa)
+
+
+class StopAfterEpoch(Callback):
+    def __init__(self, control, epoch):
+        self.control, self.epoch = control, epoch
+
+    def on_epoch_end(self, state):
+        if state.epoch == self.epoch:
+            self.control.request_stop("test stop")
+
+
+def test_resume_after_a_stop_gives_the_same_weights(toy_plugin, toy_csv, tmp_path):
+    straight = train(toy_csv, tmp_path, "straight", epochs=2, final_weights="last")
+    control = RunControl()
+    first = train(toy_csv, tmp_path, "split", control=control, callbacks=[StopAfterEpoch(control, 1)], epochs=2, final_weights="last")
+    assert first.status == "cancelled" and first.epochs == 1 and first.exit_code == 130
+    assert RunDir(first.run_dir).read()["status"] == "cancelled"
+    resumed = run_training(RunRequest(resume=first.run_dir))
+    assert resumed.status == "completed" and resumed.epochs == 2 and resumed.steps == straight.steps
+    assert_same_weights(weights(straight.run_dir), weights(resumed.run_dir))
+    events = list(read_events(RunDir(resumed.run_dir).metrics_jsonl))
+    assert [e.resumed for e in events if isinstance(e, Started)] == [False, True]
+
+
+class StopAtStep(Callback):
+    def __init__(self, control, step):
+        self.control, self.step = control, step
+
+    def on_step_end(self, state):
+        if state.step == self.step:
+            self.control.request_stop("test stop")
+
+
+def test_stop_takes_effect_within_one_step_and_resume_mid_epoch_is_exact(toy_plugin, toy_csv, tmp_path):
+    straight = train(toy_csv, tmp_path, "straight", epochs=2, final_weights="last")
+    control = RunControl()
+    first = train(toy_csv, tmp_path, "split", control=control, callbacks=[StopAtStep(control, 17)], epochs=2, final_weights="last")
+    assert first.status == "cancelled" and first.steps == 17
+    resumed = run_training(RunRequest(resume=first.run_dir))
+    assert resumed.steps == 24
+    assert_same_weights(weights(straight.run_dir), weights(resumed.run_dir))
+
+
+def test_resume_after_a_kill_in_mid_epoch(toy_plugin, toy_csv, tmp_path):
+    """SIGKILL a child-process run in mid-epoch, resume it, get the straight run's weights."""
+    from trainlab.engine.child import ChildRun
+
+    straight = train(toy_csv, tmp_path, "straight", epochs=2, final_weights="last", checkpoint_every_steps=4)
+    request = RunRequest(
+        task="toy-classification",
+        data=str(toy_csv),
+        out=str(tmp_path / "killed"),
+        params={"epochs": "2", "final_weights": "last", "checkpoint_every_steps": "4", "step_delay": "0.02"},
+    )
+    child = ChildRun(request, env=subprocess_env([FIXTURE_PLUGINS]))
+    child.start()
+    killed = False
+    for event in child.events():
+        # the save at step 8 has begun, so the one at step 4 is complete
+        if isinstance(event, Log) and event.message == "saving checkpoint at step 8":
+            child.kill()
+            killed = True
+            break
+    child.wait(30)
+    assert killed, child.stderr_tail()
+    rd = RunDir(tmp_path / "killed")
+    assert rd.read()["status"] == "running"  # killed: nobody wrote the end
+    assert RunStore().reconcile() == 1
+    assert rd.read()["status"] == "failed" and "interrupted" in rd.read()["error"]
+    resumed = run_training(RunRequest(resume=str(rd.path)))
+    assert resumed.status == "completed" and resumed.steps == 24
+    assert_same_weights(weights(straight.run_dir), weights(resumed.run_dir))
+
+
+def test_train_more_epochs_continues_a_finished_run(toy_plugin, toy_csv, tmp_path):
+    first = train(toy_csv, tmp_path, epochs=1)
+    with pytest.raises(UsageError, match="already completed"):
+        run_training(RunRequest(resume=first.run_dir))
+    more = run_training(RunRequest(resume=first.run_dir, more_epochs=2))
+    assert more.status == "completed" and more.epochs == 3 and more.steps == 36
+    record = RunDir(first.run_dir).read()
+    assert len(record["segments"]) == 2 and record["segments"][1]["start_step"] == 12
+    lrs = [e.lr for e in read_events(RunDir(first.run_dir).metrics_jsonl) if isinstance(e, TrainStep)]
+    assert len(lrs) >= 2
+
+
+def test_pause_and_resume_in_the_same_process(toy_plugin, toy_csv, tmp_path):
+    control = RunControl()
+    paused = threading.Event()
+
+    class PauseAt(Callback):
+        def on_step_end(self, state):
+            if state.step == 5:
+                control.pause()
+
+        def on_event(self, event):
+            if isinstance(event, Progress) and event.phase == "paused":
+                paused.set()
+
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(r=train(toy_csv, tmp_path, callbacks=[PauseAt()], control=control, epochs=1)))
+    thread.start()
+    assert paused.wait(60), "the run never reported a pause"
+    assert thread.is_alive() and control.paused
+    control.resume()
+    thread.join(60)
+    assert result["r"].status == "completed" and result["r"].steps == 12
+
+
+def test_out_of_memory_halves_the_micro_batch_and_keeps_the_effective_batch(toy_plugin, toy_csv, tmp_path):
+    rec = Recorder()
+    normal = train(toy_csv, tmp_path, "normal", epochs=1, final_weights="last")
+    oom = train(toy_csv, tmp_path, "oom", callbacks=[rec], epochs=1, final_weights="last", oom_above=5)
+    assert oom.status == "completed" and oom.steps == normal.steps
+    messages = [e.message for e in rec.events if isinstance(e, Log) and "out of memory" in e.message]
+    # 16 -> 8 -> 4: two retries, each logged
+    assert len(messages) == 2 and "2x gradient accumulation" in messages[0] and "4x" in messages[1]
+    a, b = weights(normal.run_dir), weights(oom.run_dir)
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-5), key
+
+
+def test_out_of_memory_past_three_retries_fails_with_advice(toy_plugin, toy_csv, tmp_path):
+    result = train(toy_csv, tmp_path, epochs=1, oom_above=1)
+    assert result.status == "failed" and result.exit_code == 1
+    assert "out of memory" in result.error and "--batch-size" in result.error
+
+
+def test_a_failing_task_fails_the_run_with_its_traceback(toy_plugin, toy_csv, tmp_path):
+    result = train(toy_csv, tmp_path, epochs=1, fail_at_step=3)
+    assert result.status == "failed" and "toy failure at step 3" in result.error
+    record = RunDir(result.run_dir).read()
+    assert record["status"] == "failed" and "RuntimeError" in record["traceback"]
+
+
+def test_early_stopping(toy_plugin, toy_csv, tmp_path):
+    rec = Recorder()
+    result = train(toy_csv, tmp_path, callbacks=[rec], epochs=30, early_stopping_patience=1, monitor="loss", lr=0.5, seed=3)
+    assert result.status == "completed" and result.epochs < 30
+    assert any(isinstance(e, Log) and "early stopping" in e.message for e in rec.events)
+
+
+def test_class_weighting_and_gradient_accumulation_run(toy_plugin, toy_csv, tmp_path):
+    result = train(toy_csv, tmp_path, epochs=1, class_weighting="true", grad_accum=3, schedule="cosine")
+    assert result.status == "completed" and result.steps == 4  # 12 batches / 3
+
+
+def test_bad_parameters_and_data_are_usage_errors(toy_plugin, toy_csv, tmp_path):
+    with pytest.raises(UsageError, match="unknown parameter 'nope'"):
+        train(toy_csv, tmp_path, nope=1)
+    with pytest.raises(UsageError, match="lr: -1.0 is below the minimum"):
+        train(toy_csv, tmp_path, lr=-1)
+    with pytest.raises(UsageError, match="CUDA is not available"):
+        train(toy_csv, tmp_path, device="cuda")
+    with pytest.raises(UsageError, match="no such file"):
+        run_training(RunRequest(task="toy-classification", data=str(tmp_path / "missing.csv")))
+    with pytest.raises(UsageError, match="unknown task 'nope'"):
+        run_training(RunRequest(task="nope", data=str(toy_csv)))
+
+
+def test_checkpoint_write_checks_free_disk_space(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9, 1000))
+    result = train(toy_csv, tmp_path, epochs=1)
+    assert result.status == "failed" and "not enough free disk space" in result.error
+
+
+def test_checkpoints_are_safetensors_without_pickle(toy_plugin, toy_csv, tmp_path):
+    from trainlab.engine.checkpoint import read_checkpoint
+
+    result = train(toy_csv, tmp_path, epochs=1)
+    tensors, plain = read_checkpoint(RunDir(result.run_dir).last_checkpoint)
+    assert any(k.startswith("optim.") for k in tensors) and "rng.torch" in tensors
+    assert plain["meta"]["position"]["step"] == 12
+    assert not list(RunDir(result.run_dir).checkpoints.glob("*.tmp"))
+
+
+def test_stale_running_run_is_marked_failed(tmp_path):
+    store = RunStore()
+    rd = RunDir(tmp_path / "ghost")
+    rd.path.mkdir()
+    record = {"id": "ghost", "task": "toy-classification", "status": "running", "timings": {"started": 1.0}}
+    rd.write(record)
+    store.record(record, rd.path)
+    import sqlite3
+
+    with sqlite3.connect(store.db_path) as db:  # a pid that is not alive
+        db.execute("UPDATE runs SET pid=999999, proc_start=1.0 WHERE id='ghost'")
+    assert store.reconcile() == 1
+    assert store.get("ghost")["status"] == "failed"
+    assert rd.read()["status"] == "failed"
+
+
+def test_run_index_uses_wal(tmp_path):
+    assert RunStore().journal_mode == "wal"
