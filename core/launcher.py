@@ -403,8 +403,13 @@ def _entry_string(value: object) -> str:
 
 def _windows_shortcuts() -> list[Path]:
     """Start Menu and desktop shortcut paths (the shell resolves redirections)."""
-    from win32com.shell import shell  # pywin32, a Windows-only dependency
-
+    try:
+        from win32com.shell import shell  # pywin32, a Windows-only dependency
+    except ImportError:
+        raise UsageError(
+            "Windows shortcuts need pywin32, which this installation lacks: run `python -m pip install pywin32` "
+            "in TrainLab's environment (or see docs/launcher.md for the PowerShell alternative)"
+        ) from None
     programs = Path(shell.SHGetKnownFolderPath(shell.FOLDERID_Programs))
     desktop = Path(shell.SHGetKnownFolderPath(shell.FOLDERID_Desktop))
     return [programs / f"{APP_NAME}.lnk", desktop / f"{APP_NAME}.lnk"]
