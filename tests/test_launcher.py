@@ -359,3 +359,20 @@ def test_console_output_is_left_alone(tmp_home):
     assert done.returncode == 0, done.stderr
     assert done.stdout == "to the terminal\n"
     assert not (tmp_home / "logs" / "trainlab-gui.log").exists()
+
+
+@needs_cli
+@pytest.mark.skipif(os.name != "posix", reason="closes file descriptors to imitate pythonw")
+def test_real_gui_script_without_a_console_logs_its_output(tmp_home):
+    """trainlab-gui itself, started with no stdout/stderr as from a Windows shortcut."""
+    done = subprocess.run(
+        [str(launcher.gui_executable()), "--version"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: (os.close(1), os.close(2)),
+        timeout=120,
+    )
+    assert done.returncode == 0
+    text = (tmp_home / "logs" / "trainlab-gui.log").read_text(encoding="utf-8")
+    assert f"trainlab {trainlab.__version__}" in text
