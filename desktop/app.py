@@ -1,0 +1,173 @@
+"""Starting the desktop app: ``trainlab``, ``trainlab gui`` and ``trainlab-gui``.
+
+``run_app`` shows the window as early as it can (Qt, the window shell and the
+start view only), then finishes setting up from the event loop: plugins,
+pages, plots.  torch and pyqtgraph are not imported before the window is on
+screen (``tests/test_gui_window_startup.py`` checks it in a fresh process).
+
+Identity on the desktop: the X11 WM_CLASS is ``trainlab`` (the application
+name, and the instance name through argv[0]) and the desktop file name is the
+launcher's entry id, so docks and Wayland compositors match the window to the
+menu entry ``trainlab install-launcher`` wrote.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from typing import Any, Callable
+
+from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtWidgets import QApplication
+
+from trainlab import __version__
+
+log = logging.getLogger("trainlab.desktop")
+
+DESKTOP_ID = "org.trainlab.TrainLab"
+WM_CLASS = "trainlab"
+
+#: Called with the window once it is shown (before plugins load and before
+#: the event loop runs).  For tests and ``bench/gui_latency.py``; the window's
+#: ``ready`` signal follows once ``finish_setup`` is done.
+after_show: list[Callable[[Any], None]] = []
+
+
+def _identity() -> tuple[str, str]:
+    try:
+        from trainlab.launcher import DESKTOP_ID as desktop_id, WM_CLASS as wm_class
+    except ImportError:  # the launcher module is optional for the window
+        return DESKTOP_ID, WM_CLASS
+    return desktop_id, wm_class
+
+
+def app_icon() -> QIcon:
+    from importlib import resources
+
+    icons = resources.files("trainlab.resources") / "icons"
+    icon = QIcon()
+    for size in (16, 24, 32, 48, 64, 128, 256, 512):
+        path = icons / f"trainlab-{size}.png"
+        if path.is_file():
+            icon.addFile(str(path))
+    svg = icons / "trainlab.svg"
+    if icon.isNull() and svg.is_file():
+        icon.addFile(str(svg))
+    return icon
+
+
+def make_application(language: str | None = None, theme: str | None = None) -> tuple[QApplication, str, str]:
+    """The QApplication, set up: identity, icon, translations, palette.
+
+    Returns ``(app, language used, resolved theme)``.  Reuses an existing
+    QApplication (tests).
+    """
+    desktop_id, wm_class = _identity()
+    QCoreApplication.setApplicationName(wm_class)
+    QCoreApplication.setOrganizationName("TrainLab")
+    QCoreApplication.setApplicationVersion(__version__)
+    QGuiApplication.setApplicationDisplayName("TrainLab")
+    QGuiApplication.setDesktopFileName(desktop_id)
+    try:
+        from trainlab.launcher import set_windows_app_id
+
+        set_windows_app_id()
+    except ImportError:
+        pass
+    app = QApplication.instance()
+    if app is None:
+        # argv[0] is the X11 instance name (WM_CLASS's first string); no
+        # other argument is passed: the command line is TrainLab's, not Qt's.
+        app = QApplication([wm_class])
+    app.setWindowIcon(app_icon())
+
+    from trainlab.desktop.settings import DesktopSettings
+    from trainlab.desktop.style import apply_theme
+
+    settings = DesktopSettings()
+    used = "en"
+    try:
+        from trainlab.desktop.i18n import install_translator
+
+        used = install_translator(app, language or settings.language)
+    except ImportError:
+        pass
+    resolved = apply_theme(app, theme or settings.theme)
+    return app, used, resolved
+
+
+def _log_uncaught(exc_type, exc, tb) -> None:
+    # An exception escaping a slot must not pass silently in a GUI launched
+    # from a menu (no terminal): it goes to the log file and the log panel.
+    if issubclass(exc_type, KeyboardInterrupt):
+        sys.__excepthook__(exc_type, exc, tb)
+        return
+    log.error("unexpected error", exc_info=(exc_type, exc, tb))
+
+
+def run_app(
+    task: str | None = None,
+    data: str | None = None,
+    params: dict[str, str] | None = None,
+    autostart: bool = False,
+    language: str | None = None,
+) -> int:
+    """Open the main window (optionally pre-filled and started); returns the exit code."""
+    try:
+        from trainlab.logs import setup_logging
+
+        setup_logging(console=False)
+    except ImportError:
+        pass
+    app, used_language, resolved_theme = make_application(language)
+    from trainlab.desktop.main_window import MainWindow
+
+    window = MainWindow(resolved_theme=resolved_theme)
+    window.show()
+    app.processEvents()  # expose and paint now: the window is on screen before anything heavy
+    log.info("TrainLab %s window shown (language %s, theme %s)", __version__, used_language, resolved_theme)
+    for hook in list(after_show):
+        hook(window)
+    window.prefill(task=task, data=data, params=dict(params or {}), autostart=autostart)
+    QTimer.singleShot(0, window.finish_setup)
+
+    previous_hook = sys.excepthook
+    sys.excepthook = _log_uncaught
+
+    # Ctrl+C in the terminal: Python only sees the signal when the
+    # interpreter runs, so a timer wakes it; a run is stopped cleanly first.
+    def interrupted(*_args) -> None:
+        if window.running:
+            window.stop_for_close()
+        else:
+            window.close()
+
+    previous_sigint = None
+    try:
+        previous_sigint = signal.signal(signal.SIGINT, interrupted)
+    except ValueError:  # not the main thread
+        pass
+    waker = QTimer()
+    waker.start(250)
+    waker.timeout.connect(lambda: None)
+    try:
+        code = app.exec()
+    finally:
+        waker.stop()
+        sys.excepthook = previous_hook
+        if previous_sigint is not None:
+            signal.signal(signal.SIGINT, previous_sigint)
+    if window.running:  # closed some other way than closeEvent (session end)
+        window.worker.request_stop()
+        window.worker.wait()
+    return int(code)
+
+
+def main() -> int:
+    return run_app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,481 @@
+"""The parameter form, generated from a task's schema.
+
+One row per parameter of ``trainlab.params.full_schema`` (the engine's and the
+task's own): a line edit for numbers and text (so a bad value can be typed,
+seen and fixed rather than silently clamped), a check box for booleans, a
+combo box for choices (editable for open choices such as a model preset list
+that also takes a folder), with the help text, default and range as tooltip.
+Every edit is checked with the parameter's own rules; a bad value is marked
+in place with the reason under it, and ``validityChanged(False)`` lets the
+window disable Start.
+
+Choosing a model preset applies its overrides.  ``remembered_values`` gives
+what differs from the defaults (task defaults plus the chosen preset), which
+is what the window keeps per task: a later plugin version's better default is
+not masked by a value the user never touched.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from trainlab.api import Param, TaskSpec, UsageError
+from trainlab.params import ENGINE_PARAMS, full_schema, preset_for, resolve
+
+from trainlab.desktop.devices import DeviceChoice
+
+GROUP_ORDER = ("task", "training", "hardware", "output")
+
+
+def format_value(value: Any) -> str:
+    """How a typed value is written into a field (the inverse of coerce)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if (value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6)) else f"{value:g}"
+    return str(value)
+
+
+def _same(param: Param, a: Any, b: Any) -> bool:
+    try:
+        return param.coerce(a) == param.coerce(b)
+    except ValueError:
+        return False
+
+
+class _Field:
+    """One parameter's editor, its error label and its row widget."""
+
+    def __init__(self, param: Param, editor: QWidget, error: QLabel, row: QWidget, label: QLabel):
+        self.param = param
+        self.editor = editor
+        self.error = error
+        self.row = row
+        self.label = label
+        self.message = ""
+
+    def text(self) -> str:
+        editor = self.editor
+        if isinstance(editor, QCheckBox):
+            return "true" if editor.isChecked() else "false"
+        if isinstance(editor, QComboBox):
+            text = editor.currentText()
+            index = editor.findText(text, Qt.MatchFlag.MatchExactly)
+            if index >= 0 and editor.itemData(index) is not None:
+                return str(editor.itemData(index))
+            return text.strip()
+        return editor.text().strip()
+
+    def set_text(self, value: str) -> None:
+        editor = self.editor
+        if isinstance(editor, QCheckBox):
+            editor.setChecked(value.strip().lower() in ("1", "true", "yes", "on", "y"))
+        elif isinstance(editor, QComboBox):
+            index = editor.findData(value)
+            if index < 0:
+                index = editor.findText(value, Qt.MatchFlag.MatchExactly)
+            if index >= 0:
+                editor.setCurrentIndex(index)
+            elif editor.isEditable():
+                editor.setEditText(value)
+            else:
+                # keep the bad value visible so it can be flagged, not lost
+                editor.addItem(value, value)
+                editor.setCurrentIndex(editor.count() - 1)
+        else:
+            editor.setText(value)
+
+
+class ParamsForm(QWidget):
+    """Edits the parameters of one task; ``values()`` gives them as text."""
+
+    validityChanged = Signal(bool)
+    valuesChanged = Signal()
+    presetApplied = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._spec: TaskSpec | None = None
+        self._engine_params: tuple[Param, ...] = ENGINE_PARAMS
+        self._fields: dict[str, _Field] = {}
+        self._valid = True
+        self._device_choices: list[DeviceChoice] = []
+        self._building = False
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self._body = QWidget(self)
+        self._body_layout = QVBoxLayout(self._body)
+        self._body_layout.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self._body)
+
+        buttons = QHBoxLayout()
+        self.advanced_toggle = QCheckBox(self.tr("Show advanced settings"), self)
+        self.advanced_toggle.toggled.connect(self._show_advanced)
+        self.reset_button = QPushButton(self.tr("Reset to defaults"), self)
+        self.reset_button.setToolTip(self.tr("Set every parameter back to the task's defaults"))
+        self.reset_button.clicked.connect(self.reset_defaults)
+        buttons.addWidget(self.advanced_toggle)
+        buttons.addStretch(1)
+        buttons.addWidget(self.reset_button)
+        outer.addLayout(buttons)
+        self._preset_note = self._make_preset_note()
+
+    # -- building ----------------------------------------------------------
+    def _make_preset_note(self) -> QLabel:
+        note = QLabel(self._body)
+        note.setProperty("role", "muted")
+        note.setWordWrap(True)
+        note.hide()
+        return note
+
+    def group_title(self, group: str) -> str:
+        titles = {
+            "task": self.tr("Model and data"),
+            "training": self.tr("Training"),
+            "hardware": self.tr("Hardware"),
+            "output": self.tr("Output"),
+        }
+        return titles.get(group, group.capitalize())
+
+    def set_device_choices(self, choices: list[DeviceChoice]) -> None:
+        self._device_choices = list(choices)
+        field = self._fields.get("device")
+        if field is not None and isinstance(field.editor, QComboBox):
+            current = field.text()
+            self._fill_device_combo(field.editor)
+            field.set_text(current)
+
+    def set_task(self, spec: TaskSpec | None, engine_params: tuple[Param, ...] = ENGINE_PARAMS) -> None:
+        """Build the rows for ``spec``'s schema, filled with its defaults."""
+        self._building = True
+        try:
+            self._spec = spec
+            self._engine_params = tuple(engine_params)
+            self._fields.clear()
+            old = self._body
+            self._body = QWidget(self)
+            self._body_layout = QVBoxLayout(self._body)
+            self._body_layout.setContentsMargins(0, 0, 0, 0)
+            self.layout().replaceWidget(old, self._body)
+            old.deleteLater()
+            self._preset_note = self._make_preset_note()
+            if spec is None:
+                return
+            schema = full_schema(spec, self._engine_params)
+            groups: dict[str, list[Param]] = {}
+            for param in schema.values():
+                groups.setdefault(param.group if param.group in GROUP_ORDER else "task", []).append(param)
+            for group in GROUP_ORDER:
+                params = groups.get(group)
+                if not params:
+                    continue
+                heading = QLabel(self.group_title(group), self._body)
+                heading.setProperty("role", "subheading")
+                self._body_layout.addWidget(heading)
+                form = QFormLayout()
+                form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+                form.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                for param in params:
+                    self._add_row(form, param)
+                    if param.name == "model":
+                        form.addRow("", self._preset_note)
+                self._body_layout.addLayout(form)
+            self._body_layout.addStretch(1)
+        finally:
+            self._building = False
+        self.reset_defaults()
+        self._show_advanced(self.advanced_toggle.isChecked())
+
+    def _add_row(self, form: QFormLayout, param: Param) -> None:
+        title = param.title or param.name.replace("_", " ").capitalize()
+        label = QLabel(title + ":", self._body)
+        tooltip = self._tooltip(param)
+        label.setToolTip(tooltip)
+        editor = self._editor(param)
+        editor.setToolTip(tooltip)
+        editor.setObjectName(f"param_{param.name}")
+        editor.setAccessibleName(title)
+        error = QLabel(self._body)
+        error.setProperty("role", "error")
+        error.setWordWrap(True)
+        error.hide()
+        row = QWidget(self._body)
+        box = QVBoxLayout(row)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(2)
+        line = QHBoxLayout()
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(editor, 1)
+        browse = self._browse_button(param, editor)
+        if browse is not None:
+            line.addWidget(browse)
+        box.addLayout(line)
+        box.addWidget(error)
+        label.setBuddy(editor)
+        form.addRow(label, row)
+        self._fields[param.name] = _Field(param, editor, error, row, label)
+
+    def _tooltip(self, param: Param) -> str:
+        parts = [param.help] if param.help else []
+        if param.type == "choice" and param.choices:
+            parts.append(self.tr("Choices: %s") % ", ".join(param.choices))
+            if param.open_choices:
+                parts.append(self.tr("Other values are accepted too."))
+        if param.minimum is not None and param.maximum is not None:
+            parts.append(self.tr("Range: %s to %s") % (format_value(param.minimum), format_value(param.maximum)))
+        elif param.minimum is not None:
+            parts.append(self.tr("At least %s") % format_value(param.minimum))
+        elif param.maximum is not None:
+            parts.append(self.tr("At most %s") % format_value(param.maximum))
+        parts.append(self.tr("Default: %s") % (format_value(param.default) or self.tr("(none)")))
+        parts.append(self.tr("Command line: --set %s=VALUE") % param.name)
+        return "\n".join(parts)
+
+    def _editor(self, param: Param) -> QWidget:
+        if param.type == "bool":
+            box = QCheckBox(self._body)
+            box.toggled.connect(lambda _=None, name=param.name: self._edited(name))
+            return box
+        if param.type == "choice":
+            combo = QComboBox(self._body)
+            combo.setEditable(param.open_choices)
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(12)
+            combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+            if param.name == "device" and self._device_choices:
+                self._fill_device_combo(combo)
+            else:
+                names = list(param.choices)
+                presets = self._spec.presets if (self._spec and param.name == "model") else ()
+                for preset in presets:
+                    if preset.name not in names:
+                        names.append(preset.name)
+                for name in names:
+                    preset = preset_for(self._spec, name) if presets else None
+                    label = name
+                    if preset is not None and preset.title and preset.title != name:
+                        label = f"{name} \u2014 {preset.title}"
+                    combo.addItem(label, name)
+                    if preset is not None and preset.description:
+                        combo.setItemData(combo.count() - 1, preset.description, Qt.ItemDataRole.ToolTipRole)
+            combo.currentTextChanged.connect(lambda _=None, name=param.name: self._edited(name))
+            return combo
+        edit = QLineEdit(self._body)
+        edit.setPlaceholderText(format_value(param.default))
+        edit.setClearButtonEnabled(param.type in ("str", "path"))
+        edit.textChanged.connect(lambda _=None, name=param.name: self._edited(name))
+        return edit
+
+    def _fill_device_combo(self, combo: QComboBox) -> None:
+        blocker = combo.blockSignals(True)
+        combo.clear()
+        for choice in self._device_choices:
+            combo.addItem(choice.label, choice.value)
+        combo.blockSignals(blocker)
+
+    def _browse_button(self, param: Param, editor: QWidget) -> QToolButton | None:
+        wants_folder = param.type == "path" or (param.type == "choice" and param.open_choices and param.name == "model")
+        if not wants_folder:
+            return None
+        button = QToolButton(self._body)
+        button.setText("\u2026")
+        button.setToolTip(self.tr("Choose a folder"))
+
+        def browse() -> None:
+            folder = QFileDialog.getExistingDirectory(self, self.tr("Choose a folder"))
+            if folder:
+                field = self._fields[param.name]
+                field.set_text(folder)
+
+        button.clicked.connect(browse)
+        return button
+
+    # -- values ------------------------------------------------------------
+    @property
+    def spec(self) -> TaskSpec | None:
+        return self._spec
+
+    def field_editor(self, name: str) -> QWidget:
+        return self._fields[name].editor
+
+    def values(self) -> dict[str, str]:
+        """Every parameter as text (what the user sees)."""
+        return {name: field.text() for name, field in self._fields.items()}
+
+    def typed_values(self) -> dict[str, Any]:
+        """Every parameter typed; raises UsageError naming the first bad one."""
+        if self._spec is None:
+            return {}
+        return resolve(self._spec, self._engine_params, {}, self.values())
+
+    def default_values(self, model: str | None = None) -> dict[str, Any]:
+        """Defaults of the task, with the preset of ``model`` applied."""
+        if self._spec is None:
+            return {}
+        explicit = {"model": model} if model is not None and "model" in self._fields else {}
+        try:
+            return resolve(self._spec, self._engine_params, {}, explicit)
+        except UsageError:
+            return resolve(self._spec, self._engine_params, {}, {})
+
+    def remembered_values(self) -> dict[str, str]:
+        """Values that differ from the defaults (task defaults + chosen preset)."""
+        current = self.values()
+        defaults = self.default_values(current.get("model"))
+        out = {}
+        for name, text in current.items():
+            field = self._fields[name]
+            if name == "model" and not _same(field.param, text, self.default_values().get("model")):
+                out[name] = text
+            elif name != "model" and not _same(field.param, text, defaults.get(name)):
+                out[name] = text
+        return out
+
+    def set_values(self, values: Mapping[str, Any]) -> list[str]:
+        """Fill fields from ``values`` (model first, so its preset applies
+        before the other values); returns the names this task does not know."""
+        unknown = [name for name in values if name not in self._fields]
+        ordered = sorted((k for k in values if k in self._fields), key=lambda k: k != "model")
+        for name in ordered:
+            self._fields[name].set_text(format_value(values[name]))
+        self._revalidate()
+        return unknown
+
+    def reset_defaults(self) -> None:
+        if self._spec is None:
+            return
+        defaults = resolve(self._spec, self._engine_params, {}, {})
+        self._building = True
+        try:
+            for name, value in defaults.items():
+                if name in self._fields:
+                    self._fields[name].set_text(format_value(value))
+        finally:
+            self._building = False
+        self._update_preset_note()
+        self._revalidate()
+
+    def apply_preset(self, model: str) -> bool:
+        """Set the fields a preset overrides; False when ``model`` is no preset."""
+        preset = preset_for(self._spec, model) if self._spec else None
+        if preset is None:
+            return False
+        self._building = True
+        try:
+            for name, value in dict(preset.overrides).items():
+                if name in self._fields and name != "model":
+                    self._fields[name].set_text(format_value(value))
+        finally:
+            self._building = False
+        self._update_preset_note()
+        self._revalidate()
+        self.presetApplied.emit(model)
+        return True
+
+    # -- validation --------------------------------------------------------
+    def errors(self) -> dict[str, str]:
+        return {name: field.message for name, field in self._fields.items() if field.message}
+
+    def is_valid(self) -> bool:
+        return self._valid
+
+    def check(self, param: Param, text: str) -> str:
+        """Why ``text`` is not a valid value of ``param`` ('' when it is)."""
+        if text == "" and param.type in ("int", "float", "choice") and param.default is not None:
+            return self.tr("A value is required.")
+        if param.type == "int":
+            try:
+                number: float = int(text)
+            except ValueError:
+                return self.tr("Enter a whole number.")
+        elif param.type == "float":
+            try:
+                number = float(text)
+            except ValueError:
+                return self.tr("Enter a number (for example 0.001 or 1e-3).")
+            if not math.isfinite(number):
+                return self.tr("Enter a finite number.")
+        if param.type in ("int", "float"):
+            if param.minimum is not None and number < param.minimum:
+                return self.tr("Must be at least %s.") % format_value(param.minimum)
+            if param.maximum is not None and number > param.maximum:
+                return self.tr("Must be at most %s.") % format_value(param.maximum)
+        if param.type == "choice" and not param.open_choices and text not in param.choices:
+            return self.tr("Choose one of: %s.") % ", ".join(param.choices)
+        try:
+            param.coerce(text)
+        except ValueError as exc:
+            return str(exc)
+        return ""
+
+    def _edited(self, name: str) -> None:
+        if self._building:
+            return
+        field = self._fields.get(name)
+        if field is None:
+            return
+        if name == "model":
+            self.apply_preset(field.text())
+            self._update_preset_note()
+        self._validate_field(field)
+        self._update_validity()
+        self.valuesChanged.emit()
+
+    def _validate_field(self, field: _Field) -> None:
+        message = self.check(field.param, field.text())
+        field.message = message
+        field.error.setText(message)
+        field.error.setVisible(bool(message))
+        field.editor.setProperty("invalid", bool(message))
+        # re-polish so the [invalid="true"] style rule takes effect
+        field.editor.style().unpolish(field.editor)
+        field.editor.style().polish(field.editor)
+        if message and not field.row.isVisible() and field.param.advanced:
+            self.advanced_toggle.setChecked(True)
+
+    def _revalidate(self) -> None:
+        for field in self._fields.values():
+            self._validate_field(field)
+        self._update_validity()
+
+    def _update_validity(self) -> None:
+        valid = not self.errors()
+        if valid != self._valid:
+            self._valid = valid
+            self.validityChanged.emit(valid)
+
+    def _update_preset_note(self) -> None:
+        field = self._fields.get("model")
+        preset = preset_for(self._spec, field.text()) if (field and self._spec) else None
+        if preset is not None and preset.description:
+            self._preset_note.setText(preset.description)
+            self._preset_note.show()
+        else:
+            self._preset_note.hide()
+
+    def _show_advanced(self, show: bool) -> None:
+        for field in self._fields.values():
+            if field.param.advanced:
+                visible = show or bool(field.message)
+                field.row.setVisible(visible)
+                field.label.setVisible(visible)

@@ -1,0 +1,273 @@
+"""Live training plots (pyqtgraph), fed from ``RunCurves`` by a timer.
+
+Imported only after the window is shown (pyqtgraph and numpy cost start-up
+time).  Following pyqtgraph's ``scrollingPlots`` example: every curve is
+created once; a QTimer at 20 Hz calls ``setData`` on the curves whose buffer
+changed since the last refresh, never per batch; curves use peak
+downsampling and clip-to-view so 100,000 points draw as a few thousand.
+
+Plots: training loss (raw and smoothed; x axis switchable between step and
+time), validation loss and validation accuracy / macro-F1 per epoch (the best
+epoch marked), and the learning rate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
+
+from trainlab.desktop.curves import RunCurves
+from trainlab.desktop.style import LIGHT_PLOTS, PlotColors
+
+REFRESH_HZ = 20
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{sign}{hours}:{minutes:02d}:{secs:02d}" if hours else f"{sign}{minutes}:{secs:02d}"
+
+
+class ElapsedAxis(pg.AxisItem):
+    """Seconds since the start, written as m:ss or h:mm:ss."""
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
+        return [format_duration(v * scale) for v in values]
+
+
+class EpochAxis(pg.AxisItem):
+    """Whole epochs only: no 1.5 or 2.5 ticks on a per-epoch plot."""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802,N803 - pyqtgraph override
+        levels = []
+        for spacing, values in super().tickValues(minVal, maxVal, size):
+            whole = [v for v in values if abs(v - round(v)) < 1e-9]
+            if whole:
+                levels.append((max(spacing, 1.0), whole))
+        return levels
+
+
+def _curve(plot: pg.PlotItem, name: str, **kwargs) -> pg.PlotDataItem:
+    item = plot.plot([], [], name=name, **kwargs)
+    item.setDownsampling(auto=True, method="peak")
+    item.setClipToView(True)
+    return item
+
+
+def _set(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray, finite: bool) -> None:
+    if finite:
+        item.setData(x, y, skipFiniteCheck=True)
+    else:
+        item.setData(x, y, connect="finite")
+
+
+class LivePlots(QWidget):
+    """The curves of the current (or an opened) run."""
+
+    axisChanged = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None, colors: PlotColors = LIGHT_PLOTS):
+        super().__init__(parent)
+        pg.setConfigOptions(antialias=False, useNumba=False)
+        self.curves = RunCurves()
+        self.axis = "step"
+        self._seen: dict[str, tuple] = {}
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        bar = QHBoxLayout()
+        self.axis_combo = QComboBox(self)
+        self.axis_combo.setObjectName("plot_axis")
+        self.axis_combo.addItem(self.tr("Step"), "step")
+        self.axis_combo.addItem(self.tr("Time"), "time")
+        self.axis_combo.setToolTip(self.tr("What the horizontal axis of the loss and learning-rate plots counts"))
+        self.axis_combo.currentIndexChanged.connect(lambda _: self.set_axis(self.axis_combo.currentData()))
+        self.smoothing = QSlider(Qt.Orientation.Horizontal, self)
+        self.smoothing.setRange(0, 99)
+        self.smoothing.setValue(90)
+        self.smoothing.setFixedWidth(120)
+        self.smoothing.setToolTip(self.tr("Smoothing of the training loss (exponential moving average)"))
+        self.smoothing_label = QLabel("0.90", self)
+        self.smoothing.valueChanged.connect(self._smoothing_changed)
+        self.log_scale = QCheckBox(self.tr("Log scale"), self)
+        self.log_scale.setToolTip(self.tr("Show the training loss on a logarithmic scale"))
+        self.log_scale.toggled.connect(lambda on: self.loss_plot.setLogMode(y=on))
+        self.reset_zoom = QPushButton(self.tr("Fit"), self)
+        self.reset_zoom.setToolTip(self.tr("Fit every plot to its data again"))
+        self.reset_zoom.clicked.connect(self.fit)
+        bar.addWidget(QLabel(self.tr("X axis:"), self))
+        bar.addWidget(self.axis_combo)
+        bar.addSpacing(12)
+        bar.addWidget(QLabel(self.tr("Smoothing:"), self))
+        bar.addWidget(self.smoothing)
+        bar.addWidget(self.smoothing_label)
+        bar.addSpacing(12)
+        bar.addWidget(self.log_scale)
+        bar.addStretch(1)
+        bar.addWidget(self.reset_zoom)
+        layout.addLayout(bar)
+
+        self.view = pg.GraphicsLayoutWidget(self)
+        self.view.setObjectName("live_plots")
+        layout.addWidget(self.view, 1)
+        self._time_axis = ElapsedAxis("bottom")
+        self.loss_plot = self.view.addPlot(row=0, col=0, colspan=3, title=self.tr("Training loss"))
+        self.eval_loss_plot = self.view.addPlot(
+            row=1, col=0, title=self.tr("Validation loss"), axisItems={"bottom": EpochAxis("bottom")}
+        )
+        self.accuracy_plot = self.view.addPlot(
+            row=1, col=1, title=self.tr("Validation accuracy"), axisItems={"bottom": EpochAxis("bottom")}
+        )
+        self.lr_plot = self.view.addPlot(row=1, col=2, title=self.tr("Learning rate"))
+        self.view.ci.layout.setRowStretchFactor(0, 3)
+        self.view.ci.layout.setRowStretchFactor(1, 2)
+        for plot in (self.loss_plot, self.eval_loss_plot, self.accuracy_plot, self.lr_plot):
+            plot.showGrid(x=True, y=True)
+            plot.setMenuEnabled(True)
+            plot.getViewBox().setMouseEnabled(x=True, y=True)
+        self.loss_plot.addLegend(offset=(-10, 10))
+        self.accuracy_plot.addLegend(offset=(-10, -10), brush=(128, 128, 128, 40))
+        self.eval_loss_plot.setLabel("bottom", self.tr("epoch"))
+        self.accuracy_plot.setLabel("bottom", self.tr("epoch"))
+        self.accuracy_plot.setYRange(0, 1, padding=0.02)
+        self.accuracy_plot.enableAutoRange(y=False)
+
+        self.loss_raw = _curve(self.loss_plot, self.tr("loss"))
+        self.loss_smooth = _curve(self.loss_plot, self.tr("smoothed"))
+        self.eval_loss = self.eval_loss_plot.plot([], [], symbol="o", symbolSize=6)
+        self.accuracy = self.accuracy_plot.plot([], [], name=self.tr("accuracy"), symbol="o", symbolSize=6)
+        self.macro_f1 = self.accuracy_plot.plot([], [], name=self.tr("macro F1"), symbol="t", symbolSize=6)
+        self.best = self.accuracy_plot.plot([], [], pen=None, symbol="star", symbolSize=14, name=self.tr("best"))
+        self.lr = _curve(self.lr_plot, self.tr("learning rate"))
+        self.lr_plot.getAxis("left").enableAutoSIPrefix(True)
+        self._colors = colors
+        self.apply_colors(colors)
+        self._update_axis_labels()
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(1000 // REFRESH_HZ)
+        self.timer.timeout.connect(self.refresh)
+
+    # -- appearance ----------------------------------------------------------
+    def apply_colors(self, colors: PlotColors) -> None:
+        self._colors = colors
+        self.view.setBackground(colors.background)
+        for plot in (self.loss_plot, self.eval_loss_plot, self.accuracy_plot, self.lr_plot):
+            for name in ("left", "bottom"):
+                axis = plot.getAxis(name)
+                axis.setPen(colors.foreground)
+                axis.setTextPen(colors.foreground)
+            plot.titleLabel.setText(plot.titleLabel.text, color=colors.foreground)
+            plot.showGrid(x=True, y=True, alpha=colors.grid_alpha)
+        self.loss_raw.setPen(pg.mkPen(colors.loss_raw, width=1))
+        self.loss_smooth.setPen(pg.mkPen(colors.loss_smooth, width=2))
+        self.eval_loss.setPen(pg.mkPen(colors.eval_loss, width=2))
+        self.eval_loss.setSymbolBrush(colors.eval_loss)
+        self.eval_loss.setSymbolPen(colors.eval_loss)
+        self.accuracy.setPen(pg.mkPen(colors.accuracy, width=2))
+        self.accuracy.setSymbolBrush(colors.accuracy)
+        self.accuracy.setSymbolPen(colors.accuracy)
+        self.macro_f1.setPen(pg.mkPen(colors.macro_f1, width=2, style=Qt.PenStyle.DashLine))
+        self.macro_f1.setSymbolBrush(colors.macro_f1)
+        self.macro_f1.setSymbolPen(colors.macro_f1)
+        self.best.setSymbolBrush("#f2c94c")
+        self.best.setSymbolPen(colors.foreground)
+        self.lr.setPen(pg.mkPen(colors.lr, width=2))
+        for legend_plot in (self.loss_plot, self.accuracy_plot):
+            legend = legend_plot.legend
+            if legend is not None:
+                legend.setLabelTextColor(colors.foreground)
+
+    # -- data ----------------------------------------------------------------
+    def reset(self, curves: RunCurves | None = None) -> None:
+        """Show ``curves`` (a new, empty set by default)."""
+        self.curves = curves if curves is not None else RunCurves(self.smoothing.value() / 100)
+        self._seen.clear()
+        self.refresh()
+        self.fit()
+
+    def start_live(self) -> None:
+        self.timer.start()
+
+    def stop_live(self) -> None:
+        self.timer.stop()
+        self.refresh()
+
+    def set_axis(self, axis: str) -> None:
+        if axis not in ("step", "time") or axis == self.axis:
+            return
+        self.axis = axis
+        index = self.axis_combo.findData(axis)
+        if index != self.axis_combo.currentIndex():
+            self.axis_combo.setCurrentIndex(index)
+        self._update_axis_labels()
+        self._seen.clear()
+        self.refresh()
+        self.loss_plot.enableAutoRange()
+        self.lr_plot.enableAutoRange()
+        self.axisChanged.emit(axis)
+
+    def _update_axis_labels(self) -> None:
+        for plot in (self.loss_plot, self.lr_plot):
+            if self.axis == "time":
+                plot.setAxisItems({"bottom": ElapsedAxis("bottom")})
+                plot.setLabel("bottom", self.tr("time"))
+            else:
+                plot.setAxisItems({"bottom": pg.AxisItem("bottom")})
+                plot.setLabel("bottom", self.tr("step"))
+            axis = plot.getAxis("bottom")
+            axis.setPen(self._colors.foreground)
+            axis.setTextPen(self._colors.foreground)
+
+    def _smoothing_changed(self, value: int) -> None:
+        weight = value / 100
+        self.smoothing_label.setText(f"{weight:.2f}")
+        self.curves.set_smoothing(weight)
+        self.refresh()
+
+    def fit(self) -> None:
+        for plot in (self.loss_plot, self.eval_loss_plot, self.lr_plot):
+            plot.enableAutoRange()
+        self.accuracy_plot.enableAutoRange(x=True)
+
+    def refresh(self) -> bool:
+        """Push changed buffers to their curves; True when something was drawn."""
+        drawn = False
+        train = self.curves.train
+        key = (train.version, self.axis)
+        if self._seen.get("train") != key:
+            self._seen["train"] = key
+            x = train.column(self.axis)
+            finite = not train.nonfinite
+            _set(self.loss_raw, x, train.column("loss"), finite)
+            _set(self.loss_smooth, x, train.column("smooth"), finite)
+            _set(self.lr, x, train.column("lr"), finite)
+            drawn = True
+        evals = self.curves.evals
+        if self._seen.get("evals") != evals.version:
+            self._seen["evals"] = evals.version
+            epoch = evals.column("epoch")
+            self.eval_loss.setData(epoch, evals.column("loss"), connect="finite")
+            self.accuracy.setData(epoch, evals.column("accuracy"), connect="finite")
+            self.macro_f1.setData(epoch, evals.column("macro_f1"), connect="finite")
+            best = evals.column("best") > 0.5
+            if best.any():
+                index = int(np.flatnonzero(best)[-1])
+                self.best.setData([epoch[index]], [evals.column("accuracy")[index]])
+            else:
+                self.best.setData([], [])
+            drawn = True
+        return drawn
+
+    def point_counts(self) -> dict[str, int]:
+        """How many points each curve holds (what the tests check)."""
+        return {
+            "loss": len(self.loss_raw.xData) if self.loss_raw.xData is not None else 0,
+            "eval": len(self.eval_loss.xData) if self.eval_loss.xData is not None else 0,
+            "lr": len(self.lr.xData) if self.lr.xData is not None else 0,
+        }

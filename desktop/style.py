@@ -1,0 +1,185 @@
+"""Light and dark palettes for the window, and the matching plot colours.
+
+Fusion is used on every platform: it honours a QPalette fully, so the two
+themes look the same on Linux, Windows and macOS and both can be checked in
+offscreen screenshots.  "system" follows the desktop's colour scheme where
+Qt can read it (Qt 6.5+ ``styleHints().colorScheme()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication
+
+THEMES = ("system", "light", "dark")
+
+
+@dataclass(frozen=True)
+class PlotColors:
+    """Colours the live plots use, chosen to read well on the theme's base."""
+
+    background: str
+    foreground: str
+    grid_alpha: float
+    loss_raw: str
+    loss_smooth: str
+    eval_loss: str
+    accuracy: str
+    macro_f1: str
+    lr: str
+
+
+LIGHT_PLOTS = PlotColors(
+    background="#ffffff",
+    foreground="#3c4043",
+    grid_alpha=0.25,
+    loss_raw="#9ec5f0",
+    loss_smooth="#1a66c2",
+    eval_loss="#d9480f",
+    accuracy="#2b8a3e",
+    macro_f1="#7048e8",
+    lr="#5f6b7a",
+)
+
+DARK_PLOTS = PlotColors(
+    background="#1e2227",
+    foreground="#c9d1d9",
+    grid_alpha=0.2,
+    loss_raw="#3d5f8a",
+    loss_smooth="#6cb6ff",
+    eval_loss="#ff922b",
+    accuracy="#69db7c",
+    macro_f1="#b197fc",
+    lr="#adb5bd",
+)
+
+
+def _palette(colors: dict[str, str], disabled_text: str) -> QPalette:
+    palette = QPalette()
+    roles = {
+        QPalette.ColorRole.Window: colors["window"],
+        QPalette.ColorRole.WindowText: colors["text"],
+        QPalette.ColorRole.Base: colors["base"],
+        QPalette.ColorRole.AlternateBase: colors["alt_base"],
+        QPalette.ColorRole.ToolTipBase: colors["tooltip"],
+        QPalette.ColorRole.ToolTipText: colors["text"],
+        QPalette.ColorRole.PlaceholderText: disabled_text,
+        QPalette.ColorRole.Text: colors["text"],
+        QPalette.ColorRole.Button: colors["button"],
+        QPalette.ColorRole.ButtonText: colors["text"],
+        QPalette.ColorRole.BrightText: "#ff4d4f",
+        QPalette.ColorRole.Link: colors["accent"],
+        QPalette.ColorRole.LinkVisited: colors["accent"],
+        QPalette.ColorRole.Highlight: colors["accent"],
+        QPalette.ColorRole.HighlightedText: "#ffffff",
+        QPalette.ColorRole.Light: colors["light"],
+        QPalette.ColorRole.Midlight: colors["midlight"],
+        QPalette.ColorRole.Mid: colors["mid"],
+        QPalette.ColorRole.Dark: colors["dark"],
+        QPalette.ColorRole.Shadow: colors["shadow"],
+    }
+    for role, value in roles.items():
+        palette.setColor(role, QColor(value))
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(disabled_text))
+    palette.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Highlight, QColor(colors["mid"]))
+    return palette
+
+
+def light_palette() -> QPalette:
+    return _palette(
+        {
+            "window": "#f3f4f6",
+            "text": "#1f2328",
+            "base": "#ffffff",
+            "alt_base": "#f6f8fa",
+            "tooltip": "#ffffff",
+            "button": "#f6f7f9",
+            "accent": "#1a66c2",
+            "light": "#ffffff",
+            "midlight": "#e9ebef",
+            "mid": "#c4c9d0",
+            "dark": "#8c959f",
+            "shadow": "#57606a",
+        },
+        disabled_text="#8c959f",
+    )
+
+
+def dark_palette() -> QPalette:
+    return _palette(
+        {
+            "window": "#24282e",
+            "text": "#e6edf3",
+            "base": "#1b1f24",
+            "alt_base": "#22272e",
+            "tooltip": "#2d333b",
+            "button": "#2d333b",
+            "accent": "#4493f8",
+            "light": "#444c56",
+            "midlight": "#373e47",
+            "mid": "#2d333b",
+            "dark": "#1c2128",
+            "shadow": "#0d1117",
+        },
+        disabled_text="#7d8590",
+    )
+
+
+def system_prefers_dark() -> bool:
+    hints = QGuiApplication.styleHints()
+    scheme = getattr(hints, "colorScheme", None)
+    if scheme is None:  # Qt < 6.5
+        return False
+    return scheme() == Qt.ColorScheme.Dark
+
+
+def resolve_theme(theme: str) -> str:
+    """``"light"`` or ``"dark"`` for a theme setting (``system`` resolved)."""
+    if theme == "system" or theme not in THEMES:
+        return "dark" if system_prefers_dark() else "light"
+    return theme
+
+
+# Extra rules the palette cannot express: the inline error state of a
+# parameter field, headings, and the cards of the welcome view.
+STYLE_SHEET = """
+QLineEdit[invalid="true"], QComboBox[invalid="true"] {
+    border: 1px solid #e5534b;
+    border-radius: 3px;
+    padding: 2px;
+}
+QLabel[role="error"] { color: #e5534b; }
+QLabel[role="warning"] { color: #c98a00; }
+QLabel[role="muted"] { color: palette(placeholder-text); }
+QLabel[role="heading"] { font-size: 15pt; font-weight: 600; }
+QLabel[role="subheading"] { font-size: 11pt; font-weight: 600; }
+QFrame[role="card"] {
+    background: palette(base);
+    border: 1px solid palette(midlight);
+    border-radius: 8px;
+}
+QListWidget#navigation {
+    border: none;
+    background: palette(alternate-base);
+    padding-top: 6px;
+}
+QListWidget#navigation::item { padding: 8px 10px; border-radius: 6px; margin: 1px 6px; }
+QListWidget#navigation::item:selected { background: palette(highlight); color: palette(highlighted-text); }
+"""
+
+
+def apply_theme(app: QApplication, theme: str) -> str:
+    """Apply ``theme`` (system, light or dark) to ``app``; returns light or dark."""
+    resolved = resolve_theme(theme)
+    app.setStyle("Fusion")
+    app.setPalette(dark_palette() if resolved == "dark" else light_palette())
+    app.setStyleSheet(STYLE_SHEET)
+    return resolved
+
+
+def plot_colors(resolved_theme: str) -> PlotColors:
+    return DARK_PLOTS if resolved_theme == "dark" else LIGHT_PLOTS

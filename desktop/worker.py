@@ -1,0 +1,362 @@
+"""The training worker: one run in a QThread, with a fixed signal vocabulary.
+
+Signals (superqt's discipline, on a QThread as the product's design asks):
+
+* ``started()`` (QThread's own): the thread is up; torch is not loaded yet.
+* ``stateChanged(str)``: ``preparing`` (checking data, building the model),
+  ``running``, ``paused``, ``stopping``.
+* ``eventBatch(object)``: an ``EventBatch`` of the run's events, coalesced.
+* ``errored(str, str)``: the run failed or could not start: message, traceback.
+* ``runFinished(dict)``: always last: ``RunResult`` fields plus ``traceback``.
+
+Coalescing.  A tiny model can make 20,000 steps a second, and the engine's
+``on_event`` may also be called from the telemetry thread.  Events go into an
+``EventCoalescer``; a batch is emitted only when none is in flight, and the
+GUI-side drain timer (30 Hz) collects what arrived meanwhile and only then
+allows the next emit.  So the GUI thread handles at most one queued batch per
+tick however fast the run goes, and no event is left stranded when the run
+goes quiet (during evaluation, say).
+
+The run executes in this thread (``run_training``) or in a child process
+(``ChildRun``), whose crash cannot take the window down; both deliver the same
+events.  Pause, resume and stop are requests the engine honours between
+optimizer steps (``RunControl``), or signals to the child process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QThread, QTimer, Signal
+
+from trainlab.events import EvalResult, Event, Finished, Log, Progress, Started, SystemSample, TrainStep
+
+DRAIN_INTERVAL_MS = 33  # ~30 Hz: as often as a plot is worth redrawing
+STATES = ("preparing", "running", "paused", "stopping")
+
+
+@dataclass(frozen=True)
+class EventBatch:
+    """Events that arrived since the last batch, sorted by kind.
+
+    Progress keeps only the newest event: older ones are superseded.  Every
+    other event is kept (train points are plotted with downsampling).
+    """
+
+    started: Started | None = None
+    train: tuple[TrainStep, ...] = ()
+    evals: tuple[EvalResult, ...] = ()
+    progress: Progress | None = None
+    system: tuple[SystemSample, ...] = ()
+    logs: tuple[Log, ...] = ()
+    finished: Finished | None = None
+    received: int = 0  # events coalesced into this batch
+
+
+class EventCoalescer:
+    """Thread-safe buffer: ``add`` from any thread, ``take`` from the GUI."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reset()
+        self.in_flight = False
+        self.total = 0
+
+    def _reset(self) -> None:
+        self._started: Started | None = None
+        self._train: list[TrainStep] = []
+        self._evals: list[EvalResult] = []
+        self._progress: Progress | None = None
+        self._system: list[SystemSample] = []
+        self._logs: list[Log] = []
+        self._finished: Finished | None = None
+        self._count = 0
+
+    def add(self, event: Event) -> EventBatch | None:
+        """Buffer ``event``; returns a batch to emit when none is in flight."""
+        with self._lock:
+            self._count += 1
+            self.total += 1
+            if isinstance(event, TrainStep):
+                self._train.append(event)
+            elif isinstance(event, Progress):
+                self._progress = event
+            elif isinstance(event, EvalResult):
+                self._evals.append(event)
+            elif isinstance(event, SystemSample):
+                self._system.append(event)
+            elif isinstance(event, Log):
+                self._logs.append(event)
+            elif isinstance(event, Started):
+                self._started = event
+            elif isinstance(event, Finished):
+                self._finished = event
+            else:
+                self._count -= 1
+                self.total -= 1
+                return None
+            if self.in_flight:
+                return None
+            self.in_flight = True
+            return self._take_locked()
+
+    def take(self, release: bool = True) -> EventBatch | None:
+        """What is buffered (None if nothing); ``release`` ends the in-flight batch."""
+        with self._lock:
+            batch = self._take_locked() if self._count else None
+            if release and batch is None:
+                self.in_flight = False
+            return batch
+
+    def _take_locked(self) -> EventBatch:
+        batch = EventBatch(
+            started=self._started,
+            train=tuple(self._train),
+            evals=tuple(self._evals),
+            progress=self._progress,
+            system=tuple(self._system),
+            logs=tuple(self._logs),
+            finished=self._finished,
+            received=self._count,
+        )
+        self._reset()
+        return batch
+
+
+def result_dict(result: Any, tb: str = "") -> dict[str, Any]:
+    """A RunResult (or anything with its fields) as a plain dict."""
+    fields = ("run_dir", "status", "task", "metrics", "epochs", "steps", "samples_per_second", "error")
+    data = {name: getattr(result, name, None) for name in fields}
+    data["metrics"] = dict(data["metrics"] or {})
+    data["traceback"] = tb
+    return data
+
+
+class TrainingWorker(QThread):
+    """Runs one ``RunRequest``; see the module docstring for the signals."""
+
+    stateChanged = Signal(str)
+    eventBatch = Signal(object)
+    errored = Signal(str, str)
+    runFinished = Signal(dict)
+
+    def __init__(self, request: Any, *, mode: str = "thread", parent=None):
+        super().__init__(parent)
+        if mode not in ("thread", "process"):
+            raise ValueError(f"mode must be 'thread' or 'process', not {mode!r}")
+        self.request = request
+        self.mode = mode
+        self.coalescer = EventCoalescer()
+        self.state = "preparing"
+        self.result: dict[str, Any] | None = None
+        self.run_dir = ""
+        self._control = None
+        self._child = None
+        self._control_lock = threading.Lock()
+        self._pending_pause = False
+        self._stop_requested = False
+        self._drain = QTimer(self)
+        self._drain.setSingleShot(True)
+        self._drain.setInterval(DRAIN_INTERVAL_MS)
+        self._drain.timeout.connect(self.drain)
+        # The worker object lives in the GUI thread, so this connection is
+        # queued when the batch was emitted by the training thread.
+        self.eventBatch.connect(self._batch_delivered)
+
+    # -- control (GUI thread) ------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        return self.state == "paused"
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
+
+    def pause(self) -> None:
+        with self._control_lock:
+            if self._stop_requested or self.state == "paused":
+                return
+            self._pending_pause = True
+            if self._control is not None:
+                self._control.pause()
+            if self._child is not None:
+                self._child.pause()
+        self._set_state("paused")
+
+    def resume(self) -> None:
+        with self._control_lock:
+            self._pending_pause = False
+            if self._control is not None:
+                self._control.resume()
+            if self._child is not None:
+                self._child.resume()
+        if self.state == "paused":
+            self._set_state("running" if self.run_dir else "preparing")
+
+    def request_stop(self) -> None:
+        """Ask the run to stop after the current step (it is kept, cancelled)."""
+        with self._control_lock:
+            if self._stop_requested:
+                return
+            self._stop_requested = True
+            if self._control is not None:
+                self._control.request_stop()
+            if self._child is not None:
+                self._child.stop()
+        if self.isRunning():
+            self._set_state("stopping")
+
+    # -- delivery (GUI thread) -----------------------------------------------
+    def _batch_delivered(self, _batch: EventBatch) -> None:
+        if not self._drain.isActive():
+            self._drain.start()
+
+    def drain(self) -> None:
+        """Deliver what arrived while a batch was in flight; then allow the next."""
+        batch = self.coalescer.take(release=True)
+        if batch is not None:
+            self.eventBatch.emit(batch)
+
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self.stateChanged.emit(state)
+
+    # -- the thread ------------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        """From the training thread (or telemetry thread, or child reader)."""
+        if isinstance(event, Started):
+            self.run_dir = event.run_dir
+            if self.state == "preparing":
+                self._set_state("running")
+        batch = self.coalescer.add(event)
+        if batch is not None:
+            self.eventBatch.emit(batch)
+
+    def run(self) -> None:  # noqa: D401 - QThread entry point
+        tb = ""
+        try:
+            if self.mode == "process":
+                result = self._run_child()
+            else:
+                result = self._run_here()
+            data = result_dict(result)
+            finished = getattr(self, "_finished_event", None)
+            if finished is not None and finished.traceback:
+                data["traceback"] = finished.traceback
+        except BaseException as exc:  # noqa: BLE001 - a failed run must leave the window usable
+            cancelled = isinstance(exc, _Cancelled)
+            tb = "" if cancelled else traceback.format_exc()
+            message = str(exc).strip() or type(exc).__name__
+            data = {
+                "run_dir": self.run_dir,
+                "status": "cancelled" if cancelled else "failed",
+                "task": getattr(self.request, "task", ""),
+                "metrics": {},
+                "epochs": 0,
+                "steps": 0,
+                "samples_per_second": 0.0,
+                "error": message,
+                "traceback": tb,
+                "usage_error": _is_usage_error(exc),
+            }
+        # Final flush: whatever is still buffered goes out before runFinished.
+        rest = self.coalescer.take(release=False)
+        if rest is not None:
+            self.eventBatch.emit(rest)
+        if data.get("status") == "failed":
+            self.errored.emit(str(data.get("error") or "the run failed"), str(data.get("traceback") or ""))
+        self.result = data
+        self.runFinished.emit(data)
+
+    def _run_here(self) -> Any:
+        # Imported here, in the worker thread: this is where torch loads.
+        from trainlab.engine.callbacks import Callback, RunControl
+
+        worker = self
+
+        class _Bridge(Callback):
+            def on_event(self, event: Event) -> None:
+                if isinstance(event, Finished):
+                    worker._finished_event = event
+                worker._on_event(event)
+
+        with self._control_lock:
+            self._control = RunControl()
+            if self._stop_requested:
+                self._control.request_stop()
+            elif self._pending_pause:
+                self._control.pause()
+        from trainlab.engine.runner import run_training
+
+        if self._stop_requested:
+            raise _Cancelled("stopped before the run started")
+        return run_training(self.request, callbacks=[_Bridge()], control=self._control)
+
+    def _run_child(self) -> Any:
+        from trainlab.engine.child import ChildRun
+
+        child = ChildRun(self.request)
+        with self._control_lock:
+            if self._stop_requested:
+                raise _Cancelled("stopped before the run started")
+            self._child = child
+            child.start()
+            if self._pending_pause:
+                child.pause()
+        finished: Finished | None = None
+        for event in child.events():
+            if isinstance(event, Finished):
+                finished = event
+                self._finished_event = event
+            self._on_event(event)
+        code = child.wait()
+        if finished is None:
+            detail = getattr(child, "stderr_tail", "")
+            detail = detail() if callable(detail) else detail
+            error = f"the training process ended with exit code {code} before finishing"
+            if code == 2 and detail:
+                error = str(detail).strip().splitlines()[-1]
+            return _ChildResult(self.run_dir, "failed", getattr(self.request, "task", ""), {}, 0, 0, 0.0,
+                                error, str(detail or ""))
+        return _ChildResult(self.run_dir, finished.status, getattr(self.request, "task", ""), dict(finished.metrics),
+                            finished.epochs, finished.step, finished.samples_per_second, finished.error,
+                            finished.traceback)
+
+
+class _Cancelled(Exception):
+    pass
+
+
+@dataclass
+class _ChildResult:
+    run_dir: str
+    status: str
+    task: str
+    metrics: dict[str, Any]
+    epochs: int
+    steps: int
+    samples_per_second: float
+    error: str
+    traceback: str
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    from trainlab.api import UsageError
+
+    return isinstance(exc, UsageError)
+
+
+def wait_for(worker: TrainingWorker, timeout_s: float) -> bool:
+    """Block until the worker's thread ended (used at shutdown only)."""
+    deadline = time.monotonic() + timeout_s
+    while worker.isRunning():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        worker.wait(int(min(remaining, 0.1) * 1000))
+    return True
