@@ -1,0 +1,344 @@
+"""The GPU panel: utilisation, memory, temperature and power per GPU over time.
+
+State and view are apart: ``TelemetryHistory`` (plain numpy buffers, no Qt)
+keeps the samples; ``GpuPanel`` only draws it.  Following pyqtgraph's
+scrolling-plot example, each curve is created once, samples only append to
+the buffers, and a QTimer at about 10 Hz pushes what changed into the curves,
+never a redraw per sample.  Missing readings (a field the GPU does not
+support, a query that failed, a lost GPU) are NaN and show as gaps.
+
+Without an NVIDIA GPU the panel says why (the sampler's ``gpu_status``) and
+plots CPU % and RAM instead, so it is never an empty box.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from trainlab.events import SystemSample
+
+GB = 1024**3  # binary, as GPU makers count: a "24 GB" card shows 24.0, not 25.8
+CPU_KEY = "cpu"
+
+# (column, title, unit, scale applied to the sampled value)
+METRICS = (
+    ("utilization_percent", "Utilisation", "%", 1.0),
+    ("memory_used_bytes", "Memory", "GB", 1 / GB),
+    ("temperature_c", "Temperature", "°C", 1.0),
+    ("power_w", "Power", "W", 1.0),
+)
+EXTRA = (("power_limit_w", 1.0), ("memory_total_bytes", 1 / GB))
+COLUMNS = tuple(m[0] for m in METRICS) + tuple(e[0] for e in EXTRA)
+GPU_COLORS = ("#1a66c2", "#d9480f", "#2b8a3e", "#7048e8", "#0c8599", "#c2255c", "#e67700", "#5c940d")
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+class _Buffer:
+    """Times and one row of values per sample, grown by doubling, trimmed to a window."""
+
+    def __init__(self, columns: int, capacity: int = 256):
+        self.t = np.empty(capacity)
+        self.values = np.full((capacity, columns), np.nan)
+        self.n = 0
+
+    def append(self, t: float, row: list[float], keep_after: float) -> None:
+        if self.n == len(self.t):
+            start = int(np.searchsorted(self.t[: self.n], keep_after))
+            if start > self.n // 4:  # drop the expired head in one move
+                self.t[: self.n - start] = self.t[start : self.n]
+                self.values[: self.n - start] = self.values[start : self.n]
+                self.n -= start
+            else:
+                self.t = np.concatenate([self.t, np.empty(len(self.t))])
+                self.values = np.concatenate([self.values, np.full(self.values.shape, np.nan)])
+        self.t[self.n] = t
+        self.values[self.n] = row
+        self.n += 1
+
+    def column(self, index: int) -> np.ndarray:
+        return self.values[: self.n, index]
+
+    @property
+    def times(self) -> np.ndarray:
+        return self.t[: self.n]
+
+
+@dataclass
+class Series:
+    key: str  # GPU uuid (or index), or "cpu"
+    label: str
+    color: str
+    buffer: _Buffer
+    version: int = 0  # bumped on each append, so the view knows what changed
+
+
+@dataclass
+class TelemetryHistory:
+    """Every GPU's readings over the last ``history_seconds``; no Qt here."""
+
+    history_seconds: float = 3600.0
+    series: dict[str, Series] = field(default_factory=dict)
+    latest: SystemSample | None = None
+
+    def add(self, sample: SystemSample) -> None:
+        self.latest = sample
+        keep_after = sample.time - self.history_seconds
+        if sample.gpus:
+            for gpu in sample.gpus:
+                series = self._series(_gpu_key(gpu), _gpu_label(gpu, len(sample.gpus)))
+                series.buffer.append(sample.time, [_number(gpu.get(c)) for c in COLUMNS], keep_after)
+                series.version += 1
+        else:
+            # No GPU: utilisation and memory plots show the CPU and RAM.
+            row = [math.nan] * len(COLUMNS)
+            row[0] = _number(sample.cpu_percent)
+            row[1] = _number(sample.ram_used_bytes)
+            row[COLUMNS.index("memory_total_bytes")] = _number(sample.ram_total_bytes)
+            series = self._series(CPU_KEY, "CPU / RAM")
+            series.buffer.append(sample.time, row, keep_after)
+            series.version += 1
+
+    def _series(self, key: str, label: str) -> Series:
+        series = self.series.get(key)
+        if series is None:
+            color = GPU_COLORS[len(self.series) % len(GPU_COLORS)] if key != CPU_KEY else "#5f6b7a"
+            series = self.series[key] = Series(key, label, color, _Buffer(len(COLUMNS)))
+        return series
+
+    def clear(self) -> None:
+        self.series.clear()
+        self.latest = None
+
+
+def _gpu_key(gpu: Mapping[str, Any]) -> str:
+    return str(gpu.get("uuid") or f"index-{gpu.get('index')}")
+
+
+def _gpu_label(gpu: Mapping[str, Any], count: int) -> str:
+    name = str(gpu.get("name") or "GPU")
+    return name if count == 1 else f"{gpu.get('index')}: {name}"
+
+
+def _fmt(value: Any, pattern: str, missing: str = "n/a") -> str:
+    number = _number(value)
+    return missing if math.isnan(number) else pattern.format(number)
+
+
+def _gb(used: Any, total: Any) -> str:
+    return f"{_fmt(_number(used) / GB, '{:.1f}')}/{_fmt(_number(total) / GB, '{:.1f}')} GB"
+
+
+def status_text(sample: SystemSample | None) -> str:
+    """One line for the status bar: name, utilisation, memory (per GPU)."""
+    if sample is None:
+        return ""
+    if not sample.gpus or sample.gpu_status.startswith("no NVIDIA GPU"):
+        reason = sample.gpu_status or "no NVIDIA GPU"
+        cpu = _fmt(sample.cpu_percent, "{:.0f}%")
+        return f"{reason} · CPU {cpu} · RAM {_gb(sample.ram_used_bytes, sample.ram_total_bytes)}"
+    parts = []
+    short = len(sample.gpus) > 2
+    for gpu in sample.gpus:
+        name = f"GPU {gpu.get('index')}" if short else str(gpu.get("name") or f"GPU {gpu.get('index')}")
+        if gpu.get("status") == "lost":
+            parts.append(f"{name}: lost")
+            continue
+        memory = _gb(gpu.get("memory_used_bytes"), gpu.get("memory_total_bytes"))
+        text = f"{name}: {_fmt(gpu.get('utilization_percent'), '{:.0f}%')} · {memory}"
+        if not short and gpu.get("temperature_c") is not None:
+            text += f" · {_fmt(gpu.get('temperature_c'), '{:.0f}')} °C"
+        parts.append(text)
+    return " | ".join(parts)
+
+
+def processes_text(sample: SystemSample | None, labels: Mapping[int, str] | None = None) -> str:
+    """Which process (and, given ``labels`` pid -> run name, which run) uses which GPU."""
+    if sample is None:
+        return ""
+    labels = labels or {}
+    lines = []
+    for gpu in sample.gpus:
+        procs = gpu.get("processes")
+        if not procs:
+            continue
+        items = []
+        for proc in procs:
+            pid = proc.get("pid")
+            who = labels.get(pid) or ("this process" if proc.get("this_process") else proc.get("name"))
+            used = proc.get("used_bytes")
+            memory = f" {used / GB:.1f} GB" if used is not None else ""
+            items.append(f"{who} (pid {pid}){memory}" if who else f"pid {pid}{memory}")
+        lines.append(f"GPU {gpu.get('index')}: " + ", ".join(items))
+    return "\n".join(lines)
+
+
+class GpuPanel(QWidget):
+    """Live GPU plots; feed it ``add_sample``, read ``status_text()`` for the status bar."""
+
+    status_changed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None, *, history_seconds: float = 3600.0, refresh_hz: float = 10.0):
+        super().__init__(parent)
+        self.history = TelemetryHistory(history_seconds)
+        self._drawn: dict[str, int] = {}  # series key -> version last pushed to its curves
+        self._curves: dict[tuple[str, str], pg.PlotDataItem] = {}
+        self._process_labels: dict[int, str] = {}
+        self._last_status = ""
+        self._cpu_mode: bool | None = None
+        self._memory_top: float | None = None
+
+        self.message = QLabel(self)
+        self.message.setWordWrap(True)
+        self.message.hide()
+        self.graphics = pg.GraphicsLayoutWidget(self)
+        self.graphics.setBackground(None)  # the window's palette shows through
+        self.processes = QLabel(self)
+        self.processes.setWordWrap(True)
+        self.processes.setStyleSheet("font-size: small")
+        self.processes.hide()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.message)
+        layout.addWidget(self.graphics, 1)
+        layout.addWidget(self.processes)
+
+        pen = QColor(self.palette().color(QPalette.ColorRole.WindowText))
+        self.plots: dict[str, pg.PlotItem] = {}
+        for row, (column, title, unit, _scale) in enumerate(METRICS):
+            plot = self.graphics.addPlot(row=row, col=0, axisItems={"bottom": pg.DateAxisItem()})
+            plot.setLabel("left", f"{title} ({unit})")
+            plot.showGrid(x=True, y=True, alpha=0.2)
+            plot.setClipToView(True)
+            plot.setDownsampling(auto=True, mode="peak")
+            plot.setMouseEnabled(x=True, y=False)
+            for axis in ("left", "bottom"):
+                plot.getAxis(axis).setPen(pen)
+                plot.getAxis(axis).setTextPen(pen)
+            if row:
+                plot.setXLink(self.plots[METRICS[0][0]])
+            if row < len(METRICS) - 1:
+                plot.getAxis("bottom").setStyle(showValues=False)
+            self.plots[column] = plot
+        self.plots["utilization_percent"].setYRange(0, 100, padding=0.02)
+        base = QColor(self.palette().color(QPalette.ColorRole.Base))
+        base.setAlpha(200)  # the legend sits over the curves: keep them visible through it
+        self.legend = self.plots["utilization_percent"].addLegend(
+            offset=(5, 5), brush=pg.mkBrush(base), labelTextColor=pen, colCount=2
+        )
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(max(16, int(1000 / refresh_hz)))
+        self._timer.timeout.connect(self.refresh)
+        self._timer.start()
+
+    # -- input -------------------------------------------------------------------------------
+    def add_sample(self, sample: SystemSample) -> None:
+        """Buffer one sample; the timer draws it."""
+        self.history.add(sample)
+
+    def set_process_labels(self, labels: Mapping[int, str]) -> None:
+        """Name processes by pid (a run's child process -> the run's name)."""
+        self._process_labels = dict(labels)
+
+    def clear(self) -> None:
+        self.history.clear()
+        for curve in self._curves.values():
+            curve.setData([], [])
+        self._drawn.clear()
+        self._memory_top = None
+
+    # -- output ------------------------------------------------------------------------------
+    def status_text(self) -> str:
+        return status_text(self.history.latest)
+
+    def curve(self, key: str, column: str) -> pg.PlotDataItem | None:
+        return self._curves.get((key, column))
+
+    def refresh(self) -> None:
+        """Push what changed since the last refresh into the curves (the timer calls this)."""
+        latest = self.history.latest
+        if latest is None:
+            return
+        changed = False
+        for key, series in self.history.series.items():
+            if self._drawn.get(key) == series.version:
+                continue
+            changed = True
+            self._ensure_curves(series)
+            times = series.buffer.times
+            for index, (column, _title, _unit, scale) in enumerate(METRICS):
+                curve = self._curves.get((key, column))
+                if curve is not None:
+                    curve.setData(times, series.buffer.column(index) * scale, connect="finite")
+            limit = self._curves.get((key, "power_limit_w"))
+            if limit is not None:
+                limit.setData(times, series.buffer.column(COLUMNS.index("power_limit_w")), connect="finite")
+            self._drawn[key] = series.version
+        if changed:
+            self._update_ranges()
+            self._update_texts(latest)
+
+    def _ensure_curves(self, series: Series) -> None:
+        if (series.key, "utilization_percent") in self._curves:
+            return
+        cpu = series.key == CPU_KEY
+        pen = pg.mkPen(series.color, width=2)
+        for column, _title, _unit, _scale in METRICS:
+            if cpu and column in ("temperature_c", "power_w"):
+                continue
+            name = series.label if column == "utilization_percent" else None
+            self._curves[(series.key, column)] = self.plots[column].plot(pen=pen, name=name)
+        if not cpu:
+            dashed = pg.mkPen(series.color, width=1, style=pg.QtCore.Qt.PenStyle.DashLine)
+            self._curves[(series.key, "power_limit_w")] = self.plots["power_w"].plot(pen=dashed)
+
+    def _update_ranges(self) -> None:
+        # Memory from 0 to the largest total, so "how full" reads at a glance.
+        totals = [
+            np.nanmax(s.buffer.column(COLUMNS.index("memory_total_bytes")))
+            for s in self.history.series.values()
+            if s.buffer.n and not np.all(np.isnan(s.buffer.column(COLUMNS.index("memory_total_bytes"))))
+        ]
+        top = max(totals) / GB if totals else None
+        if top is not None and top != self._memory_top:
+            self._memory_top = top
+            self.plots["memory_used_bytes"].setYRange(0, top, padding=0.02)
+
+    def _update_texts(self, latest: SystemSample) -> None:
+        cpu_mode = not latest.gpus
+        if cpu_mode != self._cpu_mode:
+            self._cpu_mode = cpu_mode
+            for column in ("temperature_c", "power_w"):
+                self.plots[column].setVisible(not cpu_mode)
+            self.plots["utilization_percent"].setLabel("left", "CPU (%)" if cpu_mode else "Utilisation (%)")
+            self.plots["memory_used_bytes"].setLabel("left", "RAM (GB)" if cpu_mode else "Memory (GB)")
+            # the last visible plot carries the time axis
+            last = "memory_used_bytes" if cpu_mode else "power_w"
+            for column, plot in self.plots.items():
+                plot.getAxis("bottom").setStyle(showValues=column == last)
+        notes = latest.gpu_status if latest.gpu_status not in ("", "ok") else ""
+        self.message.setText(notes)
+        self.message.setVisible(bool(notes))
+        procs = processes_text(latest, self._process_labels)
+        self.processes.setText(procs)
+        self.processes.setVisible(bool(procs))
+        text = status_text(latest)
+        if text != self._last_status:
+            self._last_status = text
+            self.status_changed.emit(text)
