@@ -134,52 +134,67 @@ class PluginRegistry:
 
     def _load(self, ep: md.EntryPoint, blocked: set[str]) -> None:
         dist, version = _dist_of(ep)
-        record = PluginRecord(
-            name=ep.name, value=ep.value, distribution=dist, version=version, builtin=dist.lower() == BUILTIN_DIST
-        )
+        self._load_plugin(ep.name, ep.value, dist, version, ep.load, blocked)
+
+    def add_plugin(self, plugin: Any, name: str, version: str = "") -> PluginRecord:
+        """Register a plugin object in this process (scripts, notebooks, benchmarks).
+
+        It goes through the same checks and isolation as an entry point; its
+        tasks are added unless an earlier plugin already has their ids.
+        """
+        record = self._load_plugin(name, repr(plugin), "", version, lambda: plugin, set())
+        if record.status == "ok":
+            self._collect_tasks(record)
+        return record
+
+    def _load_plugin(
+        self, name: str, value: str, dist: str, version: str, load: Callable[[], Any], blocked: set[str]
+    ) -> PluginRecord:
+        record = PluginRecord(name=name, value=value, distribution=dist, version=version, builtin=dist.lower() == BUILTIN_DIST)
         self.plugins.append(record)
-        if ep.name in blocked:
+        if name in blocked:
             record.status, record.message = "blocked", "blocked by the user (trainlab plugins --unblock NAME)"
-            return
+            return record
         if safe_mode() and not record.builtin:
             record.status, record.message = "disabled", "safe mode (TRAINLAB_DISABLE_PLUGINS=1): built-ins only"
-            return
+            return record
         try:
-            module = ep.load()
+            module = load()
         except BaseException as exc:  # noqa: BLE001 - a broken plugin must never be fatal
             if isinstance(exc, KeyboardInterrupt):
                 raise
             self._fail(record, f"could not be imported: {type(exc).__name__}: {exc}")
-            return
+            return record
         record.module = module
         version_text = self._call(record, "trainlab_api_version", {})
         if record.status != "ok":
-            return
+            return record
         if not version_text:
             self._fail(record, "does not declare trainlab_api_version()")
-            return
+            return record
         record.api_version = str(version_text)
         try:
             major, minor = (int(x) for x in str(version_text).split(".")[:2])
         except ValueError:
             self._fail(record, f"trainlab_api_version() returned {version_text!r}, expected 'MAJOR.MINOR'")
-            return
+            return record
         if major != PLUGIN_API_VERSION[0]:
             record.status = "incompatible"
             record.message = (
                 f"built for plugin API {major}.x; this TrainLab provides "
                 f"{PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}"
             )
-            return
+            return record
         if minor > PLUGIN_API_VERSION[1]:
             record.warnings.append(
                 f"built for plugin API {major}.{minor}, newer than this TrainLab's "
                 f"{PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}; some features may not work"
             )
         try:
-            self.pm.register(module, name=ep.name)
+            self.pm.register(module, name=name)
         except Exception as exc:  # noqa: BLE001
             self._fail(record, f"could not be registered: {type(exc).__name__}: {exc}")
+        return record
 
     def _fail(self, record: PluginRecord, message: str) -> None:
         record.status = "failed"

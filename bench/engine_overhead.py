@@ -1,0 +1,241 @@
+"""Engine overhead: the engine against a hand-written PyTorch loop.
+
+The same small CNN, the same in-memory data, the same seed, the same batch
+order, optimizer (AdamW with no decay on biases/norms), warmup-linear
+schedule and gradient clipping, through
+
+  (a) a hand-written loop: train, evaluate each epoch, save the final weights
+      as safetensors;
+  (b) ``trainlab.engine.runner.run_training`` with its default callbacks
+      (metrics.jsonl, run.json and index, last/best checkpoints, eval.json,
+      the exported model).
+
+Both are timed end to end, in alternating pairs (which goes first alternates
+too).  ``ratio`` is the median over pairs of engine samples/s over raw
+samples/s; ``max_abs_loss_diff`` compares the per-epoch validation losses and
+``max_abs_weight_diff`` the final weights.
+
+    python bench/engine_overhead.py [--pairs 5] [--json]
+
+Goal on the CPU of the development machine: ratio >= 0.98, loss diff <= 1e-5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+import trainlab
+from trainlab import ClassificationTask, DataSummary, TaskSpec
+
+N_TRAIN, N_VAL, SIZE, CLASSES = 4096, 1024, 32, 10
+EPOCHS, BATCH, LR, SEED = 3, 64, 2e-3, 1234
+
+
+def make_data():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(N_TRAIN + N_VAL, 3, SIZE, SIZE, generator=gen)
+    proj = torch.randn(3 * SIZE * SIZE, CLASSES, generator=gen)
+    y = (x.flatten(1) @ proj).argmax(1)
+    return (x[:N_TRAIN], y[:N_TRAIN]), (x[N_TRAIN:], y[N_TRAIN:])
+
+
+DATA = make_data()
+
+
+def make_model():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Dropout(0.1), torch.nn.Linear(32, CLASSES),
+    )
+
+
+class InMemory(torch.utils.data.Dataset):
+    """Batched fetching (``__getitems__``): the DataLoader indexes once per batch."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+    def __getitems__(self, indices):
+        idx = torch.as_tensor(indices)
+        return self.x[idx], self.y[idx]
+
+
+def identity(batch):
+    return batch
+
+
+class BenchTask(ClassificationTask):
+    def prepare(self, data_path, ctx, label_names=None):
+        self.label_names = [str(i) for i in range(CLASSES)]
+        (xt, yt), (xv, yv) = DATA
+        self.data = {"train": InMemory(xt, yt), "val": InMemory(xv, yv)}
+        return DataSummary(label_names=self.label_names, counts={})
+
+    def dataset(self, split):
+        return self.data[split]
+
+    def collate(self, items):
+        return items
+
+    def build_model(self, ctx):
+        return make_model()
+
+    def forward(self, model, batch):
+        x, y = batch
+        return model(x), y
+
+    def save_model(self, model, out_dir, ctx):
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out_dir / "model.safetensors"))
+
+
+class BenchPlugin:
+    @trainlab.hookimpl
+    def trainlab_api_version(self):
+        return "1.0"
+
+    @trainlab.hookimpl
+    def trainlab_tasks(self):
+        return [TaskSpec(id="bench-classification", title="Bench", factory="__main__:BenchTask")]
+
+
+def raw_loop(out_dir: Path):
+    """What a careful person writes by hand: same maths as the engine."""
+    import random
+
+    import numpy as np
+    from safetensors.torch import save_file
+
+    random.seed(SEED)
+    np.random.seed(SEED)
+    torch.manual_seed(SEED)
+    (xt, yt), (xv, yv) = DATA
+    model = make_model()
+    decay = [p for n, p in model.named_parameters() if p.ndim > 1 and not n.endswith(".bias")]
+    no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and not n.endswith(".bias"))]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=LR)
+    steps_per_epoch = math.ceil(N_TRAIN / BATCH)
+    total = steps_per_epoch * EPOCHS
+    warmup = int(round(total * 0.06))
+
+    def factor(step):
+        if warmup and step < warmup:
+            return (step + 1) / (warmup + 1)
+        return max(0.0, 1.0 - min(1.0, (step - warmup) / max(1, total - warmup)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    val_losses = []
+    start = time.perf_counter()
+    for epoch in range(1, EPOCHS + 1):
+        model.train()
+        gen = torch.Generator().manual_seed(SEED * 1_000_003 + epoch)
+        order = torch.randperm(N_TRAIN, generator=gen)
+        for i in range(0, N_TRAIN, BATCH):
+            idx = order[i : i + BATCH]
+            loss = torch.nn.functional.cross_entropy(model(xt[idx]), yt[idx])
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            sched.step()
+        model.eval()
+        with torch.inference_mode():
+            total_loss = 0.0
+            for i in range(0, N_VAL, BATCH):
+                total_loss += torch.nn.functional.cross_entropy(model(xv[i : i + BATCH]).float(), yv[i : i + BATCH], reduction="sum").item()
+        val_losses.append(total_loss / N_VAL)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out_dir / "raw.safetensors"))
+    seconds = time.perf_counter() - start
+    return N_TRAIN * EPOCHS / seconds, val_losses, {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def engine_run(out_dir: Path):
+    from safetensors.torch import load_file
+
+    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.events import EvalResult, read_events
+    from trainlab.runs import RunDir
+
+    params = {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED, "device": "cpu", "final_weights": "last"}
+    data = out_dir / "in-memory.txt"  # the task keeps its data in memory; this only names it
+    data.write_text("in-memory benchmark data\n")
+    request = RunRequest(task="bench-classification", data=str(data), params=params, out=str(out_dir / f"run-{time.time_ns()}"))
+    start = time.perf_counter()
+    result = run_training(request)
+    seconds = time.perf_counter() - start
+    assert result.status == "completed", result.error
+    rd = RunDir(result.run_dir)
+    val_losses = [e.loss for e in read_events(rd.metrics_jsonl) if isinstance(e, EvalResult)]
+    weights = load_file(str(rd.model_dir / "model.safetensors"))
+    return N_TRAIN * EPOCHS / seconds, val_losses, weights
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ.setdefault("TRAINLAB_HOME", str(Path(tmp) / "home"))
+        from trainlab.pluginhost import registry
+
+        record = registry().add_plugin(BenchPlugin(), "bench")
+        assert record.status == "ok", record.message
+        out = Path(tmp)
+        engine_run(out)  # warm-up: imports, allocator, thread pools
+        raw_loop(out)
+        ratios, loss_diffs, weight_diffs, raws, engines = [], [], [], [], []
+        for pair in range(args.pairs):
+            order = [("raw", raw_loop), ("engine", engine_run)]
+            if pair % 2:
+                order.reverse()
+            results = {name: fn(out) for name, fn in order}
+            (raw_rate, raw_losses, raw_w), (eng_rate, eng_losses, eng_w) = results["raw"], results["engine"]
+            raws.append(raw_rate)
+            engines.append(eng_rate)
+            ratios.append(eng_rate / raw_rate)
+            loss_diffs.append(max(abs(a - b) for a, b in zip(raw_losses, eng_losses)))
+            weight_diffs.append(max((raw_w[k].float() - eng_w[k].float()).abs().max().item() for k in raw_w))
+            print(
+                f"pair {pair + 1}: raw {raw_rate:8.1f} samples/s  engine {eng_rate:8.1f} samples/s  ratio {ratios[-1]:.3f}  "
+                f"val-loss diff {loss_diffs[-1]:.2e}",
+                file=sys.stderr,
+            )
+    summary = {
+        "ratio": statistics.median(ratios),
+        "ratios": ratios,
+        "raw_samples_per_second": statistics.median(raws),
+        "engine_samples_per_second": statistics.median(engines),
+        "max_abs_loss_diff": max(loss_diffs),
+        "max_abs_weight_diff": max(weight_diffs),
+        "pairs": args.pairs,
+        "work": f"{EPOCHS} epochs x {N_TRAIN} samples of 3x{SIZE}x{SIZE}, batch {BATCH}, eval each epoch, final save",
+        "goal": {"ratio": ">= 0.98", "max_abs_loss_diff": "<= 1e-5"},
+    }
+    if not args.json:
+        print(f"engine/raw samples/s: {summary['ratio']:.3f} (median of {args.pairs}); max val-loss diff {summary['max_abs_loss_diff']:.2e}")
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

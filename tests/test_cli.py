@@ -1,0 +1,138 @@
+"""The real CLI in a subprocess: exit codes, --json, train/eval/predict/runs."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from conftest import FIXTURE_PLUGINS, subprocess_env
+
+
+def js(result):
+    lines = [l for l in result.stdout.splitlines() if l.strip()]
+    assert len(lines) == 1, f"expected one JSON line on stdout, got: {result.stdout!r}"
+    return json.loads(lines[0])
+
+
+def test_version(cli):
+    import trainlab
+
+    result = cli("--version")
+    assert result.returncode == 0 and trainlab.__version__ in result.stdout
+
+
+def test_help_lists_every_command(cli):
+    result = cli("--help")
+    for command in ("gui", "plugins", "tasks", "train", "eval", "predict", "runs", "models", "doctor", "install-launcher", "uninstall-launcher"):
+        assert command in result.stdout
+
+
+def test_train_eval_predict_runs_end_to_end(cli, toy_csv, tmp_path):
+    out = tmp_path / "run"
+    result = cli("train", "toy-classification", "--data", toy_csv, "--epochs", "2", "--out", out, "--json", extra_path=[FIXTURE_PLUGINS])
+    assert result.returncode == 0, result.stderr
+    data = js(result)
+    for key in ("run_dir", "status", "task", "epochs", "steps", "metrics", "samples_per_second"):
+        assert key in data
+    assert data["status"] == "completed" and data["epochs"] == 2 and data["steps"] == 24
+    assert set(data["metrics"]) >= {"accuracy", "macro_f1", "loss"}
+    assert "val loss" in result.stderr  # human progress goes to stderr
+
+    runs = js(cli("runs", "--json"))
+    assert [r["run_dir"] for r in runs["runs"]] == [str(out)]
+    assert runs["runs"][0]["status"] == "completed"
+
+    ev = cli("eval", out, "--json", extra_path=[FIXTURE_PLUGINS])
+    assert ev.returncode == 0, ev.stderr
+    report = js(ev)
+    assert report["accuracy"] == data["metrics"]["accuracy"]
+    written = report["written"]
+    assert os.path.dirname(written) == str(out) and written != str(out / "eval.json")
+
+    csv_out = tmp_path / "pred.csv"
+    pred = cli("predict", out, "0.1,0.2,0.3,0.4", "1,1,1,1", "--top-k", "2", "--out", csv_out, "--json", extra_path=[FIXTURE_PLUGINS])
+    assert pred.returncode == 0, pred.stderr
+    preds = js(pred)["predictions"]
+    assert len(preds) == 2 and len(preds[0]["predictions"]) == 2
+    rows = list(csv.reader(csv_out.open(encoding="utf-8")))
+    assert rows[0] == ["input", "label_1", "probability_1", "label_2", "probability_2"] and len(rows) == 3
+
+
+def test_bad_usage_is_exit_2_with_a_reason(cli, toy_csv, tmp_path):
+    cases = [
+        (["train", "toy-classification", "--data", toy_csv, "--set", "nope=1"], "unknown parameter 'nope'"),
+        (["train", "toy-classification", "--data", toy_csv, "--epochs", "zero"], "epochs: expected an integer"),
+        (["train", "toy-classification", "--data", tmp_path / "none.csv"], "none.csv: no such file"),
+        (["train", "no-such-task", "--data", toy_csv], "unknown task 'no-such-task'"),
+        (["train", "toy-classification", "--data", toy_csv, "--device", "cuda"], "CUDA is not available"),
+        (["train", "toy-classification", "--data", toy_csv, "--set", "oops"], "expected key=value"),
+        (["eval", tmp_path], "not a TrainLab run folder"),
+        (["frobnicate"], "invalid choice"),
+    ]
+    for args, reason in cases:
+        result = cli(*args, "--json", extra_path=[FIXTURE_PLUGINS])
+        assert result.returncode == 2, (args, result.stderr)
+        assert reason in js(result)["error"], (args, result.stdout)
+        assert reason in result.stderr
+
+
+def test_a_failed_run_is_exit_1(cli, toy_csv, tmp_path):
+    result = cli("train", "toy-classification", "--data", toy_csv, "--set", "fail_at_step=2", "--json", extra_path=[FIXTURE_PLUGINS])
+    assert result.returncode == 1
+    data = js(result)
+    assert data["status"] == "failed" and "toy failure" in data["error"]
+
+
+def test_isolated_training_in_a_child_process(cli, toy_csv, tmp_path):
+    result = cli("train", "toy-classification", "--data", toy_csv, "--isolated", "--json", extra_path=[FIXTURE_PLUGINS])
+    assert result.returncode == 0, result.stderr
+    data = js(result)
+    assert data["status"] == "completed" and data["steps"] == 24
+    assert os.path.isfile(os.path.join(data["run_dir"], "model", "model.safetensors"))
+
+
+def test_sigterm_cancels_keeps_the_checkpoint_and_exits_130(toy_csv, tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainlab", "train", "toy-classification", "--data", str(toy_csv), "--out", str(out),
+         "--epochs", "50", "--set", "step_delay=0.01", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env([FIXTURE_PLUGINS]),
+    )
+    for line in proc.stderr:  # wait until training is under way
+        if "epoch 1: val loss" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    data = json.loads(stdout)
+    assert data["status"] == "cancelled"
+    assert (out / "checkpoints" / "last.safetensors").exists()
+    assert json.loads((out / "run.json").read_text())["status"] == "cancelled"
+
+
+def test_tasks_json_shows_defaults_and_presets(cli):
+    data = js(cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS]))
+    toy = next(t for t in data["tasks"] if t["id"] == "toy-classification")
+    params = {p["name"]: p for p in toy["parameters"]}
+    assert toy["defaults"]["lr"] == 0.01  # task default over the engine's
+    assert params["lr"]["default"] == 0.001  # the engine default, for reference
+    assert {p["name"] for p in toy["presets"]} == {"mlp", "wide-mlp"}
+    assert next(p for p in toy["presets"] if p["name"] == "wide-mlp")["overrides"] == {"hidden": 64, "lr": 0.005}
+
+
+def test_json_mode_keeps_stray_prints_off_stdout(cli, toy_csv, tmp_path, monkeypatch):
+    # a plugin that prints to stdout at discovery must not corrupt --json
+    (tmp_path / "noisy_plugin.py").write_text(
+        "import trainlab\nprint('hello from a noisy plugin')\n"
+        "@trainlab.hookimpl\ndef trainlab_api_version():\n    return '1.0'\n"
+    )
+    info = tmp_path / "noisy-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: noisy\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[trainlab.plugins]\nnoisy = noisy_plugin\n")
+    result = cli("plugins", "--json", extra_path=[tmp_path])
+    assert result.returncode == 0
+    assert any(p["name"] == "noisy" for p in js(result)["plugins"])
+    assert "hello from a noisy plugin" in result.stderr

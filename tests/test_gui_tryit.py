@@ -1,0 +1,135 @@
+"""Try it: a trained toy run predicts typed input off the GUI thread."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import subprocess
+import sys
+import threading
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QMimeData, QPointF, Qt  # noqa: E402
+from PySide6.QtGui import QDropEvent  # noqa: E402
+
+from conftest import FIXTURE_PLUGINS  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """One real toy run (red near (0, 0), green near (1, -1), blue near (2, -2))."""
+    import trainlab.pluginhost as host
+
+    root = tmp_path_factory.mktemp("tryit")
+    data = root / "rows.csv"
+    rnd = random.Random(3)
+    with open(data, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["a", "b", "label"])
+        for _ in range(240):
+            label = rnd.choice(["red", "green", "blue"])
+            c = {"red": 0, "green": 1, "blue": 2}[label]
+            writer.writerow([c + rnd.gauss(0, 0.3), -c + rnd.gauss(0, 0.3), label])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRAINLAB_HOME", str(root / "home"))
+        mp.syspath_prepend(str(FIXTURE_PLUGINS))
+        mp.setattr(host, "_registry", None)
+        from trainlab.engine.runner import RunRequest, run_training
+
+        result = run_training(RunRequest(task="toy-classification", data=str(data), params={"epochs": "8", "lr": "0.05"}))
+    assert result.status == "completed", result.error
+    return result.run_dir
+
+
+@pytest.fixture
+def panel(qtbot, monkeypatch):
+    monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
+    from trainlab.desktop.tryit import TryItPanel
+
+    widget = TryItPanel()
+    qtbot.addWidget(widget)
+    widget.resize(800, 480)
+    widget.show()
+    return widget
+
+
+def test_typed_input_gets_its_top_predictions_from_a_worker_thread(qtbot, panel, trained_run, monkeypatch):
+    import trainlab.engine.runner as runner
+
+    threads = []
+    real_predict = runner.predict
+
+    def spy(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return real_predict(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "predict", spy)
+    panel.set_run(trained_run)
+    assert panel.kind == "text" and panel.text_edit.isEnabled()
+
+    qtbot.keyClicks(panel.text_edit, "2.1,-2.0")
+    with qtbot.waitSignal(panel.predicted, timeout=60_000) as done:
+        qtbot.mouseClick(panel.predict_button, Qt.MouseButton.LeftButton)
+    predictions = done.args[0]
+    assert [p["label"] for p in predictions][0] == "blue"
+    assert len(predictions) == 3  # top 5 of three labels
+    assert abs(sum(p["probability"] for p in predictions) - 1.0) < 1e-4
+    shown = panel.shown_predictions()
+    assert shown[0][0] == "blue" and shown[0][1].endswith("%")
+    assert threads and threads[0] != threading.get_ident()
+
+    # Ctrl+Enter predicts too; top-k narrows the list
+    panel.top_k.blockSignals(True)
+    panel.top_k.setValue(1)
+    panel.top_k.blockSignals(False)
+    panel.text_edit.setPlainText("0.0,0.1")
+    with qtbot.waitSignal(panel.predicted, timeout=30_000) as done:
+        qtbot.keyClick(panel.text_edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert [p["label"] for p in done.args[0]] == ["red"]
+
+
+def test_a_dropped_text_is_predicted(qtbot, panel, trained_run):
+    panel.set_run(trained_run)
+    mime = QMimeData()
+    mime.setText("1.0,-1.0")
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    with qtbot.waitSignal(panel.predicted, timeout=30_000) as done:
+        panel.dropEvent(event)
+    assert done.args[0][0]["label"] == "green"
+    assert panel.text_edit.toPlainText() == "1.0,-1.0"
+
+
+def test_bad_input_shows_the_error_and_the_panel_stays_usable(qtbot, panel, trained_run):
+    panel.set_run(trained_run)
+    with qtbot.waitSignal(panel.failed, timeout=30_000) as failed:
+        panel.submit("not numbers")
+    assert "ValueError" in failed.args[0]
+    assert "Prediction failed" in panel.status.text()
+    with qtbot.waitSignal(panel.predicted, timeout=30_000):
+        panel.submit("2.0,-2.0")
+    assert panel.status.text() == ""
+
+
+def test_a_run_without_a_model_cannot_be_tried(qtbot, panel, tmp_path):
+    run = tmp_path / "failed-run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"id": "x", "task": "toy-classification", "status": "failed"}))
+    panel.set_run(str(run))
+    assert not panel.input_stack.isEnabled()
+    assert "no trained model" in panel.status.text()
+
+
+def test_the_desktop_views_import_neither_torch_nor_pyqtgraph():
+    code = (
+        "import sys\n"
+        "import trainlab.desktop.tryit, trainlab.desktop.history, trainlab.desktop.results\n"
+        "import trainlab.desktop.plugins_dialog, trainlab.desktop.confusion, trainlab.desktop.i18n\n"
+        "print(sorted(m for m in ('torch', 'pyqtgraph', 'transformers') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

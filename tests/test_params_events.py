@@ -1,0 +1,72 @@
+"""Parameter precedence and validation; events as JSON lines."""
+
+import dataclasses
+import math
+
+import pytest
+
+from trainlab.api import Param, Preset, TaskSpec, UsageError
+from trainlab.events import EvalResult, Finished, SystemSample, TrainStep, event_from_json, read_events
+from trainlab.params import ENGINE_PARAMS, parse_assignments, resolve
+
+SPEC = TaskSpec(
+    id="demo-task",
+    title="Demo",
+    factory="x:y",
+    params=(Param("model", "choice", "small", choices=("small", "big"), open_choices=True), Param("width", "int", 8, minimum=1)),
+    defaults={"lr": 0.1, "epochs": 5},
+    presets=(Preset("big", overrides={"width": 64, "lr": 0.01}),),
+)
+
+
+def test_precedence_engine_task_preset_remembered_explicit():
+    assert resolve(SPEC)["lr"] == 0.1 and resolve(SPEC)["batch_size"] == 32
+    assert resolve(SPEC, explicit={"model": "big"})["width"] == 64
+    assert resolve(SPEC, explicit={"model": "big"})["lr"] == 0.01
+    remembered = {"model": "big", "lr": "0.5"}
+    assert resolve(SPEC, remembered=remembered)["lr"] == 0.5  # remembered beats the preset
+    assert resolve(SPEC, remembered=remembered, explicit={"lr": "0.2"})["lr"] == 0.2
+    assert resolve(SPEC, explicit={"model": "/some/folder"})["model"] == "/some/folder"  # open choice
+
+
+def test_values_are_typed_and_checked():
+    values = resolve(SPEC, explicit={"epochs": "7", "class_weighting": "yes", "lr": "3e-4"})
+    assert values["epochs"] == 7 and values["class_weighting"] is True and values["lr"] == 3e-4
+    for bad, reason in [({"epochs": "0"}, "below the minimum"), ({"lr": "nan"}, "finite"), ({"precision": "fp8"}, "not one of"),
+                        ({"class_weighting": "maybe"}, "true or false"), ({"width": "1.5"}, "integer")]:
+        with pytest.raises(UsageError, match=reason):
+            resolve(SPEC, explicit=bad)
+
+
+def test_parse_assignments():
+    assert parse_assignments(["a=1", "b-c=x=y"]) == {"a": "1", "b_c": "x=y"}
+    with pytest.raises(UsageError, match="key=value"):
+        parse_assignments(["novalue"])
+
+
+def test_descriptor_validation_names_the_problem():
+    bad = TaskSpec(id="ok-id", title="T", factory="m:f", defaults={"nope": 1}, presets=(Preset("p", overrides={"epochs": -1}),))
+    problems = bad.validate(ENGINE_PARAMS)
+    assert any("unknown parameter 'nope'" in p for p in problems)
+    assert any("preset 'p'" in p and "minimum" in p for p in problems)
+    assert SPEC.validate(ENGINE_PARAMS) == []
+
+
+def test_events_round_trip_as_json_lines(tmp_path):
+    events = [
+        TrainStep(step=3, epoch=1, loss=0.5, lr=1e-3, steps=3, samples_per_second=100.0),
+        EvalResult(step=3, epoch=1, accuracy=0.9, macro_f1=0.8, loss=float("nan")),
+        SystemSample(gpus=({"index": 0, "name": "GPU", "utilization": 50},), cpu_percent=12.5),
+        Finished(status="completed", metrics={"accuracy": 0.9}),
+    ]
+    for event in events:
+        line = event.to_json()
+        assert "\n" not in line and "NaN" not in line
+        back = event_from_json(line)
+        assert type(back) is type(event)
+    assert math.isnan(event_from_json(events[1].to_json()).loss)
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(e.to_json() + "\n" for e in events) + '{"event": "train", "ste')  # truncated last line
+    assert [type(e) for e in read_events(path)] == [type(e) for e in events]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        events[0].loss = 1.0
