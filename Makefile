@@ -1,0 +1,17 @@
+# The two commands of the README's quick start.
+#   make run    set up (a .venv unless one is active) and open TrainLab on its bundled image sample
+#   make test   set up (with the Debian packages the tests use) and run the whole test suite
+
+.PHONY: run test bench screenshots
+
+run:
+	@py=$$(scripts/setup.sh) && "$$py" -m trainlab gui --task image-classification --data "$$("$$py" -c 'from trainlab.resources import sample_path; print(sample_path("image-classification"))')" --autostart
+
+test:
+	@py=$$(scripts/setup.sh --system) && "$$py" -m pytest -q $(PYTEST_ARGS)
+
+bench:
+	@py=$$(scripts/setup.sh) && for b in bench/*.py; do echo "== $$b"; "$$py" "$$b" --json | tail -n 1; done
+
+screenshots:
+	@py=$$(scripts/setup.sh --system) && "$$py" scripts/render_screenshots.py

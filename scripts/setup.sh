@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Set up TrainLab for development or use, idempotently.
+#
+#   scripts/setup.sh            # a virtual environment (.venv) unless one is active, the app and its dev tools
+#   scripts/setup.sh --system   # also the Debian packages the tests use (Xvfb, ImageMagick,
+#                               # desktop-file-utils, a CJK font), when apt-get is available
+#
+# Prints the path of the Python to use as its last line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_system=0
+for arg in "$@"; do
+  case "$arg" in
+    --system) want_system=1 ;;
+    *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+if [ -n "${VIRTUAL_ENV:-}" ]; then
+  py="$VIRTUAL_ENV/bin/python"
+else
+  base=$(command -v python3.11 || command -v python3 || true)
+  [ -n "$base" ] || { echo "setup.sh: Python 3.10 or newer is needed" >&2; exit 2; }
+  "$base" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "setup.sh: Python 3.10 or newer is needed ($base is older)" >&2; exit 2; }
+  [ -x .venv/bin/python ] || "$base" -m venv .venv
+  py="$PWD/.venv/bin/python"
+fi
+
+stamp=.venv-installed.stamp
+[ -n "${VIRTUAL_ENV:-}" ] && stamp="$VIRTUAL_ENV/.trainlab-installed.stamp"
+# Reinstall only when the project metadata changed (the editable install picks up code changes).
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup.sh: installing TrainLab and its dependencies into $("$py" -c 'import sys; print(sys.prefix)') (torch is large: a few minutes the first time)" >&2
+  "$py" -m pip install --quiet --upgrade pip >&2
+  "$py" -m pip install --quiet -e ".[dev]" >&2
+  touch "$stamp"
+fi
+
+if [ "$want_system" = 1 ]; then
+  need=()
+  command -v Xvfb >/dev/null || need+=(xvfb)
+  command -v import >/dev/null && [ -x /usr/bin/convert ] || need+=(imagemagick)
+  command -v desktop-file-validate >/dev/null || need+=(desktop-file-utils)
+  fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need+=(fonts-noto-cjk)
+  command -v xauth >/dev/null || need+=(xauth)
+  if [ ${#need[@]} -gt 0 ]; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+      echo "setup.sh: installing ${need[*]} (Debian packages used by the tests)" >&2
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}") >&2 \
+        || echo "setup.sh: could not install ${need[*]}; the tests that need them will say so" >&2
+    else
+      echo "setup.sh: missing ${need[*]} (install them with your package manager); the tests that need them will say so" >&2
+    fi
+  fi
+fi
+echo "$py"
