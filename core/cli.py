@@ -62,6 +62,7 @@ def _parser() -> ArgumentParser:
     add_params(p)
 
     p = add("plugins", "list discovered plugins and their status")
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="also print the traceback of a failed plugin")
     p.add_argument("--block", metavar="NAME", help="block a plugin by its entry-point name (takes effect at the next start)")
     p.add_argument("--unblock", metavar="NAME", help="unblock a plugin")
 
