@@ -295,3 +295,16 @@ def test_stale_running_run_is_marked_failed(tmp_path):
 
 def test_run_index_uses_wal(tmp_path):
     assert RunStore().journal_mode == "wal"
+
+
+def test_run_index_falls_back_from_wal_on_network_filesystems(tmp_path, monkeypatch):
+    import trainlab.runs as runs
+
+    monkeypatch.setattr(runs, "_on_network_fs", lambda path: True)
+    store = RunStore(tmp_path / "index.sqlite3")
+    assert store.journal_mode == "delete"
+    rd = RunDir(tmp_path / "r")
+    rd.path.mkdir()
+    record = {"id": "r1", "task": "t", "status": "completed", "timings": {"started": 1.0}}
+    store.record(record, rd.path)
+    assert store.list()[0]["id"] == "r1"
