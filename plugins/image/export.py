@@ -1,0 +1,232 @@
+"""The model folder: safetensors weights, a JSON description, torch.export and ONNX programs.
+
+Every program is checked before it is kept: the folder's weights are loaded
+into a fresh model on the CPU, the program is run on the same batch, and the
+outputs must agree within ``TOLERANCE``.  An export that fails or disagrees is
+left out and its error recorded in ``model.json``; the weights always stay.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import platform
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import torch
+
+import trainlab
+from trainlab import UsageError
+from trainlab.fileio import atomic_write, atomic_write_json, atomic_write_text, read_json
+from trainlab.plugins.image.models import WEIGHT_ENUMS, build_architecture
+
+FORMAT = "trainlab-image-classifier"
+FORMAT_VERSION = 1
+META_FILE = "model.json"
+WEIGHTS_FILE = "model.safetensors"
+EXPORT_FILE = "model.pt2"
+ONNX_FILE = "model.onnx"
+TOLERANCE = 1e-4
+MAX_BATCH = 4096
+
+
+def cpu_state_dict(model: torch.nn.Module, arch: str, num_classes: int) -> dict[str, torch.Tensor]:
+    """fp32, contiguous CPU tensors with exactly the keys of a plain ``arch`` model."""
+    state = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
+    reference = build_architecture(arch, num_classes).state_dict()
+    for key, tensor in reference.items():
+        # FrozenBatchNorm2d (freeze_backbone) has no batch counter; plain BN does.
+        if key not in state and key.endswith("num_batches_tracked"):
+            state[key] = torch.zeros_like(tensor)
+    return {k: (v.float() if v.is_floating_point() else v) for k, v in state.items() if k in reference}
+
+
+def load_model_folder(model_dir: str | Path, device: Any = "cpu") -> tuple[torch.nn.Module, dict[str, Any]]:
+    """(model in eval mode on ``device``, its model.json) from a model folder."""
+    from safetensors.torch import load_file
+
+    folder = Path(model_dir)
+    meta_path = folder / META_FILE
+    if not meta_path.is_file():
+        raise UsageError(f"{folder} is not a TrainLab image model folder (no {META_FILE})")
+    meta = read_json(meta_path)
+    if meta.get("format") != FORMAT:
+        raise UsageError(f"{meta_path} is not a TrainLab image model description (format {meta.get('format')!r})")
+    model = build_architecture(meta["architecture"], len(meta["label_names"]))
+    model.load_state_dict(load_file(str(folder / meta["files"]["weights"]), device="cpu"), strict=True)
+    return model.to(device).eval(), meta
+
+
+def _example(image_size: int, batch: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(0)
+    return torch.randn(batch, 3, image_size, image_size, generator=generator)
+
+
+def _max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.float() - b.float()).abs().max())
+
+
+def export_torch_program(model: torch.nn.Module, path: Path, image_size: int) -> dict[str, Any]:
+    """A torch.export program with a dynamic batch size, checked against ``model``."""
+    batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
+    # Batch 2 in the example: torch.export specialises sizes 0 and 1.
+    program = torch.export.export(model, (_example(image_size, 2),), dynamic_shapes=({0: batch},))
+    atomic_write(path, lambda tmp: _save_program(program, tmp))
+    loaded = torch.export.load(str(path)).module()
+    check = _example(image_size, 3)
+    with torch.no_grad():
+        diff = _max_diff(loaded(check), model(check))
+    if diff > TOLERANCE:
+        path.unlink(missing_ok=True)
+        raise RuntimeError(f"torch.export program differs from the model by {diff:.2e} (> {TOLERANCE:g})")
+    return {"file": path.name, "verified": True, "max_abs_diff": diff, "dynamic_batch": True}
+
+
+def _save_program(program: Any, tmp: Path) -> None:
+    # Through a file object: torch.export.save warns about a path not ending in .pt2.
+    with open(tmp, "wb") as handle:
+        torch.export.save(program, handle)
+
+
+def onnx_available() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in ("onnx", "onnxscript"))
+
+
+def export_onnx(model: torch.nn.Module, path: Path, image_size: int) -> dict[str, Any]:
+    """ONNX through torch.onnx's dynamo exporter; checked with onnxruntime when installed."""
+    batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
+    program = torch.onnx.export(
+        model, (_example(image_size, 2),), dynamo=True, dynamic_shapes=({0: batch},), input_names=["pixels"],
+        output_names=["logits"], verbose=False,
+    )  # fmt: skip
+    atomic_write(path, lambda tmp: program.save(str(tmp)))
+    if importlib.util.find_spec("onnxruntime") is None:
+        return {"file": path.name, "verified": False, "note": "onnxruntime is not installed: not run"}
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    check = _example(image_size, 3)
+    (output,) = session.run(None, {session.get_inputs()[0].name: check.numpy()})
+    with torch.no_grad():
+        diff = _max_diff(torch.from_numpy(output), model(check))
+    if diff > TOLERANCE:
+        path.unlink(missing_ok=True)
+        raise RuntimeError(f"ONNX model differs from the model by {diff:.2e} (> {TOLERANCE:g})")
+    return {"file": path.name, "verified": True, "max_abs_diff": diff, "dynamic_batch": True}
+
+
+def save_model_folder(
+    model: torch.nn.Module,
+    out_dir: Path,
+    *,
+    arch: str,
+    label_names: list[str],
+    preprocessing: Mapping[str, Any],
+    log: Callable[[str], None] = print,
+    onnx: bool | None = None,
+) -> dict[str, Any]:
+    """Write weights, exports and model.json into ``out_dir``; returns model.json's content."""
+    from safetensors.torch import save_file
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    num_classes = len(label_names)
+    state = cpu_state_dict(model, arch, num_classes)
+    atomic_write(out_dir / WEIGHTS_FILE, lambda tmp: save_file(state, str(tmp), metadata={"format": "pt"}))
+
+    # Every export runs on a model rebuilt from the file just written, so what
+    # is verified is what a user will load.
+    reference = _rebuilt(arch, num_classes, out_dir / WEIGHTS_FILE)
+    image_size = int(preprocessing["image_size"])
+    exports: dict[str, Any] = {}
+    with torch.no_grad():
+        same = all(torch.equal(reference.state_dict()[k], v) for k, v in state.items())
+    if not same:
+        raise RuntimeError(f"{out_dir / WEIGHTS_FILE} does not reload to the trained weights")
+    try:
+        exports["torch_export"] = export_torch_program(reference, out_dir / EXPORT_FILE, image_size)
+    except Exception as exc:  # noqa: BLE001 - the weights are still usable; say what failed
+        exports["torch_export"] = {"error": f"{type(exc).__name__}: {exc}"}
+        log(f"warning: torch.export of {arch} failed: {exc}")
+    if onnx is None:
+        onnx = onnx_available()
+    if onnx:
+        try:
+            exports["onnx"] = export_onnx(reference, out_dir / ONNX_FILE, image_size)
+        except Exception as exc:  # noqa: BLE001
+            exports["onnx"] = {"error": f"{type(exc).__name__}: {exc}"}
+            log(f"warning: ONNX export of {arch} failed: {exc}")
+    else:
+        exports["onnx"] = {"skipped": "the optional packages onnx and onnxscript are not installed (pip install 'trainlab[onnx]')"}
+
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "task": "image-classification",
+        "architecture": arch,
+        "num_classes": num_classes,
+        "label_names": list(label_names),
+        "preprocessing": dict(preprocessing),
+        "input": {
+            "layout": "NCHW",
+            "dtype": "float32",
+            "channels": "RGB",
+            "value": "(pixel / 255 - mean) / std, after resize and centre crop",
+        },
+        "files": {
+            "weights": WEIGHTS_FILE,
+            "torch_export": EXPORT_FILE if "file" in exports["torch_export"] else None,
+            "onnx": ONNX_FILE if "file" in exports.get("onnx", {}) else None,
+        },
+        "exports": exports,
+        "torchvision": (
+            {"constructor": f"torchvision.models.{arch}", "kwargs": {"num_classes": num_classes}}
+            if arch in WEIGHT_ENUMS
+            else None
+        ),
+        "versions": {"trainlab": trainlab.__version__, "torch": torch.__version__, "python": platform.python_version()},
+    }
+    atomic_write_text(out_dir / "README.md", _readme(meta))
+    atomic_write_json(out_dir / META_FILE, meta)
+    return meta
+
+
+def _rebuilt(arch: str, num_classes: int, weights: Path) -> torch.nn.Module:
+    from safetensors.torch import load_file
+
+    model = build_architecture(arch, num_classes)
+    model.load_state_dict(load_file(str(weights), device="cpu"), strict=True)
+    return model.eval()
+
+
+def _readme(meta: Mapping[str, Any]) -> str:
+    pre = meta["preprocessing"]
+    lines = [
+        f"# {meta['architecture']} image classifier ({meta['num_classes']} classes)",
+        "",
+        "Trained with TrainLab. Classes, in output order: " + ", ".join(meta["label_names"]) + ".",
+        "",
+        f"Input: RGB, shorter side resized to {pre['resize']} px (bilinear), centre crop {pre['image_size']} px, "
+        f"values (pixel / 255 - mean) / std with mean {pre['mean']} and std {pre['std']}; NCHW float32.",
+        "",
+        "Without TrainLab, with plain torch:",
+        "",
+        "```python",
+        "import torch",
+        f"program = torch.export.load('{EXPORT_FILE}').module()",
+        f"logits = program(torch.randn(1, 3, {pre['image_size']}, {pre['image_size']}))  # your normalised batch",
+        "```",
+    ]
+    if meta["torchvision"]:
+        lines += [
+            "",
+            "Or with torchvision:",
+            "",
+            "```python",
+            "import torchvision",
+            "from safetensors.torch import load_file",
+            f"model = torchvision.models.{meta['architecture']}(num_classes={meta['num_classes']})",
+            f"model.load_state_dict(load_file('{WEIGHTS_FILE}'))",
+            "```",
+        ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,292 @@
+"""Scanning a folder of class folders and splitting it (no torch here).
+
+The scan opens every candidate file with PIL, which parses the header only
+(format, size, mode) and leaves the pixels on disk, so 100,000 files take
+seconds, not minutes.  Header reads run on a few threads because on network
+disks the time goes into waiting for the file system, not the GIL.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import warnings
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from trainlab import DataError
+
+# Extensions PIL reads out of the box; everything else in a class folder is
+# counted as "not an image" rather than opened.
+IMAGE_EXTENSIONS = frozenset(
+    {
+        ".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".bmp", ".dib", ".gif", ".tif", ".tiff",
+        ".webp", ".ppm", ".pgm", ".pbm", ".pnm", ".tga", ".ico",
+    }
+)  # fmt: skip
+SPLIT_ALIASES = {"train": ("train", "training"), "val": ("val", "valid", "validation"), "test": ("test", "testing")}
+SKIP_EXAMPLES = 20
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    path: str
+    label: str
+    width: int
+    height: int
+    mode: str
+    format: str
+
+
+@dataclass
+class ScanResult:
+    """Images found under one folder, plus what was skipped and why."""
+
+    records: list[ImageRecord] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    skipped_examples: list[tuple[str, str]] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)  # class folders, sorted
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped[reason] += 1
+        if len(self.skipped_examples) < SKIP_EXAMPLES:
+            self.skipped_examples.append((path, reason))
+
+
+@dataclass
+class Splits:
+    """The outcome of reading a dataset root: items per split, in label order."""
+
+    label_names: list[str]
+    items: dict[str, list[tuple[str, int]]]  # split -> [(path, label index)]
+    records: dict[str, list[ImageRecord]]
+    skipped: Counter
+    skipped_examples: list[tuple[str, str]]
+    warnings: list[str]
+    explicit: bool
+
+
+def _is_hidden(name: str) -> bool:
+    return name.startswith(".") or name.startswith("__MACOSX")
+
+
+def _walk_files(folder: Path) -> Iterable[str]:
+    """Every non-hidden file below ``folder``, in a stable order."""
+    stack = [str(folder)]
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(current) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for entry in entries:
+            if _is_hidden(entry.name):
+                continue
+            try:
+                if entry.is_dir():
+                    subdirs.append(entry.path)
+                elif entry.is_file():
+                    yield entry.path
+            except OSError:
+                continue
+        stack.extend(reversed(subdirs))
+
+
+def read_header(path: str) -> tuple[int, int, str, str] | str:
+    """(width, height, mode, format) from the file's header, or the reason it is unusable."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as image:
+                return image.width, image.height, image.mode, image.format or ""
+    except UnidentifiedImageError:
+        return "not a readable image"
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        return "too many pixels (decompression-bomb limit)"
+    except OSError as exc:
+        return f"unreadable ({exc.__class__.__name__})"
+    except Exception as exc:  # noqa: BLE001 - a broken file must never stop the scan
+        return f"unreadable ({exc.__class__.__name__}: {exc})"
+
+
+def scan_class_folders(root: Path, threads: int = 8) -> ScanResult:
+    """Read ``root/<label>/**/<image>`` headers; files elsewhere are counted as skipped."""
+    result = ScanResult()
+    candidates: list[tuple[str, str]] = []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as exc:
+        raise DataError(f"cannot read the data folder {root}: {exc.strerror or exc}") from None
+    for entry in entries:
+        if _is_hidden(entry.name):
+            continue
+        if entry.is_dir():
+            result.labels.append(entry.name)
+            for path in _walk_files(Path(entry.path)):
+                if os.path.splitext(path)[1].lower() in IMAGE_EXTENSIONS:
+                    candidates.append((path, entry.name))
+                else:
+                    result.skip(path, "not an image file")
+        else:
+            result.skip(entry.path, "not inside a class folder")
+    if candidates:
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+            headers = pool.map(read_header, (p for p, _ in candidates), chunksize=256)
+            for (path, label), header in zip(candidates, headers):
+                if isinstance(header, str):
+                    result.skip(path, header)
+                else:
+                    result.records.append(ImageRecord(path, label, *header))
+    return result
+
+
+def find_split_folders(root: Path) -> dict[str, Path]:
+    """train/val/test sub-folders of ``root`` (case-insensitive, common aliases)."""
+    try:
+        names = {e.name.lower(): Path(e.path) for e in os.scandir(root) if e.is_dir()}
+    except OSError:
+        return {}
+    found = {}
+    for split, aliases in SPLIT_ALIASES.items():
+        for alias in aliases:
+            if alias in names:
+                found[split] = names[alias]
+                break
+    return found
+
+
+def stratified_split(
+    records: Sequence[ImageRecord], label_names: Sequence[str], fraction: float, seed: int
+) -> tuple[list[ImageRecord], list[ImageRecord], list[str]]:
+    """Hold out ``fraction`` of each class (at least one image, never the only one)."""
+    by_label: dict[str, list[ImageRecord]] = {name: [] for name in label_names}
+    for record in records:
+        by_label[record.label].append(record)
+    train, val, notes = [], [], []
+    rng = random.Random(seed)
+    for label in label_names:
+        group = sorted(by_label[label], key=lambda r: r.path)
+        rng.shuffle(group)
+        if len(group) == 1:
+            notes.append(f"class {label!r} has a single image: it stays in training and is not validated")
+            train += group
+            continue
+        n_val = min(len(group) - 1, max(1, round(len(group) * fraction)))
+        val += group[:n_val]
+        train += group[n_val:]
+    return train, val, notes
+
+
+def read_dataset(
+    data_path: str,
+    *,
+    val_fraction: float,
+    seed: int,
+    label_names: Sequence[str] | None = None,
+    whole: bool = False,
+) -> Splits:
+    """Scan ``data_path`` and return its splits; DataError names what is wrong.
+
+    ``label_names`` (a trained run's classes: resuming it, or evaluating it)
+    fixes the classes and their order; the data may lack some of them but
+    must not hold others.  ``whole`` (evaluating on other data): a plain
+    folder of class folders becomes one ``val`` split, and of a folder with
+    split folders only val/ and test/ are read.
+    """
+    root = Path(data_path).expanduser()
+    if not root.exists():
+        raise DataError(f"data folder {root} does not exist")
+    if not root.is_dir():
+        raise DataError(f"data path {root} is a file; image classification needs a folder of class folders")
+    folders = find_split_folders(root)
+    if whole and ("val" in folders or "test" in folders):
+        folders.pop("train", None)  # evaluation reads the held-out splits only
+    elif whole and "train" in folders:
+        folders = {"val": folders["train"]}
+    elif folders and "train" not in folders:
+        raise DataError(
+            f"{root} has {'/'.join(sorted(f.name for f in folders.values()))} but no train/ folder; "
+            "add train/ (with one sub-folder per class) or use a plain folder of class folders"
+        )
+    scans = {split: scan_class_folders(folder) for split, folder in folders.items()}
+    if not folders:
+        scans["val" if whole else "all"] = scan_class_folders(root)
+    skipped: Counter = Counter()
+    examples: list[tuple[str, str]] = []
+    for scan in scans.values():
+        skipped.update(scan.skipped)
+        examples += scan.skipped_examples
+    notes: list[str] = []
+
+    # The classes: from the training data, or the run's own.
+    source = scans.get("train", scans.get("all"))
+    if label_names is None:
+        where = folders.get("train", root)
+        if not source.labels:
+            raise DataError(
+                f"no class folders in {where}: put each class's images in its own sub-folder ({where}/<label>/<image>)"
+            )
+        found = sorted({r.label for r in source.records})
+        if not found:
+            raise DataError(f"no usable images in the class folders of {where} ({_skip_text(skipped)})")
+        if len(found) < 2:
+            raise DataError(
+                f"only one class with images in {where} ({found[0]!r}); classification needs at least two classes"
+            )
+        empty = sorted(set(source.labels) - set(found))
+        if empty:
+            notes.append(f"class folders without usable images are ignored: {', '.join(empty)}")
+        names = found
+    else:
+        names = list(label_names)
+        for split, scan in scans.items():
+            unknown = sorted({r.label for r in scan.records} - set(names))
+            if unknown:
+                raise DataError(
+                    f"{folders.get(split, root)} holds classes the model was not trained on: {', '.join(unknown)} "
+                    f"(it knows {', '.join(names)})"
+                )
+        if not any(scan.records for scan in scans.values()):
+            raise DataError(f"no usable images in {root} ({_skip_text(skipped)})")
+
+    # A held-out split must not hold a class that training lacks.
+    train_labels = {r.label for r in source.records} if source is not None else set(names)
+    for split, scan in scans.items():
+        if split in ("train", "all") or whole:
+            continue
+        extra = sorted({r.label for r in scan.records} - train_labels)
+        if extra:
+            raise DataError(
+                f"{folders[split]} holds classes that {folders['train']} lacks: {', '.join(extra)}; "
+                "add training images for them or remove those folders"
+            )
+        missing = sorted(train_labels - {r.label for r in scan.records})
+        if missing and split == "val":
+            notes.append(f"classes with no validation images in {folders[split]}: {', '.join(missing)}")
+
+    records = {split: scan.records for split, scan in scans.items() if split != "all"}
+    if source is not None and "val" not in records:
+        train, val, split_notes = stratified_split(source.records, names, val_fraction, seed)
+        records["train"], records["val"] = train, val
+        notes += split_notes
+        if folders:
+            notes.append(f"no val/ folder in {root}: held out {val_fraction:g} of each class for validation")
+
+    index = {name: i for i, name in enumerate(names)}
+    items = {split: [(r.path, index[r.label]) for r in recs] for split, recs in records.items()}
+    if not whole and not items.get("val"):
+        raise DataError(f"no validation images in {root}: every class has a single image; add more images per class")
+    return Splits(names, items, records, skipped, examples, notes, bool(folders))
+
+
+def _skip_text(skipped: Counter) -> str:
+    if not skipped:
+        return "no image files found"
+    return "skipped: " + ", ".join(f"{n} {reason}" for reason, n in skipped.most_common())

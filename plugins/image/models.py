@@ -1,0 +1,210 @@
+"""Model presets: TrainLab's small CNN and torchvision backbones, weights from local files only.
+
+torchvision's ``weights=`` argument downloads a missing file without asking,
+so every model is built without weights and the file is read here, from the
+path the user named or from torchvision's own cache folder.  The state-dict
+keys stay torchvision's: a trained ``model.safetensors`` loads straight into
+``torchvision.models.<name>(num_classes=N)``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import torch
+from torch import nn
+
+from trainlab import UsageError
+
+# The final Linear layer of each architecture (replaced for the class count;
+# the only trainable part with freeze_backbone).
+HEADS = {
+    "small-cnn": "fc",
+    "resnet18": "fc",
+    "resnet34": "fc",
+    "resnet50": "fc",
+    "mobilenet_v3_small": "classifier.3",
+    "mobilenet_v3_large": "classifier.3",
+    "efficientnet_b0": "classifier.1",
+    "convnext_tiny": "classifier.2",
+}
+# torchvision's weight enums, for the file name of each DEFAULT (ImageNet) checkpoint.
+WEIGHT_ENUMS = {
+    "resnet18": "ResNet18_Weights",
+    "resnet34": "ResNet34_Weights",
+    "resnet50": "ResNet50_Weights",
+    "mobilenet_v3_small": "MobileNet_V3_Small_Weights",
+    "mobilenet_v3_large": "MobileNet_V3_Large_Weights",
+    "efficientnet_b0": "EfficientNet_B0_Weights",
+    "convnext_tiny": "ConvNeXt_Tiny_Weights",
+}
+
+
+class SmallCNN(nn.Module):
+    """Conv-BN-ReLU-MaxPool stages, global average pooling, dropout, linear head.
+
+    Global pooling makes it independent of the image size; batch norm lets
+    it train at a high learning rate from scratch.
+    """
+
+    def __init__(
+        self, num_classes: int, widths: tuple[int, ...] = (32, 64, 128, 256), convs: int = 2, dropout: float = 0.2
+    ):
+        super().__init__()
+        layers: list[nn.Module] = []
+        channels = 3
+        for width in widths:
+            for _ in range(convs):
+                layers += [nn.Conv2d(channels, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True)]
+                channels = width
+            layers.append(nn.MaxPool2d(2))
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.dropout = nn.Dropout(dropout)
+        self.fc = nn.Linear(channels, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(self.features(x)).flatten(1)
+        return self.fc(self.dropout(x))
+
+
+def build_architecture(arch: str, num_classes: int) -> nn.Module:
+    """The bare model with a head for ``num_classes``, randomly initialised."""
+    if arch == "small-cnn":
+        return SmallCNN(num_classes)
+    if arch not in WEIGHT_ENUMS:
+        raise UsageError(f"unknown model {arch!r} (known: {', '.join(HEADS)})")
+    import torchvision
+
+    return getattr(torchvision.models, arch)(weights=None, num_classes=num_classes)
+
+
+def torchvision_checkpoint(arch: str) -> tuple[Path, str]:
+    """(where TrainLab looks for ``arch``'s ImageNet file, the URL it comes from)."""
+    from torchvision.models import get_weight
+
+    url = get_weight(f"{WEIGHT_ENUMS[arch]}.DEFAULT").url
+    folder = Path(torch.hub.get_dir()) / "checkpoints"
+    return folder / url.rsplit("/", 1)[-1], url
+
+
+def missing_checkpoint_message(arch: str) -> str:
+    path, url = torchvision_checkpoint(arch)
+    return (
+        f"pretrained weights for {arch} are not on this machine: TrainLab looks for {path.name} in {path.parent} "
+        "and never downloads. To stage them, on a connected machine run "
+        f"`python -c \"import torchvision; torchvision.models.{arch}(weights='DEFAULT')\"` "
+        f"(or download {url}) and copy {path.name} into {path.parent} here (set TORCH_HOME to use another folder); "
+        "or name any weights file with --set weights=PATH, or train from scratch with --set pretrained=false"
+    )
+
+
+def read_weights_file(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """A state dict from .safetensors, or from .pth/.pt/.bin with weights_only=True."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise UsageError(f"weights file {path} does not exist")
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            state: Any = load_file(str(path), device="cpu")
+        else:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - report any unreadable file as bad input
+        raise UsageError(f"cannot read weights file {path}: {type(exc).__name__}: {exc}") from None
+    # Training scripts often wrap the weights: {"state_dict": ...} or {"model": ...}.
+    for key in ("state_dict", "model_state_dict", "model"):
+        if isinstance(state, Mapping) and isinstance(state.get(key), Mapping):
+            state = state[key]
+    if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise UsageError(f"weights file {path} does not hold a state dict of tensors")
+    return {_strip_prefix(k): v for k, v in state.items()}
+
+
+def _strip_prefix(key: str) -> str:
+    for prefix in ("module.", "_orig_mod."):  # DataParallel/DDP and torch.compile wrappers
+        while key.startswith(prefix):
+            key = key[len(prefix) :]
+    return key
+
+
+def load_backbone_weights(
+    model: nn.Module, arch: str, state: Mapping[str, torch.Tensor], source: str, log: Callable[[str], None]
+) -> None:
+    """Copy every tensor of ``state`` that fits; the head may differ, the backbone must not."""
+    head = HEADS[arch] + "."
+    own = model.state_dict()
+    usable, misfits = {}, []
+    for key, tensor in own.items():
+        theirs = state.get(key)
+        if theirs is not None and theirs.shape == tensor.shape:
+            usable[key] = theirs
+        elif not key.startswith(head) and not key.endswith("num_batches_tracked"):
+            misfits.append(key if theirs is None else f"{key} {tuple(theirs.shape)} vs {tuple(tensor.shape)}")
+    if misfits:
+        raise UsageError(
+            f"weights file {source} does not fit model {arch}: {len(misfits)} of {len(own)} tensors missing or "
+            f"of another shape (first: {', '.join(misfits[:3])})"
+        )
+    model.load_state_dict(usable, strict=False)
+    fresh = sorted({k for k in own if k.startswith(head)} - set(usable))
+    note = f"; classifier head {HEADS[arch]} newly initialised" if fresh else ""
+    log(f"loaded {len(usable)} tensors from {source}{note}")
+
+
+def freeze_backbone(model: nn.Module, arch: str) -> None:
+    """Train only the head; batch norm keeps its running statistics (FrozenBatchNorm2d)."""
+    head = HEADS[arch]
+    for name, param in model.named_parameters():
+        param.requires_grad_(name.startswith(head + "."))
+    _freeze_batchnorm(model, head)
+
+
+def _freeze_batchnorm(module: nn.Module, head: str, prefix: str = "") -> None:
+    from torchvision.ops.misc import FrozenBatchNorm2d
+
+    for name, child in module.named_children():
+        path = prefix + name
+        if path == head:
+            continue
+        if isinstance(child, nn.BatchNorm2d) and child.affine and child.track_running_stats:
+            frozen = FrozenBatchNorm2d(child.num_features, eps=child.eps)
+            with torch.no_grad():
+                for key in ("weight", "bias", "running_mean", "running_var"):
+                    getattr(frozen, key).copy_(getattr(child, key).detach())
+            setattr(module, name, frozen.to(child.weight.device))
+        else:
+            _freeze_batchnorm(child, head, path + ".")
+
+
+def build_model(
+    arch: str,
+    num_classes: int,
+    *,
+    pretrained: bool = False,
+    weights: str = "",
+    freeze: bool = False,
+    log: Callable[[str], None] = print,
+) -> nn.Module:
+    """The model of a run: architecture, then local weights (if any), then freezing."""
+    state, source = None, ""
+    if weights:
+        state, source = read_weights_file(weights), str(weights)
+    elif pretrained:
+        if arch not in WEIGHT_ENUMS:
+            raise UsageError(f"model {arch} has no pretrained weights; name a file with --set weights=PATH")
+        path, _ = torchvision_checkpoint(arch)
+        if not path.is_file():
+            raise UsageError(missing_checkpoint_message(arch))
+        state, source = read_weights_file(path), str(path)
+    model = build_architecture(arch, num_classes)
+    if state is not None:
+        load_backbone_weights(model, arch, state, source, log)
+    if freeze:
+        if state is None:
+            log(f"warning: freeze_backbone without pretrained weights trains only the head of a random {arch}")
+        freeze_backbone(model, arch)
+    return model
