@@ -370,7 +370,7 @@ class RunCurvesView(QWidget):
     Runs that are still training are tailed every ``TAIL_MS``.
     """
 
-    #: emitted after new points were drawn (tests and status bars use it)
+    # emitted after new points were drawn (tests and status bars use it)
     updated = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:

@@ -237,7 +237,7 @@ class _NumberItem(QTableWidgetItem):
 class ResultsView(QWidget):
     """Metrics, per-class scores, the confusion matrix and its examples for one run."""
 
-    #: emitted after a run's eval.json was shown (its folder)
+    # emitted after a run's eval.json was shown (its folder)
     loaded = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:

@@ -44,9 +44,10 @@ def unfinished(ts_file: Path) -> list[tuple[str, str]]:
         name = context.findtext("name", "")
         for message in context.iter("message"):
             translation = message.find("translation")
-            if translation is None or translation.get("type") in ("unfinished",) or not (translation.text or "").strip():
-                if translation is not None and translation.get("type") in ("vanished", "obsolete"):
-                    continue
+            if translation is not None and translation.get("type") in ("vanished", "obsolete"):
+                continue
+            forms = [] if translation is None else [translation.text or "", *(f.text or "" for f in translation.iter("numerusform"))]
+            if translation is None or translation.get("type") == "unfinished" or not any(f.strip() for f in forms):
                 missing.append((name, message.findtext("source", "")))
     return missing
 

@@ -1,0 +1,1433 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN" sourcelanguage="en">
+<context>
+    <name>AboutDialog</name>
+    <message>
+        <source>About TrainLab</source>
+        <translation>关于 TrainLab</translation>
+    </message>
+    <message>
+        <source>Version %s</source>
+        <translation>版本 %s</translation>
+    </message>
+    <message>
+        <source>Train and fine-tune image and text classifiers on your own GPU workstation, offline, without writing code.</source>
+        <translation>在自己的 GPU 工作站上离线训练和微调图像与文本分类器，无需编写代码。</translation>
+    </message>
+    <message>
+        <source>Licensed under the Apache License 2.0.</source>
+        <translation>以 Apache License 2.0 许可发布。</translation>
+    </message>
+    <message>
+        <source>Copy details</source>
+        <translation>复制详细信息</translation>
+    </message>
+</context>
+<context>
+    <name>ConfusionMatrixModel</name>
+    <message>
+        <source>{count} of {total} “{true}” examples predicted correctly ({share:.1%})</source>
+        <translation>{total} 个“{true}”样本中有 {count} 个预测正确（{share:.1%}）</translation>
+    </message>
+    <message>
+        <source>{count} of {total} “{true}” examples predicted as “{predicted}” ({share:.1%})</source>
+        <translation>{total} 个“{true}”样本中有 {count} 个被预测为“{predicted}”（{share:.1%}）</translation>
+    </message>
+    <message>
+        <source>True label: {label} ({count} examples)</source>
+        <translation>真实标签：{label}（{count} 个样本）</translation>
+    </message>
+    <message>
+        <source>Predicted label: {label}</source>
+        <translation>预测标签：{label}</translation>
+    </message>
+</context>
+<context>
+    <name>ConfusionMatrixView</name>
+    <message>
+        <source>Predicted label →</source>
+        <translation>预测标签 →</translation>
+    </message>
+    <message>
+        <source>← True label</source>
+        <translation>← 真实标签</translation>
+    </message>
+    <message>
+        <source>Counts</source>
+        <translation>计数</translation>
+    </message>
+    <message>
+        <source>% of true label</source>
+        <translation>占真实标签的百分比</translation>
+    </message>
+    <message>
+        <source>Each row divided by the number of examples of its true label (recall on the diagonal)</source>
+        <translation>每一行除以该真实标签的样本数（对角线即召回率）</translation>
+    </message>
+    <message>
+        <source>No confusion matrix in this evaluation.</source>
+        <translation>此评估中没有混淆矩阵。</translation>
+    </message>
+</context>
+<context>
+    <name>DataPanel</name>
+    <message>
+        <source>Drop a folder or file here, or choose one</source>
+        <translation>将文件夹或文件拖放到这里，或点击选择</translation>
+    </message>
+    <message>
+        <source>Folder…</source>
+        <translation>文件夹…</translation>
+    </message>
+    <message>
+        <source>Choose a folder of class folders or of split files</source>
+        <translation>选择包含各类别子文件夹或各数据划分文件的文件夹</translation>
+    </message>
+    <message>
+        <source>File…</source>
+        <translation>文件…</translation>
+    </message>
+    <message>
+        <source>Choose a CSV, TSV or JSON-lines file</source>
+        <translation>选择 CSV、TSV 或 JSON Lines 文件</translation>
+    </message>
+    <message>
+        <source>Choose the data folder</source>
+        <translation>选择数据文件夹</translation>
+    </message>
+    <message>
+        <source>Choose the data file</source>
+        <translation>选择数据文件</translation>
+    </message>
+    <message>
+        <source>Data files (*.csv *.tsv *.jsonl *.json *.txt);;All files (*)</source>
+        <translation>数据文件 (*.csv *.tsv *.jsonl *.json *.txt);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>%s does not exist.</source>
+        <translation>%s 不存在。</translation>
+    </message>
+    <message>
+        <source>Checking the data…</source>
+        <translation>正在检查数据…</translation>
+    </message>
+    <message>
+        <source>This data cannot be used: %s</source>
+        <translation>无法使用此数据：%s</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n class(es)</source>
+        <translation>
+            <numerusform>%n 个类别</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Ready to train: %s</source>
+        <translation>可以开始训练：%s</translation>
+    </message>
+    <message>
+        <source>Class</source>
+        <translation>类别</translation>
+    </message>
+    <message numerus="yes">
+        <source>Skipped %n file(s) or row(s)</source>
+        <translation>
+            <numerusform>跳过了 %n 个文件或行</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Train</source>
+        <translation>训练</translation>
+    </message>
+    <message>
+        <source>Validation</source>
+        <translation>验证</translation>
+    </message>
+    <message>
+        <source>Test</source>
+        <translation>测试</translation>
+    </message>
+    <message numerus="yes">
+        <source>… and %n more class(es)</source>
+        <translation>
+            <numerusform>… 以及另外 %n 个类别</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>KeepAwake</name>
+    <message>
+        <source>A training run is in progress</source>
+        <translation>正在进行训练</translation>
+    </message>
+</context>
+<context>
+    <name>LivePlots</name>
+    <message>
+        <source>Step</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <source>Time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>What the horizontal axis of the loss and learning-rate plots counts</source>
+        <translation>损失和学习率曲线的横轴表示的量</translation>
+    </message>
+    <message>
+        <source>Smoothing of the training loss (exponential moving average)</source>
+        <translation>训练损失的平滑程度（指数移动平均）</translation>
+    </message>
+    <message>
+        <source>Log scale</source>
+        <translation>对数坐标</translation>
+    </message>
+    <message>
+        <source>Show the training loss on a logarithmic scale</source>
+        <translation>以对数坐标显示训练损失</translation>
+    </message>
+    <message>
+        <source>Fit</source>
+        <translation>适应</translation>
+    </message>
+    <message>
+        <source>Fit every plot to its data again</source>
+        <translation>让每张图重新适应其数据范围</translation>
+    </message>
+    <message>
+        <source>X axis:</source>
+        <translation>横轴：</translation>
+    </message>
+    <message>
+        <source>Smoothing:</source>
+        <translation>平滑：</translation>
+    </message>
+    <message>
+        <source>Training loss</source>
+        <translation>训练损失</translation>
+    </message>
+    <message>
+        <source>Validation loss</source>
+        <translation>验证损失</translation>
+    </message>
+    <message>
+        <source>Validation accuracy</source>
+        <translation>验证准确率</translation>
+    </message>
+    <message>
+        <source>Learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <source>epoch</source>
+        <translation>轮次</translation>
+    </message>
+    <message>
+        <source>loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <source>smoothed</source>
+        <translation>平滑后</translation>
+    </message>
+    <message>
+        <source>accuracy</source>
+        <translation>准确率</translation>
+    </message>
+    <message>
+        <source>macro F1</source>
+        <translation>宏平均 F1</translation>
+    </message>
+    <message>
+        <source>best</source>
+        <translation>最佳</translation>
+    </message>
+    <message>
+        <source>learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <source>time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>step</source>
+        <translation>步数</translation>
+    </message>
+</context>
+<context>
+    <name>LogPanel</name>
+    <message>
+        <source>Show:</source>
+        <translation>显示：</translation>
+    </message>
+    <message>
+        <source>Everything</source>
+        <translation>全部</translation>
+    </message>
+    <message>
+        <source>Information</source>
+        <translation>信息</translation>
+    </message>
+    <message>
+        <source>Warnings and errors</source>
+        <translation>警告和错误</translation>
+    </message>
+    <message>
+        <source>Open log folder</source>
+        <translation>打开日志文件夹</translation>
+    </message>
+    <message>
+        <source>Clear</source>
+        <translation>清空</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>Start</source>
+        <translation>开始</translation>
+    </message>
+    <message>
+        <source>Train</source>
+        <translation>训练</translation>
+    </message>
+    <message>
+        <source>Runs</source>
+        <translation>运行记录</translation>
+    </message>
+    <message>
+        <source>Results</source>
+        <translation>结果</translation>
+    </message>
+    <message>
+        <source>Try it</source>
+        <translation>试用</translation>
+    </message>
+    <message>
+        <source>Loading…</source>
+        <translation>正在加载…</translation>
+    </message>
+    <message>
+        <source>Log</source>
+        <translation>日志</translation>
+    </message>
+    <message>
+        <source>Starting…</source>
+        <translation>正在启动…</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;New training</source>
+        <translation>新建训练(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Open data…</source>
+        <translation>打开数据(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Open &amp;run folder…</source>
+        <translation>打开运行文件夹(&amp;R)…</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Log panel</source>
+        <translation>日志面板(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Theme</source>
+        <translation>主题(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Follow the system</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Tools</source>
+        <translation>工具(&amp;T)</translation>
+    </message>
+    <message>
+        <source>&amp;Plugins…</source>
+        <translation>插件(&amp;P)…</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;About TrainLab</source>
+        <translation>关于 TrainLab(&amp;A)</translation>
+    </message>
+    <message>
+        <source>About &amp;Qt</source>
+        <translation>关于 Qt(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>Some plugins failed to load: %s (Tools › Plugins)</source>
+        <translation>部分插件加载失败：%s（工具 › 插件）</translation>
+    </message>
+    <message>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>What to train; the tasks come from the installed plugins</source>
+        <translation>要训练的内容；任务由已安装的插件提供</translation>
+    </message>
+    <message>
+        <source>No task is available: no plugin provides one. See Tools › Plugins for what went wrong.</source>
+        <translation>没有可用的任务：没有插件提供任务。请在“工具 › 插件”中查看原因。</translation>
+    </message>
+    <message>
+        <source>Data</source>
+        <translation>数据</translation>
+    </message>
+    <message>
+        <source>Parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>&amp;Continue the stopped run</source>
+        <translation>继续已停止的运行(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Resume the stopped or failed run from its last checkpoint</source>
+        <translation>从最后一个检查点继续已停止或失败的运行</translation>
+    </message>
+    <message>
+        <source>The run history is not available in this build.</source>
+        <translation>此版本不提供运行记录。</translation>
+    </message>
+    <message>
+        <source>The results view is not available in this build.</source>
+        <translation>此版本不提供结果视图。</translation>
+    </message>
+    <message>
+        <source>Try it is not available in this build.</source>
+        <translation>此版本不提供试用功能。</translation>
+    </message>
+    <message>
+        <source>From plugin %1 %2 (%3)</source>
+        <translation>来自插件 %1 %2（%3）</translation>
+    </message>
+    <message>
+        <source>TrainLab is still starting.</source>
+        <translation>TrainLab 仍在启动。</translation>
+    </message>
+    <message>
+        <source>A run is in progress.</source>
+        <translation>有一个运行正在进行。</translation>
+    </message>
+    <message>
+        <source>Choose a task.</source>
+        <translation>请选择任务。</translation>
+    </message>
+    <message>
+        <source>Choose the data.</source>
+        <translation>请选择数据。</translation>
+    </message>
+    <message>
+        <source>Fix the parameters marked in red.</source>
+        <translation>请修正标红的参数。</translation>
+    </message>
+    <message>
+        <source>Start training (Ctrl+Enter)</source>
+        <translation>开始训练（Ctrl+Enter）</translation>
+    </message>
+    <message>
+        <source>Preparing the run…</source>
+        <translation>正在准备运行…</translation>
+    </message>
+    <message>
+        <source>Training…</source>
+        <translation>正在训练…</translation>
+    </message>
+    <message>
+        <source>Paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>Stopping…</source>
+        <translation>正在停止…</translation>
+    </message>
+    <message>
+        <source>The run failed: %s</source>
+        <translation>运行失败：%s</translation>
+    </message>
+    <message>
+        <source>The run failed</source>
+        <translation>运行失败</translation>
+    </message>
+    <message>
+        <source>The window stays usable: fix the cause and start again. The details are in the log panel.</source>
+        <translation>窗口仍可正常使用：排除原因后重新开始即可。详细信息见日志面板。</translation>
+    </message>
+    <message>
+        <source>Finished: %s</source>
+        <translation>已完成：%s</translation>
+    </message>
+    <message>
+        <source>accuracy %s</source>
+        <translation>准确率 %s</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>Stopped. The run kept its last checkpoint: Run › Continue resumes it.</source>
+        <translation>已停止。运行保留了最后一个检查点：可通过“运行 › 继续”恢复。</translation>
+    </message>
+    <message>
+        <source>Failed: %s</source>
+        <translation>失败：%s</translation>
+    </message>
+    <message>
+        <source>see the log</source>
+        <translation>请查看日志</translation>
+    </message>
+    <message>
+        <source>Training finished</source>
+        <translation>训练完成</translation>
+    </message>
+    <message>
+        <source>Training stopped</source>
+        <translation>训练已停止</translation>
+    </message>
+    <message>
+        <source>Training failed</source>
+        <translation>训练失败</translation>
+    </message>
+    <message>
+        <source>The %s task is not installed.</source>
+        <translation>未安装 %s 任务。</translation>
+    </message>
+    <message>
+        <source>This installation has no sample data for %s.</source>
+        <translation>此安装中没有 %s 的示例数据。</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Unknown task %1 (available: %2).</source>
+        <translation>未知任务 %1（可用：%2）。</translation>
+    </message>
+    <message>
+        <source>Unknown parameter(s) for this task: %s</source>
+        <translation>此任务没有这些参数：%s</translation>
+    </message>
+    <message>
+        <source>Cannot start: %s</source>
+        <translation>无法开始：%s</translation>
+    </message>
+    <message>
+        <source>%s is not a TrainLab run folder (no run.json).</source>
+        <translation>%s 不是 TrainLab 运行文件夹（缺少 run.json）。</translation>
+    </message>
+    <message>
+        <source>Following %s as it runs</source>
+        <translation>正在跟踪运行中的 %s</translation>
+    </message>
+    <message>
+        <source>The followed run has ended.</source>
+        <translation>跟踪的运行已结束。</translation>
+    </message>
+    <message>
+        <source>Open a run folder</source>
+        <translation>打开运行文件夹</translation>
+    </message>
+    <message>
+        <source>Plugins</source>
+        <translation>插件</translation>
+    </message>
+    <message>
+        <source>The plugins dialog is not available in this build.</source>
+        <translation>此版本不提供插件对话框。</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <source>The new language is used the next time TrainLab starts.</source>
+        <translation>新语言将在下次启动 TrainLab 时生效。</translation>
+    </message>
+    <message>
+        <source>Stop the run and quit?</source>
+        <translation>停止运行并退出？</translation>
+    </message>
+    <message>
+        <source>TrainLab stops it after the current step and keeps its last checkpoint, so it can be continued later.</source>
+        <translation>TrainLab 会在当前步结束后停止运行，并保留最后一个检查点，以便之后继续。</translation>
+    </message>
+    <message>
+        <source>Stop and quit</source>
+        <translation>停止并退出</translation>
+    </message>
+    <message>
+        <source>Stopping the run before closing…</source>
+        <translation>关闭前正在停止运行…</translation>
+    </message>
+</context>
+<context>
+    <name>ParamsForm</name>
+    <message>
+        <source>Show advanced settings</source>
+        <translation>显示高级设置</translation>
+    </message>
+    <message>
+        <source>Reset to defaults</source>
+        <translation>恢复默认值</translation>
+    </message>
+    <message>
+        <source>Set every parameter back to the task&apos;s defaults</source>
+        <translation>将所有参数恢复为该任务的默认值</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>Data</source>
+        <translation>数据</translation>
+    </message>
+    <message>
+        <source>Training</source>
+        <translation>训练</translation>
+    </message>
+    <message>
+        <source>Hardware</source>
+        <translation>硬件</translation>
+    </message>
+    <message>
+        <source>Output</source>
+        <translation>输出</translation>
+    </message>
+    <message>
+        <source>Choices: %s</source>
+        <translation>可选值：%s</translation>
+    </message>
+    <message>
+        <source>Other values are accepted too.</source>
+        <translation>也接受其他值。</translation>
+    </message>
+    <message>
+        <source>Range: %s to %s</source>
+        <translation>范围：%s 至 %s</translation>
+    </message>
+    <message>
+        <source>At least %s</source>
+        <translation>至少 %s</translation>
+    </message>
+    <message>
+        <source>At most %s</source>
+        <translation>至多 %s</translation>
+    </message>
+    <message>
+        <source>Default: %s</source>
+        <translation>默认值：%s</translation>
+    </message>
+    <message>
+        <source>(none)</source>
+        <translation>（无）</translation>
+    </message>
+    <message>
+        <source>Command line: --set %s=VALUE</source>
+        <translation>命令行：--set %s=值</translation>
+    </message>
+    <message>
+        <source>Choose a folder</source>
+        <translation>选择文件夹</translation>
+    </message>
+    <message>
+        <source>A value is required.</source>
+        <translation>此项必填。</translation>
+    </message>
+    <message>
+        <source>Enter a whole number.</source>
+        <translation>请输入整数。</translation>
+    </message>
+    <message>
+        <source>Enter a number (for example 0.001 or 1e-3).</source>
+        <translation>请输入数字（例如 0.001 或 1e-3）。</translation>
+    </message>
+    <message>
+        <source>Enter a finite number.</source>
+        <translation>请输入有限的数字。</translation>
+    </message>
+    <message>
+        <source>Must be at least %s.</source>
+        <translation>不能小于 %s。</translation>
+    </message>
+    <message>
+        <source>Must be at most %s.</source>
+        <translation>不能大于 %s。</translation>
+    </message>
+    <message>
+        <source>Choose one of: %s.</source>
+        <translation>请从以下选项中选择：%s。</translation>
+    </message>
+</context>
+<context>
+    <name>PluginsDialog</name>
+    <message>
+        <source>Plugins</source>
+        <translation>插件</translation>
+    </message>
+    <message>
+        <source>Safe mode is on (TRAINLAB_DISABLE_PLUGINS): only the built-in plugins were loaded.</source>
+        <translation>安全模式已开启（TRAINLAB_DISABLE_PLUGINS）：只加载了内置插件。</translation>
+    </message>
+    <message>
+        <source>Plugin</source>
+        <translation>插件</translation>
+    </message>
+    <message>
+        <source>Version</source>
+        <translation>版本</translation>
+    </message>
+    <message>
+        <source>Distribution</source>
+        <translation>发行包</translation>
+    </message>
+    <message>
+        <source>Tasks</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Blocking and unblocking take effect the next time TrainLab starts.</source>
+        <translation>屏蔽和取消屏蔽将在下次启动 TrainLab 时生效。</translation>
+    </message>
+    <message>
+        <source>Block</source>
+        <translation>屏蔽</translation>
+    </message>
+    <message>
+        <source>A blocked plugin is not imported at the next start; its tasks disappear until unblocked.</source>
+        <translation>被屏蔽的插件在下次启动时不会被导入；在取消屏蔽之前，它提供的任务不可用。</translation>
+    </message>
+    <message>
+        <source>Copy Details</source>
+        <translation>复制详细信息</translation>
+    </message>
+    <message>
+        <source>Copy this plugin&apos;s status and traceback, for a bug report.</source>
+        <translation>复制此插件的状态和回溯信息，用于报告问题。</translation>
+    </message>
+    <message>
+        <source>Traceback</source>
+        <translation>回溯信息</translation>
+    </message>
+    <message>
+        <source>Loaded</source>
+        <translation>已加载</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Incompatible</source>
+        <translation>不兼容</translation>
+    </message>
+    <message>
+        <source>Blocked</source>
+        <translation>已屏蔽</translation>
+    </message>
+    <message>
+        <source>Disabled (safe mode)</source>
+        <translation>已禁用（安全模式）</translation>
+    </message>
+    <message>
+        <source>{status}, blocked after restart</source>
+        <translation>{status}，重启后屏蔽</translation>
+    </message>
+    <message>
+        <source>{status}, unblocked after restart</source>
+        <translation>{status}，重启后取消屏蔽</translation>
+    </message>
+    <message>
+        <source>Loaded with warnings</source>
+        <translation>已加载（有警告）</translation>
+    </message>
+    <message>
+        <source> (built-in)</source>
+        <translation>（内置）</translation>
+    </message>
+    <message>
+        <source>{plugins} plugins found, offering {tasks} tasks.</source>
+        <translation>找到 {plugins} 个插件，共提供 {tasks} 个任务。</translation>
+    </message>
+    <message>
+        <source>{count} could not be loaded; select one to see why.</source>
+        <translation>其中 {count} 个无法加载；选中即可查看原因。</translation>
+    </message>
+    <message>
+        <source>No plugins found</source>
+        <translation>未找到插件</translation>
+    </message>
+    <message>
+        <source>Entry point</source>
+        <translation>入口点</translation>
+    </message>
+    <message>
+        <source>Plugin API</source>
+        <translation>插件 API</translation>
+    </message>
+    <message>
+        <source>Unblock</source>
+        <translation>取消屏蔽</translation>
+    </message>
+</context>
+<context>
+    <name>ResultsView</name>
+    <message>
+        <source>Which evaluation to show</source>
+        <translation>要显示的评估</translation>
+    </message>
+    <message>
+        <source>Metric</source>
+        <translation>指标</translation>
+    </message>
+    <message>
+        <source>Value</source>
+        <translation>值</translation>
+    </message>
+    <message>
+        <source>Class</source>
+        <translation>类别</translation>
+    </message>
+    <message>
+        <source>Precision</source>
+        <translation>精确率</translation>
+    </message>
+    <message>
+        <source>Recall</source>
+        <translation>召回率</translation>
+    </message>
+    <message>
+        <source>F1</source>
+        <translation>F1</translation>
+    </message>
+    <message>
+        <source>Support</source>
+        <translation>样本数</translation>
+    </message>
+    <message>
+        <source>Click a cell of the confusion matrix to see its examples.</source>
+        <translation>点击混淆矩阵中的单元格即可查看对应的样本。</translation>
+    </message>
+    <message>
+        <source>Confidence</source>
+        <translation>置信度</translation>
+    </message>
+    <message>
+        <source>Predicted</source>
+        <translation>预测</translation>
+    </message>
+    <message>
+        <source>Text</source>
+        <translation>文本</translation>
+    </message>
+    <message>
+        <source>Metrics</source>
+        <translation>指标</translation>
+    </message>
+    <message>
+        <source>Per class</source>
+        <translation>各类别</translation>
+    </message>
+    <message>
+        <source>Confusion matrix</source>
+        <translation>混淆矩阵</translation>
+    </message>
+    <message>
+        <source>Split:</source>
+        <translation>数据划分：</translation>
+    </message>
+    <message>
+        <source>No run selected.</source>
+        <translation>未选择运行。</translation>
+    </message>
+    <message>
+        <source>This run is still training; results appear when its first evaluation is written.</source>
+        <translation>此运行仍在训练中；写入第一次评估后将显示结果。</translation>
+    </message>
+    <message>
+        <source>This run has no evaluation (no eval.json).</source>
+        <translation>此运行没有评估结果（缺少 eval.json）。</translation>
+    </message>
+    <message>
+        <source>Cannot read {file}: {error}</source>
+        <translation>无法读取 {file}：{error}</translation>
+    </message>
+    <message>
+        <source>Validation</source>
+        <translation>验证</translation>
+    </message>
+    <message>
+        <source>Test</source>
+        <translation>测试</translation>
+    </message>
+    <message>
+        <source>Training</source>
+        <translation>训练</translation>
+    </message>
+    <message>
+        <source>Accuracy</source>
+        <translation>准确率</translation>
+    </message>
+    <message>
+        <source>Macro F1</source>
+        <translation>宏平均 F1</translation>
+    </message>
+    <message>
+        <source>Top-5 accuracy</source>
+        <translation>Top-5 准确率</translation>
+    </message>
+    <message>
+        <source>Loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <source>Examples</source>
+        <translation>样本</translation>
+    </message>
+    <message>
+        <source>Misclassified</source>
+        <translation>分类错误</translation>
+    </message>
+    <message>
+        <source>Classes</source>
+        <translation>类别数</translation>
+    </message>
+    <message>
+        <source>“{true}” predicted correctly: {count} examples</source>
+        <translation>“{true}”预测正确：{count} 个样本</translation>
+    </message>
+    <message>
+        <source>“{true}” predicted as “{predicted}”: {count} examples</source>
+        <translation>“{true}”被预测为“{predicted}”：{count} 个样本</translation>
+    </message>
+    <message>
+        <source>this evaluation does not list correctly predicted examples.</source>
+        <translation>此评估未列出预测正确的样本。</translation>
+    </message>
+    <message>
+        <source>this evaluation does not list them.</source>
+        <translation>此评估未列出这些样本。</translation>
+    </message>
+    <message>
+        <source>the {shown} most confident are shown.</source>
+        <translation>显示置信度最高的 {shown} 个。</translation>
+    </message>
+    <message>
+        <source>most confident first.</source>
+        <translation>按置信度从高到低排列。</translation>
+    </message>
+    <message>
+        <source>{path}
+true: {true}, predicted: {predicted} ({confidence:.1%})</source>
+        <translation>{path}
+真实：{true}，预测：{predicted}（{confidence:.1%}）</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Show in Folder</source>
+        <translation>在文件夹中显示</translation>
+    </message>
+</context>
+<context>
+    <name>RunControls</name>
+    <message>
+        <source>&amp;Start</source>
+        <translation>开始(&amp;S)</translation>
+    </message>
+    <message>
+        <source>Start training (Ctrl+Enter)</source>
+        <translation>开始训练（Ctrl+Enter）</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>暂停(&amp;P)</translation>
+    </message>
+    <message>
+        <source>Pause after the current step; press again to resume (Ctrl+P)</source>
+        <translation>在当前步结束后暂停；再按一次继续（Ctrl+P）</translation>
+    </message>
+    <message>
+        <source>S&amp;top</source>
+        <translation>停止(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Stop after the current step; the run keeps its last checkpoint and can be continued (Ctrl+.)</source>
+        <translation>在当前步结束后停止；运行会保留最后一个检查点，可以之后继续（Ctrl+.）</translation>
+    </message>
+    <message>
+        <source>Train &amp;more</source>
+        <translation>继续训练(&amp;M)</translation>
+    </message>
+    <message>
+        <source>Continue the finished run for more epochs (Ctrl+Shift+Enter)</source>
+        <translation>在已完成的运行上再训练若干轮（Ctrl+Shift+Enter）</translation>
+    </message>
+    <message>
+        <source> epochs</source>
+        <translation> 轮</translation>
+    </message>
+    <message>
+        <source>How many more epochs to train the finished run</source>
+        <translation>已完成的运行要再训练多少轮</translation>
+    </message>
+    <message>
+        <source>Run:</source>
+        <translation>运行方式：</translation>
+    </message>
+    <message>
+        <source>in this window</source>
+        <translation>在此窗口中</translation>
+    </message>
+    <message>
+        <source>in a separate process</source>
+        <translation>在独立进程中</translation>
+    </message>
+    <message>
+        <source>In this window: fastest start, the default.
+In a separate process: a crash of the training (a driver fault, say) cannot take the window down.</source>
+        <translation>在此窗口中：启动最快，为默认方式。
+在独立进程中：训练崩溃（例如驱动故障）不会导致窗口退出。</translation>
+    </message>
+    <message>
+        <source>&amp;Resume</source>
+        <translation>继续(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Preparing: checking the data and building the model…</source>
+        <translation>准备中：正在检查数据并构建模型…</translation>
+    </message>
+    <message>
+        <source>Stopping after the current step…</source>
+        <translation>将在当前步结束后停止…</translation>
+    </message>
+    <message>
+        <source>Paused. Press Resume to continue.</source>
+        <translation>已暂停。按“继续”恢复训练。</translation>
+    </message>
+    <message>
+        <source>evaluating</source>
+        <translation>正在评估</translation>
+    </message>
+    <message>
+        <source>saving</source>
+        <translation>正在保存</translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>Epoch %1 of %2</source>
+        <translation>第 %1 轮，共 %2 轮</translation>
+    </message>
+    <message>
+        <source>step %1 of %2</source>
+        <translation>第 %1 步，共 %2 步</translation>
+    </message>
+    <message>
+        <source>ETA %s</source>
+        <translation>预计剩余 %s</translation>
+    </message>
+    <message>
+        <source>%s samples/s</source>
+        <translation>%s 样本/秒</translation>
+    </message>
+</context>
+<context>
+    <name>RunCurvesView</name>
+    <message>
+        <source>Select a run to see its curves; select several to compare them.</source>
+        <translation>选择一个运行以查看其曲线；选择多个运行可进行比较。</translation>
+    </message>
+    <message>
+        <source>Loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <source>Validation accuracy</source>
+        <translation>验证准确率</translation>
+    </message>
+    <message>
+        <source>Learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <source>step</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <source>epoch</source>
+        <translation>轮次</translation>
+    </message>
+    <message>
+        <source>(live)</source>
+        <translation>（实时）</translation>
+    </message>
+    <message>
+        <source>solid: training loss (smoothed), dashed: validation loss</source>
+        <translation>实线：训练损失（平滑后），虚线：验证损失</translation>
+    </message>
+</context>
+<context>
+    <name>RunHistoryModel</name>
+    <message>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>Started</source>
+        <translation>开始时间</translation>
+    </message>
+    <message>
+        <source>Duration</source>
+        <translation>时长</translation>
+    </message>
+    <message>
+        <source>Best</source>
+        <translation>最佳</translation>
+    </message>
+    <message>
+        <source>Running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>Completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>Best validation {metric}</source>
+        <translation>最佳验证 {metric}</translation>
+    </message>
+</context>
+<context>
+    <name>RunHistoryView</name>
+    <message>
+        <source>Filter by name, task or status</source>
+        <translation>按名称、任务或状态筛选</translation>
+    </message>
+    <message>
+        <source>Follow new runs</source>
+        <translation>跟踪新运行</translation>
+    </message>
+    <message>
+        <source>Select a run as soon as it starts, also one started from the command line, and follow its curves</source>
+        <translation>运行一开始（包括从命令行启动的运行）就选中它并实时跟踪其曲线</translation>
+    </message>
+    <message>
+        <source>Open</source>
+        <translation>打开</translation>
+    </message>
+    <message>
+        <source>Show the results of the selected run (Enter)</source>
+        <translation>显示所选运行的结果（Enter）</translation>
+    </message>
+    <message>
+        <source>Compare</source>
+        <translation>比较</translation>
+    </message>
+    <message>
+        <source>Overlay the curves of the selected runs</source>
+        <translation>叠加显示所选运行的曲线</translation>
+    </message>
+    <message>
+        <source>Rename</source>
+        <translation>重命名</translation>
+    </message>
+    <message>
+        <source>Rename the selected run (F2)</source>
+        <translation>重命名所选运行（F2）</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Delete the selected runs and their folders (Delete)</source>
+        <translation>删除所选运行及其文件夹（Delete）</translation>
+    </message>
+    <message>
+        <source>No runs yet. Train a model here or with `trainlab train`; its runs appear in this list.</source>
+        <translation>还没有运行记录。在这里或通过 `trainlab train` 训练模型后，运行会出现在此列表中。</translation>
+    </message>
+    <message>
+        <source>Cannot read the run index: {error}</source>
+        <translation>无法读取运行索引：{error}</translation>
+    </message>
+    <message>
+        <source>The run could not be renamed: {error}</source>
+        <translation>无法重命名该运行：{error}</translation>
+    </message>
+    <message>
+        <source>Delete the run “{name}”?</source>
+        <translation>删除运行“{name}”？</translation>
+    </message>
+    <message>
+        <source>Delete {count} runs?</source>
+        <translation>删除 {count} 个运行？</translation>
+    </message>
+    <message>
+        <source>Delete Runs</source>
+        <translation>删除运行</translation>
+    </message>
+    <message>
+        <source>Their folders, with checkpoints and trained models, are removed from disk. This cannot be undone.</source>
+        <translation>它们的文件夹（包括检查点和训练好的模型）将从磁盘上删除。此操作无法撤销。</translation>
+    </message>
+    <message>
+        <source>Open Results</source>
+        <translation>打开结果</translation>
+    </message>
+    <message>
+        <source>Compare Curves</source>
+        <translation>比较曲线</translation>
+    </message>
+    <message>
+        <source>Rename…</source>
+        <translation>重命名…</translation>
+    </message>
+    <message>
+        <source>Show in Folder</source>
+        <translation>在文件夹中显示</translation>
+    </message>
+    <message>
+        <source>Copy Folder Path</source>
+        <translation>复制文件夹路径</translation>
+    </message>
+    <message>
+        <source>Delete…</source>
+        <translation>删除…</translation>
+    </message>
+</context>
+<context>
+    <name>TryItPanel</name>
+    <message>
+        <source>Try it</source>
+        <translation>试用</translation>
+    </message>
+    <message>
+        <source>Drop an image here
+or choose one</source>
+        <translation>将图像拖放到这里
+或点击选择</translation>
+    </message>
+    <message>
+        <source>Choose Image…</source>
+        <translation>选择图像…</translation>
+    </message>
+    <message>
+        <source>Type or paste a text to classify</source>
+        <translation>输入或粘贴要分类的文本</translation>
+    </message>
+    <message>
+        <source>Predict</source>
+        <translation>预测</translation>
+    </message>
+    <message>
+        <source>Classify the text (Ctrl+Enter)</source>
+        <translation>对文本进行分类（Ctrl+Enter）</translation>
+    </message>
+    <message>
+        <source>Random Validation Example</source>
+        <translation>随机验证样本</translation>
+    </message>
+    <message>
+        <source>Try an example from this run&apos;s evaluation and compare with its true label</source>
+        <translation>用此运行评估中的一个样本试用，并与其真实标签对比</translation>
+    </message>
+    <message>
+        <source>How many of the most likely labels to show</source>
+        <translation>显示可能性最高的标签个数</translation>
+    </message>
+    <message>
+        <source>Top:</source>
+        <translation>前：</translation>
+    </message>
+    <message>
+        <source>Predictions</source>
+        <translation>预测结果</translation>
+    </message>
+    <message>
+        <source>Choose a finished run to try it.</source>
+        <translation>请选择一个已完成的运行进行试用。</translation>
+    </message>
+    <message>
+        <source>{name} · {task} · {count} labels</source>
+        <translation>{name} · {task} · {count} 个标签</translation>
+    </message>
+    <message>
+        <source>Drop or choose an image.</source>
+        <translation>拖放或选择一张图像。</translation>
+    </message>
+    <message>
+        <source>Type a text and press Predict.</source>
+        <translation>输入文本后按“预测”。</translation>
+    </message>
+    <message>
+        <source>This run has no trained model (it did not complete).</source>
+        <translation>此运行没有训练好的模型（未完成）。</translation>
+    </message>
+    <message>
+        <source>Choose an Image</source>
+        <translation>选择图像</translation>
+    </message>
+    <message>
+        <source>Images ({patterns})</source>
+        <translation>图像 ({patterns})</translation>
+    </message>
+    <message>
+        <source>Cannot read this image:
+{path}</source>
+        <translation>无法读取此图像：
+{path}</translation>
+    </message>
+    <message>
+        <source>Predicting…</source>
+        <translation>正在预测…</translation>
+    </message>
+    <message>
+        <source>Prediction failed: {error}</source>
+        <translation>预测失败：{error}</translation>
+    </message>
+    <message>
+        <source>True label: {label}</source>
+        <translation>真实标签：{label}</translation>
+    </message>
+</context>
+<context>
+    <name>WelcomeView</name>
+    <message>
+        <source>Welcome to TrainLab</source>
+        <translation>欢迎使用 TrainLab</translation>
+    </message>
+    <message>
+        <source>Train image and text classifiers on this machine: your data stays here, nothing is downloaded.</source>
+        <translation>在本机训练图像和文本分类器：数据留在本机，不下载任何内容。</translation>
+    </message>
+    <message>
+        <source>Try image classification</source>
+        <translation>试试图像分类</translation>
+    </message>
+    <message>
+        <source>Try text classification</source>
+        <translation>试试文本分类</translation>
+    </message>
+    <message>
+        <source>New training…</source>
+        <translation>新建训练…</translation>
+    </message>
+    <message>
+        <source>Image classification</source>
+        <translation>图像分类</translation>
+    </message>
+    <message>
+        <source>A short demo run on the bundled sample photos, sorted into classes.</source>
+        <translation>用自带的分类示例图片进行一次简短的演示训练。</translation>
+    </message>
+    <message>
+        <source>Text classification</source>
+        <translation>文本分类</translation>
+    </message>
+    <message>
+        <source>A short demo run on the bundled sample sentences, labelled by topic.</source>
+        <translation>用自带的按主题标注的示例句子进行一次简短的演示训练。</translation>
+    </message>
+    <message>
+        <source>Your own data</source>
+        <translation>你自己的数据</translation>
+    </message>
+    <message>
+        <source>Choose a task, point it at a folder of class folders or a CSV file, check the data and train.</source>
+        <translation>选择任务，指定包含各类别子文件夹的文件夹或 CSV 文件，检查数据后开始训练。</translation>
+    </message>
+    <message>
+        <source>Recent runs</source>
+        <translation>最近的运行</translation>
+    </message>
+    <message>
+        <source>All runs…</source>
+        <translation>全部运行…</translation>
+    </message>
+    <message>
+        <source>No runs yet. Your runs will be listed here.</source>
+        <translation>还没有运行记录。你的运行将列在这里。</translation>
+    </message>
+    <message>
+        <source>the task is not installed</source>
+        <translation>该任务未安装</translation>
+    </message>
+    <message>
+        <source>Start a short demo run on the bundled sample data</source>
+        <translation>用自带的示例数据开始一次简短的演示训练</translation>
+    </message>
+</context>
+</TS>
