@@ -10,7 +10,6 @@ package libglib2.0-bin), the code GNOME uses to start menu entries.
 from __future__ import annotations
 
 import configparser
-import importlib.util
 import json
 import os
 import plistlib
@@ -29,10 +28,6 @@ from trainlab import launcher
 from trainlab.api import UsageError
 
 ENTRY_NAME = f"{launcher.DESKTOP_ID}.desktop"
-# Until the CLI lands, trainlab-gui cannot start: the tests that run it wait.
-needs_cli = pytest.mark.skipif(
-    importlib.util.find_spec("trainlab.cli") is None, reason="trainlab.cli (gui_main, --version) not written yet"
-)
 
 
 def _need_tool(name: str, package: str) -> str:
@@ -99,7 +94,6 @@ class TestFreedesktop:
         assert "Science" in keys["Categories"].split(";")
         assert keys["Name"] == "TrainLab"
 
-    @needs_cli
     def test_exec_target_runs(self, xdg):
         launcher.install()
         gui = _read_entry(xdg / "data" / "applications" / ENTRY_NAME)["Exec"]
@@ -247,7 +241,6 @@ class TestFreedesktop:
         assert os.fsdecode(received).strip() == str(script)
 
 
-@needs_cli
 def test_macos_bundle_starts_trainlab_gui(xdg, monkeypatch):
     """The macOS route, built on any POSIX system; its launcher script runs here."""
     (xdg / "home" / "Desktop").mkdir()
@@ -361,7 +354,6 @@ def test_console_output_is_left_alone(tmp_home):
     assert not (tmp_home / "logs" / "trainlab-gui.log").exists()
 
 
-@needs_cli
 @pytest.mark.skipif(os.name != "posix", reason="closes file descriptors to imitate pythonw")
 def test_real_gui_script_without_a_console_logs_its_output(tmp_home):
     """trainlab-gui itself, started with no stdout/stderr as from a Windows shortcut."""

@@ -17,7 +17,6 @@ out and ``import trainlab`` finds the wheel's copy.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -155,7 +154,6 @@ def test_installed_wheel_runs_from_its_own_files(installed, tmp_path):
     assert (installed / ("trainlab-gui.exe" if os.name == "nt" else "trainlab-gui")).is_file()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("trainlab.cli") is None, reason="trainlab.cli not written yet")
 def test_installed_wheel_version(installed, tmp_path):
     done = _run(installed, "trainlab", "--version", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
