@@ -370,8 +370,10 @@ def _desktop_dir_from_user_dirs() -> Path:
         value = os.environ.get("XDG_DESKTOP_DIR") or None
     if value is None:
         return Path.home() / "Desktop"
-    if value == "$HOME" or value.startswith("$HOME/"):
-        return Path.home() / value[len("$HOME/") :] if value != "$HOME" else Path.home()
+    if value == "$HOME":
+        return Path.home()
+    if value.startswith("$HOME/"):
+        return Path.home() / value[len("$HOME/") :]
     return Path(value)
 
 
