@@ -16,6 +16,7 @@ import platform
 import re
 import sys
 import tempfile
+import warnings as warnings_module
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +181,14 @@ def _torch(problems: list[str], warnings: list[str]) -> tuple[dict[str, Any], An
     if torch.version.cuda is not None:
         info["arch_list"] = list(torch.cuda.get_arch_list())
         try:
-            info["cuda_available"] = bool(torch.cuda.is_available())
+            # torch explains a failed CUDA start (driver too old, no device)
+            # only as a warning: keep its words for the report.
+            with warnings_module.catch_warnings(record=True) as caught:
+                warnings_module.simplefilter("always")
+                info["cuda_available"] = bool(torch.cuda.is_available())
+            said = "; ".join(str(w.message).strip() for w in caught)
+            if said and not info["cuda_available"]:
+                info["cuda_error"] = said
             if info["cuda_available"]:
                 for i in range(torch.cuda.device_count()):
                     props = torch.cuda.get_device_properties(i)

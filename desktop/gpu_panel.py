@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
@@ -28,12 +28,12 @@ from trainlab.events import SystemSample
 GB = 1024**3  # binary, as GPU makers count: a "24 GB" card shows 24.0, not 25.8
 CPU_KEY = "cpu"
 
-# (column, title, unit, scale applied to the sampled value)
+# (column, scale applied to the sampled value); the plots in this order
 METRICS = (
-    ("utilization_percent", "Utilisation", "%", 1.0),
-    ("memory_used_bytes", "Memory", "GB", 1 / GB),
-    ("temperature_c", "Temperature", "°C", 1.0),
-    ("power_w", "Power", "W", 1.0),
+    ("utilization_percent", 1.0),
+    ("memory_used_bytes", 1 / GB),
+    ("temperature_c", 1.0),
+    ("power_w", 1.0),
 )
 EXTRA = (("power_limit_w", 1.0), ("memory_total_bytes", 1 / GB))
 COLUMNS = tuple(m[0] for m in METRICS) + tuple(e[0] for e in EXTRA)
@@ -110,7 +110,7 @@ class TelemetryHistory:
             row[0] = _number(sample.cpu_percent)
             row[1] = _number(sample.ram_used_bytes)
             row[COLUMNS.index("memory_total_bytes")] = _number(sample.ram_total_bytes)
-            series = self._series(CPU_KEY, "CPU / RAM")
+            series = self._series(CPU_KEY, QCoreApplication.translate("GpuPanel", "CPU / RAM"))
             series.buffer.append(sample.time, row, keep_after)
             series.version += 1
 
@@ -151,13 +151,14 @@ def status_text(sample: SystemSample | None) -> str:
     if not sample.gpus or sample.gpu_status.startswith("no NVIDIA GPU"):
         reason = sample.gpu_status or "no NVIDIA GPU"
         cpu = _fmt(sample.cpu_percent, "{:.0f}%")
-        return f"{reason} · CPU {cpu} · RAM {_gb(sample.ram_used_bytes, sample.ram_total_bytes)}"
+        ram = _gb(sample.ram_used_bytes, sample.ram_total_bytes)
+        return QCoreApplication.translate("GpuPanel", "{reason} · CPU {cpu} · RAM {ram}").format(reason=reason, cpu=cpu, ram=ram)
     parts = []
     short = len(sample.gpus) > 2
     for gpu in sample.gpus:
         name = f"GPU {gpu.get('index')}" if short else str(gpu.get("name") or f"GPU {gpu.get('index')}")
         if gpu.get("status") == "lost":
-            parts.append(f"{name}: lost")
+            parts.append(QCoreApplication.translate("GpuPanel", "{name}: lost").format(name=name))
             continue
         memory = _gb(gpu.get("memory_used_bytes"), gpu.get("memory_total_bytes"))
         text = f"{name}: {_fmt(gpu.get('utilization_percent'), '{:.0f}%')} · {memory}"
@@ -180,7 +181,8 @@ def processes_text(sample: SystemSample | None, labels: Mapping[int, str] | None
         items = []
         for proc in procs:
             pid = proc.get("pid")
-            who = labels.get(pid) or ("this process" if proc.get("this_process") else proc.get("name"))
+            this = QCoreApplication.translate("GpuPanel", "this process")
+            who = labels.get(pid) or (this if proc.get("this_process") else proc.get("name"))
             used = proc.get("used_bytes")
             memory = f" {used / GB:.1f} GB" if used is not None else ""
             items.append(f"{who} (pid {pid}){memory}" if who else f"pid {pid}{memory}")
@@ -220,9 +222,15 @@ class GpuPanel(QWidget):
 
         pen = QColor(self.palette().color(QPalette.ColorRole.WindowText))
         self.plots: dict[str, pg.PlotItem] = {}
-        for row, (column, title, unit, _scale) in enumerate(METRICS):
+        self._titles = {
+            "utilization_percent": self.tr("Utilisation (%)"),
+            "memory_used_bytes": self.tr("Memory (GB)"),
+            "temperature_c": self.tr("Temperature (°C)"),
+            "power_w": self.tr("Power (W)"),
+        }
+        for row, (column, _scale) in enumerate(METRICS):
             plot = self.graphics.addPlot(row=row, col=0, axisItems={"bottom": pg.DateAxisItem()})
-            plot.setLabel("left", f"{title} ({unit})")
+            plot.setLabel("left", self._titles[column])
             plot.showGrid(x=True, y=True, alpha=0.2)
             plot.setClipToView(True)
             plot.setDownsampling(auto=True, mode="peak")
@@ -282,7 +290,7 @@ class GpuPanel(QWidget):
             changed = True
             self._ensure_curves(series)
             times = series.buffer.times
-            for index, (column, _title, _unit, scale) in enumerate(METRICS):
+            for index, (column, scale) in enumerate(METRICS):
                 curve = self._curves.get((key, column))
                 if curve is not None:
                     curve.setData(times, series.buffer.column(index) * scale, connect="finite")
@@ -299,7 +307,7 @@ class GpuPanel(QWidget):
             return
         cpu = series.key == CPU_KEY
         pen = pg.mkPen(series.color, width=2)
-        for column, _title, _unit, _scale in METRICS:
+        for column, _scale in METRICS:
             if cpu and column in ("temperature_c", "power_w"):
                 continue
             name = series.label if column == "utilization_percent" else None
@@ -326,8 +334,10 @@ class GpuPanel(QWidget):
             self._cpu_mode = cpu_mode
             for column in ("temperature_c", "power_w"):
                 self.plots[column].setVisible(not cpu_mode)
-            self.plots["utilization_percent"].setLabel("left", "CPU (%)" if cpu_mode else "Utilisation (%)")
-            self.plots["memory_used_bytes"].setLabel("left", "RAM (GB)" if cpu_mode else "Memory (GB)")
+            self.plots["utilization_percent"].setLabel(
+                "left", self.tr("CPU (%)") if cpu_mode else self._titles["utilization_percent"]
+            )
+            self.plots["memory_used_bytes"].setLabel("left", self.tr("RAM (GB)") if cpu_mode else self._titles["memory_used_bytes"])
             # the last visible plot carries the time axis
             last = "memory_used_bytes" if cpu_mode else "power_w"
             for column, plot in self.plots.items():
