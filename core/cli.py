@@ -545,6 +545,8 @@ def gui_main() -> int:
     except ImportError:
         pass
     argv = sys.argv[1:]
+    if argv in (["--version"], ["--help"], ["-h"]):
+        return main(argv)
     return main(["gui", *argv] if not argv or argv[0].startswith("-") else argv)
 
 

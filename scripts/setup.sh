@@ -44,6 +44,15 @@ if [ "$want_system" = 1 ]; then
   command -v desktop-file-validate >/dev/null || need+=(desktop-file-utils)
   fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need+=(fonts-noto-cjk)
   command -v xauth >/dev/null || need+=(xauth)
+  command -v xdotool >/dev/null || need+=(xdotool)
+  command -v xprop >/dev/null || need+=(x11-utils)
+  command -v gio >/dev/null || need+=(libglib2.0-bin)
+  command -v xdg-user-dir >/dev/null || need+=(xdg-user-dirs)
+  # what Qt's xcb platform plugin needs to draw on a real X server
+  command -v dpkg >/dev/null && for lib in libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-randr0 libxcb-render-util0 \
+             libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 fonts-dejavu-core; do
+    dpkg -s "$lib" >/dev/null 2>&1 || need+=("$lib")
+  done
   if [ ${#need[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
       echo "setup.sh: installing ${need[*]} (Debian packages used by the tests)" >&2
