@@ -248,6 +248,8 @@ class TelemetrySampler:
                     pass
                 self._nvml = None
             self._gpus = []
+            self._opened = False  # a later sample() starts NVML again
+            self._torch_map = None
 
     def __enter__(self) -> "TelemetrySampler":
         return self
