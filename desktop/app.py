@@ -18,7 +18,7 @@ import signal
 import sys
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtCore import QCoreApplication, QEvent, QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -162,6 +162,12 @@ def run_app(
     if window.running:  # closed some other way than closeEvent (session end)
         window.worker.request_stop()
         window.worker.wait()
+    window._shutdown()
+    # Delete the window while the QApplication still exists.  Left to the
+    # interpreter's exit, PySide6 destroys the application first and then
+    # pyqtgraph's graphics items, whose scene is gone: a segfault at exit.
+    window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     return int(code)
 
 

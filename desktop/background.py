@@ -17,31 +17,38 @@ _alive: set["BackgroundCall"] = set()
 
 
 class BackgroundCall(QThread):
-    """``fn()`` in its own thread; ``done(result)`` or ``failed(message, traceback)``.
+    """``fn()`` in its own thread; ``done(tag, result)`` or ``failed(tag, message, traceback)``.
 
-    ``progress(object)`` lets ``fn`` report partial results: it receives a
-    ``report`` callable as its only argument when ``wants_report`` is set.
+    ``tag`` is whatever the caller passed (a generation number, say), so a
+    receiver can connect a bound method rather than a lambda: Qt then drops
+    the connection when the receiver is destroyed, and a late result never
+    reaches a deleted widget.  ``progress(tag, value)`` lets ``fn`` report
+    partial results: it receives a ``report`` callable as its only argument
+    when ``wants_report`` is set.
     """
 
-    done = Signal(object)
-    failed = Signal(str, str)
-    progress = Signal(object)
+    done = Signal(object, object)
+    failed = Signal(object, str, str)
+    progress = Signal(object, object)
 
-    def __init__(self, fn: Callable[..., Any], *, wants_report: bool = False):
+    def __init__(self, fn: Callable[..., Any], *, tag: Any = None, wants_report: bool = False):
         super().__init__()
         self._fn = fn
+        self.tag = tag
         self._wants_report = wants_report
-        self.cancelled = False
         _alive.add(self)
         self.finished.connect(self._forget)
 
     def run(self) -> None:
         try:
-            result = self._fn(self.progress.emit) if self._wants_report else self._fn()
+            if self._wants_report:
+                result = self._fn(lambda value: self.progress.emit(self.tag, value))
+            else:
+                result = self._fn()
         except Exception as exc:  # noqa: BLE001 - reported to the window, never fatal
-            self.failed.emit(_message(exc), traceback.format_exc())
+            self.failed.emit(self.tag, _message(exc), traceback.format_exc())
         else:
-            self.done.emit(result)
+            self.done.emit(self.tag, result)
 
     def _forget(self) -> None:
         _alive.discard(self)
@@ -53,9 +60,11 @@ def _message(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
-def start(fn: Callable[..., Any], on_done: Callable[[Any], None] | None = None,
-          on_failed: Callable[[str, str], None] | None = None, *, on_progress=None) -> BackgroundCall:
-    call = BackgroundCall(fn, wants_report=on_progress is not None)
+def start(fn: Callable[..., Any], on_done: Callable[[Any, Any], None] | None = None,
+          on_failed: Callable[[Any, str, str], None] | None = None, *, on_progress=None, tag: Any = None) -> BackgroundCall:
+    """Run ``fn`` in a thread.  Pass bound methods of QObjects as callbacks
+    (never lambdas over widgets): each receives ``tag`` first."""
+    call = BackgroundCall(fn, tag=tag, wants_report=on_progress is not None)
     if on_done is not None:
         call.done.connect(on_done)
     if on_failed is not None:

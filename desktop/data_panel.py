@@ -365,12 +365,7 @@ class DataPanel(QWidget):
                 return None
             return check_data(spec, path, params)
 
-        background.start(
-            work,
-            lambda summary, g=generation: self._checked(g, summary),
-            lambda message, tb, g=generation: self._failed(g, message, tb),
-            on_progress=lambda item, g=generation: self._partial(g, item),
-        )
+        background.start(work, self._checked, self._failed, on_progress=self._partial, tag=generation)
 
     def _partial(self, generation: int, item: Any) -> None:
         if generation != self._generation:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices, QFontDatabase, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
@@ -82,7 +82,8 @@ class LogPanel(QWidget):
         layout.addWidget(self.text)
         self.handler = QtLogHandler()
         self.handler.setLevel(logging.DEBUG)
-        self.handler.bridge.record.connect(self.append, Qt.ConnectionType.QueuedConnection)
+        # direct from the GUI thread, queued from any other (the bridge lives here)
+        self.handler.bridge.record.connect(self.append)
         self.lines: list[tuple[int, str]] = []
 
     def attach(self, logger_name: str = "trainlab") -> None:

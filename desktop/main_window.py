@@ -385,7 +385,7 @@ class MainWindow(QMainWindow):
 
             self.history = RunHistoryView(RunStore(), self.stack)
             self.history.runOpened.connect(self.open_run)
-            self.history.runsOverlaid.connect(self.overlay_runs)
+            self.history.runsDeleted.connect(self._runs_deleted)
             self._set_page("history", self.history)
         except ImportError:
             self._set_page("history", _placeholder(self.tr("The run history is not available in this build."), self.stack))
@@ -417,7 +417,17 @@ class MainWindow(QMainWindow):
         self._sample_bridge = SampleBridge(self)
         self._sample_bridge.sample.connect(self.gpu_panel.add_sample)
         self.sampler = TelemetrySampler(1.0)
-        self.sampler.start(self._sample_bridge.sample.emit)
+        self._resume_window_sampler()
+
+    def _pause_window_sampler(self) -> None:
+        # A run samples the machine itself (its TelemetryCallback, with the
+        # training process's torch memory): the panel then shows those.
+        if self.sampler is not None and self.sampler.running:
+            self.sampler.stop(timeout=2.0)
+
+    def _resume_window_sampler(self) -> None:
+        if self.sampler is not None and not self.sampler.running:
+            self.sampler.start(self._sample_bridge.sample.emit)
 
     # --------------------------------------------------------------- tasks
     def task_id(self) -> str:
@@ -567,6 +577,7 @@ class MainWindow(QMainWindow):
         what = f"continuing {resume}" if resume else f"{request.task} on {request.data}"
         log.info("starting a run (%s, %s)", what, "child process" if mode == "process" else "in this window")
         self._acquire_keep_awake()
+        self._pause_window_sampler()
         worker.start()
         self.show_page("train")
         self.runStarted.emit()
@@ -614,6 +625,9 @@ class MainWindow(QMainWindow):
     def _apply_batch(self, batch) -> None:
         """Events from the worker (already coalesced): curves, progress, log."""
         self._apply_events(batch.started, batch.train, batch.evals, batch.progress, batch.logs)
+        if self.gpu_panel is not None:
+            for sample in batch.system:
+                self.gpu_panel.add_sample(sample)
 
     def _apply_events(self, started, train, evals, progress, logs) -> None:
         curves = self.plots.curves
@@ -678,6 +692,7 @@ class MainWindow(QMainWindow):
         self.worker = None
         self.last_result = dict(result)
         self._release_keep_awake()
+        self._resume_window_sampler()
         self.plots.stop_live()
         status = str(result.get("status") or "")
         run_dir = str(result.get("run_dir") or self.current_run_dir or "")
@@ -820,7 +835,13 @@ class MainWindow(QMainWindow):
 
             return RunStore().list()
 
-        background.start(load, self.welcome.set_recent_runs, lambda m, tb: log.info("run index unavailable: %s", m))
+        background.start(load, self._recent_runs_loaded, self._recent_runs_failed)
+
+    def _recent_runs_loaded(self, _tag, rows) -> None:
+        self.welcome.set_recent_runs(rows)
+
+    def _recent_runs_failed(self, _tag, message: str, _tb: str) -> None:
+        log.info("run index unavailable: %s", message)
 
     def open_run(self, run_dir: str) -> None:
         """Show a past (or running) run: its curves here, its results page."""
@@ -911,14 +932,11 @@ class MainWindow(QMainWindow):
         if self.plots is not None and not self.running:
             self.plots.stop_live()
 
-    def overlay_runs(self, run_dirs: list) -> None:
-        """Compare the curves of several runs in one window."""
-        from trainlab.desktop.compare import CompareDialog
-        from trainlab.desktop.style import plot_colors
-
-        dialog = CompareDialog([str(d) for d in run_dirs], plot_colors(self.resolved_theme), self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.show()
+    def _runs_deleted(self, run_dirs: list) -> None:
+        if self.current_run_dir and self.current_run_dir in [str(d) for d in run_dirs]:
+            self.current_run_dir, self.current_run_status = "", ""
+            self._update_actions()
+        self.refresh_recent_runs()
 
     # ------------------------------------------------------------ dialogs
     def _open_data(self) -> None:

@@ -41,7 +41,7 @@ from trainlab.params import ENGINE_PARAMS, full_schema, preset_for, resolve
 
 from trainlab.desktop.devices import DeviceChoice
 
-GROUP_ORDER = ("task", "training", "hardware", "output")
+GROUP_ORDER = ("model", "task", "data", "training", "hardware", "output")
 
 
 def format_value(value: Any) -> str:
@@ -150,7 +150,9 @@ class ParamsForm(QWidget):
 
     def group_title(self, group: str) -> str:
         titles = {
-            "task": self.tr("Model and data"),
+            "model": self.tr("Model"),
+            "task": self.tr("Task"),
+            "data": self.tr("Data"),
             "training": self.tr("Training"),
             "hardware": self.tr("Hardware"),
             "output": self.tr("Output"),
@@ -184,8 +186,9 @@ class ParamsForm(QWidget):
             schema = full_schema(spec, self._engine_params)
             groups: dict[str, list[Param]] = {}
             for param in schema.values():
-                groups.setdefault(param.group if param.group in GROUP_ORDER else "task", []).append(param)
-            for group in GROUP_ORDER:
+                groups.setdefault(param.group or "task", []).append(param)
+            order = [g for g in GROUP_ORDER if g in groups] + [g for g in groups if g not in GROUP_ORDER]
+            for group in order:
                 params = groups.get(group)
                 if not params:
                     continue

@@ -1,0 +1,105 @@
+"""Starting the app in a fresh process, as ``trainlab gui`` does.
+
+The window must be on screen before torch or pyqtgraph is imported, carry
+the desktop identity the launchers rely on, and run a pre-filled
+``--autostart`` request to its end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+
+from conftest import FIXTURE_PLUGINS, subprocess_env
+
+SCRIPT = textwrap.dedent(
+    r"""
+    import json, sys
+    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtGui import QGuiApplication
+    from trainlab.desktop import app as appmod
+
+    data = sys.argv[1] if len(sys.argv) > 1 else None
+
+    def report(tag, **values):
+        print(tag + " " + json.dumps(values), flush=True)
+
+    def shown(window):
+        report(
+            "SHOWN",
+            torch="torch" in sys.modules,
+            pyqtgraph="pyqtgraph" in sys.modules,
+            visible=window.isVisible(),
+            app_name=QCoreApplication.applicationName(),
+            instance=QCoreApplication.arguments()[0],
+            desktop=QGuiApplication.desktopFileName(),
+            title=window.windowTitle(),
+        )
+
+        def ready():
+            report("READY", tasks=[window.task_combo.itemData(i) for i in range(window.task_combo.count())],
+                   pyqtgraph="pyqtgraph" in sys.modules)
+            if data is None:
+                window.close()
+
+        def finished(result):
+            report("FINISHED", status=result["status"], points=window.plots.point_counts())
+            window.close()
+
+        window.ready.connect(ready)
+        window.runFinished.connect(finished)
+
+    appmod.after_show.append(shown)
+    if data:
+        code = appmod.run_app(task="toy-classification", data=data, params={"epochs": "1"}, autostart=True)
+    else:
+        code = appmod.run_app()
+    report("EXIT", code=code)
+    """
+)
+
+
+def _run(tmp_path, *args, timeout=240):
+    script = tmp_path / "start.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    env = subprocess_env([FIXTURE_PLUGINS])
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    proc = subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = {}
+    for line in proc.stdout.splitlines():
+        tag, _, payload = line.partition(" ")
+        if tag in ("SHOWN", "READY", "FINISHED", "EXIT"):
+            out[tag] = json.loads(payload)
+    return out
+
+
+def test_window_is_shown_before_torch_and_pyqtgraph_load(tmp_path):
+    out = _run(tmp_path)
+    shown = out["SHOWN"]
+    assert shown["visible"]
+    assert shown["torch"] is False, "torch was imported before the window was shown"
+    assert shown["pyqtgraph"] is False, "pyqtgraph was imported before the window was shown"
+    # identity for the desktop launchers: WM_CLASS (instance and class) and the entry id
+    assert shown["app_name"] == "trainlab" and shown["instance"] == "trainlab"
+    assert shown["desktop"] == "org.trainlab.TrainLab"
+    assert shown["title"] == "TrainLab"
+    assert "toy-classification" in out["READY"]["tasks"]
+    assert out["EXIT"]["code"] == 0
+
+
+def test_prefilled_autostart_runs_to_the_end(tmp_path):
+    rng = random.Random(1)
+    data = tmp_path / "rows.csv"
+    rows = ["a,b,label"] + [f"{rng.random():.3f},{rng.random():.3f},{rng.choice('pq')}" for _ in range(80)]
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = _run(tmp_path, data)
+    assert out["FINISHED"]["status"] == "completed"
+    assert out["FINISHED"]["points"]["eval"] == 1
+    assert out["EXIT"]["code"] == 0
+    assert os.listdir(os.environ["TRAINLAB_HOME"] + "/runs")

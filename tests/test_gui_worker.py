@@ -1,0 +1,153 @@
+"""The training worker: its signals, and how it keeps a fast run from flooding the GUI."""
+
+from __future__ import annotations
+
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from conftest import FIXTURE_PLUGINS
+
+from trainlab.events import Finished, Log, Progress, Started, SystemSample, TrainStep, read_events
+
+
+def write_rows(path: Path, rows: int, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    lines = ["a,b,label"]
+    for _ in range(rows):
+        label = rng.choice("pq")
+        lines.append(f"{(label == 'p') + rng.gauss(0, 0.3):.3f},{rng.gauss(0, 1):.3f},{label}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def toy_plugin(monkeypatch):
+    monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
+
+
+def test_coalescer_keeps_every_event_and_one_batch_in_flight():
+    from trainlab.desktop.worker import EventCoalescer
+
+    coalescer = EventCoalescer()
+    first = coalescer.add(Started(run_dir="r", total_steps=10))
+    assert first is not None and first.started is not None and first.received == 1
+    # while a batch is in flight, nothing else is handed out
+    for step in range(1, 6):
+        assert coalescer.add(TrainStep(step=step, loss=1.0 / step)) is None
+        assert coalescer.add(Progress(step=step, total_steps=10)) is None
+    coalescer.add(Log(message="hello"))
+    coalescer.add(SystemSample(cpu_percent=5.0))
+    rest = coalescer.take(release=True)
+    assert [e.step for e in rest.train] == [1, 2, 3, 4, 5]
+    assert rest.progress.step == 5  # only the newest progress survives
+    assert len(rest.logs) == 1 and len(rest.system) == 1 and rest.received == 12
+    # take() found something, so the batch is still in flight until a take finds nothing
+    assert coalescer.add(TrainStep(step=6)) is None
+    assert coalescer.take(release=True).train[0].step == 6
+    assert coalescer.take(release=True) is None
+    assert coalescer.add(Finished()) is not None
+
+
+def test_worker_coalesces_a_flood_of_events_from_another_thread(qtbot):
+    """20,000 step events in a burst (a tiny model's rate): the GUI thread
+    gets every one of them, in order, in a handful of batches."""
+    import time
+
+    from trainlab.desktop.worker import DRAIN_INTERVAL_MS, TrainingWorker
+
+    worker = TrainingWorker(request=None)
+    received: list[int] = []
+    batches = []
+
+    def on_batch(batch):
+        batches.append(batch)
+        received.extend(e.step for e in batch.train)
+
+    worker.eventBatch.connect(on_batch)
+    total = 20_000
+    started = time.perf_counter()
+
+    def flood():
+        for step in range(1, total + 1):
+            worker._on_event(TrainStep(step=step, loss=0.5))
+        worker._on_event(Finished())
+
+    thread = threading.Thread(target=flood)
+    thread.start()
+    qtbot.waitUntil(lambda: len(received) == total and any(b.finished for b in batches), timeout=60_000)
+    elapsed = time.perf_counter() - started
+    thread.join()
+    assert received == list(range(1, total + 1))
+    # at most one batch in flight: about one delivery per drain tick
+    assert len(batches) <= 2 * elapsed * 1000 / DRAIN_INTERVAL_MS + 4, (len(batches), elapsed)
+    assert len(batches) < total / 100
+
+
+def test_worker_delivers_a_fast_run_in_few_batches(qtbot, toy_plugin, tmp_path):
+    """A run logging every step: every train event reaches the GUI, coalesced."""
+    from trainlab.desktop.worker import TrainingWorker
+    from trainlab.engine.runner import RunRequest
+
+    data = write_rows(tmp_path / "rows.csv", 400)
+    request = RunRequest(task="toy-classification", data=str(data),
+                         params={"epochs": "2", "batch_size": "4", "log_interval": "0", "hidden": "4"})
+    worker = TrainingWorker(request)
+    states: list[str] = []
+    batches = []
+    worker.stateChanged.connect(states.append)
+    worker.eventBatch.connect(batches.append)
+    import time
+
+    started = time.perf_counter()
+    with qtbot.waitSignal(worker.runFinished, timeout=120_000) as finished:
+        worker.start()
+    elapsed = time.perf_counter() - started
+    worker.wait(10_000)
+    result = finished.args[0]
+    assert result["status"] == "completed", result
+    assert states[0] == "running"
+    qtbot.waitUntil(lambda: any(b.finished is not None for b in batches), timeout=10_000)
+
+    written = [e for e in read_events(Path(result["run_dir"]) / "metrics.jsonl") if isinstance(e, TrainStep)]
+    delivered = [e for b in batches for e in b.train]
+    assert len(written) == result["steps"] >= 150  # one train event per step
+    assert [e.step for e in delivered] == [e.step for e in written]
+    assert sum(1 for b in batches if b.started is not None) == 1
+    # coalesced: never more than about one delivery per drain tick, however
+    # fast the steps come (this machine's speed decides how many that is)
+    from trainlab.desktop.worker import DRAIN_INTERVAL_MS
+
+    assert len(batches) <= 2 * elapsed * 1000 / DRAIN_INTERVAL_MS + 4, (len(batches), elapsed)
+
+
+def test_worker_reports_a_usage_error_without_a_run(qtbot, toy_plugin, tmp_path):
+    from trainlab.desktop.worker import TrainingWorker
+    from trainlab.engine.runner import RunRequest
+
+    worker = TrainingWorker(RunRequest(task="toy-classification", data=str(tmp_path / "missing.csv")))
+    errors = []
+    worker.errored.connect(lambda message, tb: errors.append(message))
+    with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
+        worker.start()
+    worker.wait(10_000)
+    assert finished.args[0]["status"] == "failed"
+    assert finished.args[0]["usage_error"] is True
+    assert errors and "missing.csv" in errors[0]
+
+
+def test_stop_before_the_run_started_cancels_it(qtbot, toy_plugin, tmp_path):
+    from trainlab.desktop.worker import TrainingWorker
+    from trainlab.engine.runner import RunRequest
+
+    data = write_rows(tmp_path / "rows.csv", 100)
+    worker = TrainingWorker(RunRequest(task="toy-classification", data=str(data)))
+    worker.request_stop()
+    with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
+        worker.start()
+    worker.wait(10_000)
+    assert finished.args[0]["status"] == "cancelled"
