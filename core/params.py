@@ -30,6 +30,7 @@ ENGINE_PARAMS: tuple[Param, ...] = (
     Param("keep_checkpoints", "choice", "last+best", "Which checkpoints to keep.", choices=("last+best", "last", "best", "none"), group="output", advanced=True),
     Param("final_weights", "choice", "best", "Weights of the exported model.", choices=("best", "last"), group="output", advanced=True),
     Param("monitor", "choice", "accuracy", "Validation metric for best checkpoint and early stopping.", choices=("accuracy", "macro_f1", "loss"), group="training", advanced=True),
+    Param("telemetry_every", "float", 5.0, "Seconds between system/GPU samples written to metrics.jsonl (0: off; else at least 0.5).", minimum=0.0, maximum=3600.0, group="output", advanced=True),
     Param("log_interval", "float", 0.25, "Seconds between loss read-backs from the device (no sync per step).", minimum=0.0, maximum=3600.0, group="output", advanced=True),
 )
 

@@ -273,6 +273,8 @@ def run_training(
         params = resolve(entry.spec, ENGINE_PARAMS, request.remembered, request.params)
     if not Path(data).exists():
         raise UsageError(f"--data {data}: no such file or folder")
+    if 0 < float(params.get("telemetry_every", 0)) < 0.5:
+        raise UsageError("bad value for parameter telemetry_every: must be 0 (off) or at least 0.5 seconds")
 
     entry, task = _task_for(task_id, params)
     ctx = _ctx(params, None, early_log, mp_context)
