@@ -204,7 +204,5 @@ def build_model(
     if state is not None:
         load_backbone_weights(model, arch, state, source, log)
     if freeze:
-        if state is None:
-            log(f"warning: freeze_backbone without pretrained weights trains only the head of a random {arch}")
         freeze_backbone(model, arch)
     return model

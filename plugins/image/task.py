@@ -96,12 +96,15 @@ class ImageClassificationTask(ClassificationTask):
         self._skipped: dict[str, str] = {}
         self._decode_ms = 0.0
         self._norm: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._prebuilt: torch.nn.Module | None = None
+        self._trained_run = False  # resuming or evaluating: the weights come from a checkpoint
 
     def __getstate__(self) -> dict[str, Any]:
         # Loader workers receive the task through its bound collate method:
         # no device tensors across processes.
         state = dict(self.__dict__)
         state["_norm"] = {}
+        state["_prebuilt"] = None
         return state
 
     # -- model choice -------------------------------------------------------
@@ -146,6 +149,11 @@ class ImageClassificationTask(ClassificationTask):
         self.label_names = list(found.label_names)
         self._items = found.items
         self._datasets = {}
+        self._trained_run = label_names is not None
+        if not self._trained_run:
+            # Built now so that a missing or unfitting weights file is bad
+            # input (exit 2) before the run starts, not a failed run.
+            self._prebuilt = self._build(ctx)
         counts = {
             split: {name: 0 for name in self.label_names} | dict(Counter(self.label_names[i] for _, i in items))
             for split, items in found.items.items()
@@ -257,15 +265,27 @@ class ImageClassificationTask(ClassificationTask):
 
     # -- model --------------------------------------------------------------
     def build_model(self, ctx: RunContext) -> torch.nn.Module:
+        if self._prebuilt is not None:
+            model, self._prebuilt = self._prebuilt, None
+            return model
+        return self._build(ctx)
+
+    def _build(self, ctx: RunContext) -> torch.nn.Module:
         if not self.label_names:
             raise UsageError("build_model() before prepare(): the class names are not known yet")
         arch, base_weights = self._model_choice()
+        initial = not self._trained_run
+        pretrained = initial and bool(self.params.get("pretrained", False)) and not base_weights
+        weights = str(self.params.get("weights") or base_weights or "") if initial else ""
+        freeze = bool(self.params.get("freeze_backbone", False))
+        if freeze and initial and not (pretrained or weights):
+            ctx.log(f"warning: freeze_backbone without pretrained weights trains only the head of a random {arch}")
         return build_model(
             arch,
             len(self.label_names),
-            pretrained=bool(self.params.get("pretrained", False)) and not base_weights,
-            weights=str(self.params.get("weights") or base_weights or ""),
-            freeze=bool(self.params.get("freeze_backbone", False)),
+            pretrained=pretrained,
+            weights=weights,
+            freeze=freeze,
             log=ctx.log,
         )
 

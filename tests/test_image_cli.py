@@ -1,0 +1,133 @@
+"""image-classification through the real CLI and engine: train, eval, predict, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from fixtures.images.imagedata import shapes, truncated_jpeg
+from trainlab.plugins.image import SAMPLE_DATA
+
+SAMPLE = Path(str(resources.files("trainlab.resources") / SAMPLE_DATA))
+
+
+def js(result):
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one JSON line on stdout, got: {result.stdout!r}\n{result.stderr}"
+    return json.loads(lines[0])
+
+
+def test_sample_data_ships_with_its_licence():
+    files = list(SAMPLE.rglob("*.jpg"))
+    assert len(files) == 600 and sum(f.stat().st_size for f in files) < 2_000_000
+    assert "CC0" in (SAMPLE.parent / "README.md").read_text(encoding="utf-8")
+
+
+def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
+    out = tmp_path / "run"
+    # One short epoch at 32 px: this tests the plumbing; bench/image_sample_accuracy.py the accuracy.
+    result = cli("train", "image-classification", "--data", SAMPLE, "--epochs", "1", "--set", "image_size=32", "--out", out, "--json")
+    assert result.returncode == 0, result.stderr
+    data = js(result)
+    assert data["status"] == "completed" and data["task"] == "image-classification" and data["epochs"] == 1
+    assert set(data["metrics"]) >= {"accuracy", "macro_f1", "loss", "top5_accuracy"}
+    assert data["samples_per_second"] > 0
+
+    record = json.loads((out / "run.json").read_text())
+    assert record["label_names"] == ["circle", "cross", "ring", "square", "star", "triangle"]
+    assert record["data_summary"]["counts"]["val"] == {name: 20 for name in record["label_names"]}
+    report = json.loads((out / "eval.json").read_text())
+    assert report["samples"] == 120 and len(report["confusion_matrix"]) == 6
+    for example in report["misclassified"]:
+        assert Path(example["example"]).is_file() and example["example"].startswith(str(SAMPLE))
+    model = out / "model"
+    assert {"model.safetensors", "model.json", "model.pt2"} <= {p.name for p in model.iterdir()}
+    meta = json.loads((model / "model.json").read_text())
+    assert meta["preprocessing"]["image_size"] == 32 and meta["exports"]["torch_export"]["verified"]
+
+    star, ring = SAMPLE / "star" / "star_0000.jpg", SAMPLE / "ring" / "ring_0001.jpg"
+    table = tmp_path / "predictions.csv"
+    pred = cli("predict", out, star, ring, SAMPLE / "triangle", "--top-k", "3", "--out", table, "--json")
+    assert pred.returncode == 0, pred.stderr
+    preds = js(pred)["predictions"]
+    assert len(preds) == 102 and [p["input"] for p in preds[:2]] == [str(star), str(ring)]
+    assert all(len(p["predictions"]) == 3 for p in preds)
+    assert all(p["predictions"][0]["probability"] >= p["predictions"][1]["probability"] for p in preds)
+    rows = list(csv.reader(table.open(encoding="utf-8")))
+    assert rows[0][:3] == ["input", "label_1", "probability_1"] and len(rows) == 103
+    assert rows[3][0] == str(SAMPLE / "triangle" / "triangle_0000.jpg")
+
+    ev = cli("eval", out, "--json")
+    assert ev.returncode == 0, ev.stderr
+    assert js(ev)["accuracy"] == pytest.approx(data["metrics"]["accuracy"])  # same val split as training
+
+
+def test_eval_on_other_data_uses_all_of_it(tmp_path):
+    from trainlab import DataError
+    from trainlab.engine.runner import RunRequest, evaluate_run, run_training
+
+    data = shapes(tmp_path / "d", classes=2, per_class=10, size=24)
+    out = str(tmp_path / "run")
+    result = run_training(RunRequest(task="image-classification", data=str(data), params={"epochs": "1", "image_size": "24"}, out=out))
+    assert result.status == "completed", result.error
+    assert evaluate_run(out)["samples"] == 4  # its own validation split
+    other = shapes(tmp_path / "other", classes=2, per_class=7, size=24, seed=5)
+    assert evaluate_run(out, str(other))["samples"] == 14  # all of other data
+    unknown = shapes(tmp_path / "unknown", classes=3, per_class=2, size=24)
+    with pytest.raises(DataError, match="not trained on: triangle"):
+        evaluate_run(out, str(unknown))
+
+
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (["--data", "{tmp}/missing"], "no such file or folder"),
+        (["--data", "{one_class}"], "at least two classes"),
+        (["--data", "{sample}", "--model", "resnet18"], "resnet18-f37072fd.pth"),
+        (["--data", "{sample}", "--model", "vgg99"], "neither a preset"),
+        (["--data", "{sample}", "--set", "weights={tmp}/none.safetensors"], "none.safetensors does not exist"),
+    ],
+)
+def test_bad_input_is_exit_2_with_a_reason(cli, tmp_path, monkeypatch, args, reason):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    one_class = shapes(tmp_path / "one", classes=1, per_class=3, size=16)
+    args = [a.format(tmp=tmp_path, one_class=one_class, sample=SAMPLE) for a in args]
+    result = cli("train", "image-classification", *args, "--epochs", "1", "--json")
+    assert result.returncode == 2, result.stderr
+    assert reason in js(result)["error"]
+
+
+def test_unreadable_files_during_training_are_skipped_and_listed(tmp_path):
+    from trainlab.engine.runner import RunRequest, run_training
+
+    data = shapes(tmp_path / "d", classes=2, per_class=8, size=24)
+    broken = truncated_jpeg(data / "circle" / "zz_truncated.jpg")
+    result = run_training(
+        RunRequest(task="image-classification", data=str(data), params={"epochs": "1", "image_size": "24"}, out=str(tmp_path / "run"))
+    )
+    assert result.status == "completed", result.error
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["skipped_during_training"]["count"] == 1
+    assert record["skipped_during_training"]["files"][0]["path"] == str(broken)
+
+
+def test_training_from_a_thread_with_spawned_loader_workers(tmp_path):
+    """What the window does: the engine in a non-main thread, workers started with spawn."""
+    from trainlab.engine.runner import RunRequest, run_training
+
+    data = shapes(tmp_path / "d", classes=2, per_class=6, size=20)
+    request = RunRequest(
+        task="image-classification", data=str(data), out=str(tmp_path / "run"),
+        params={"epochs": "1", "image_size": "20", "num_workers": "1", "batch_size": "4"},
+    )  # fmt: skip
+    results = []
+    thread = threading.Thread(target=lambda: results.append(run_training(request, mp_context="spawn")))
+    thread.start()
+    thread.join(timeout=240)
+    assert results and results[0].status == "completed", results and results[0].error
+    assert results[0].steps == 3
