@@ -1,0 +1,204 @@
+"""Which model a run uses, and building, saving and loading it offline.
+
+``model`` is the ``tiny-bert`` preset (a small BERT, randomly initialised,
+with the vocabulary shipped in ``trainlab.resources``), a folder holding a
+transformers model, or a name that ``trainlab.modelstore`` resolves from the
+model store or the Hugging Face cache.  Everything loads with
+``local_files_only=True``: the hub is never asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from trainlab import UsageError
+from trainlab import modelstore
+
+TINY_BERT = "tiny-bert"
+# Small enough to train from scratch on a CPU in a minute or two; 512
+# positions so any max_length a user picks for a base model works here too.
+TINY_BERT_CONFIG = {
+    "hidden_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 512,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+}
+RUN_INFO_FILE = "trainlab.json"  # beside the model: what TrainLab trained it with
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model comes from: ``kind`` is ``preset`` or ``folder``."""
+
+    kind: str
+    name: str  # as the user gave it
+    path: Path  # the model folder, or the preset's tokenizer folder
+
+    def describe(self) -> str:
+        if self.kind == "preset":
+            return f"{self.name} (built-in preset, trained from scratch)"
+        return f"{self.name} ({self.path})" if str(self.path) != self.name else str(self.path)
+
+
+def tiny_bert_vocab_dir() -> Path:
+    return Path(str(resources.files("trainlab.resources") / "vocab" / "tiny-bert"))
+
+
+def resolve_source(model: str) -> ModelSource:
+    """The model a parameter value names; UsageError says what is wrong."""
+    model = str(model).strip()
+    if not model:
+        raise UsageError("parameter model is empty; use tiny-bert, a model folder or a model name")
+    if model == TINY_BERT:
+        return ModelSource("preset", model, tiny_bert_vocab_dir())
+    candidate = Path(model).expanduser()
+    if candidate.is_dir():
+        check = modelstore.check_text_model_folder(candidate)
+        if not check.usable:
+            raise UsageError(f"model folder {candidate} cannot be used: missing {check.describe_missing()}")
+        return ModelSource("folder", model, candidate.resolve())
+    if candidate.exists():
+        raise UsageError(f"model {model!r} is a file; give the folder that holds config.json, the tokenizer and the weights")
+    if model.startswith((".", "~", os.sep)) or model.count("/") > 1:
+        raise UsageError(f"model folder {candidate}: no such folder")
+    try:
+        path = modelstore.resolve(model)
+    except UsageError as exc:
+        if "/" in model:
+            raise UsageError(f"{exc} (nor is there a folder {candidate.resolve()})") from None
+        raise
+    check = modelstore.check_text_model_folder(path)
+    if not check.usable:
+        raise UsageError(f"model {model!r} ({path}) cannot be used: missing {check.describe_missing()}")
+    return ModelSource("folder", model, path)
+
+
+def _quiet_transformers() -> None:
+    # Loading bars and "newly initialized" notices would clutter the run's
+    # output; TrainLab reports what matters itself.
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+def load_tokenizer(source: ModelSource) -> Any:
+    from transformers import AutoTokenizer
+
+    _quiet_transformers()
+    try:
+        return AutoTokenizer.from_pretrained(str(source.path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot load the tokenizer of model {source.describe()}: {exc}") from None
+
+
+def position_limit(source: ModelSource) -> int | None:
+    """How many tokens the model's position embeddings allow (None: no limit known)."""
+    if source.kind == "preset":
+        return TINY_BERT_CONFIG["max_position_embeddings"]
+    try:
+        config = json.loads((source.path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    limit = config.get("max_position_embeddings")
+    if not isinstance(limit, int):
+        return None
+    # RoBERTa-style models offset positions by the padding index
+    if config.get("model_type") in {"roberta", "xlm-roberta", "camembert", "longformer"}:
+        limit -= int(config.get("pad_token_id") or 1) + 1
+    return limit
+
+
+def build_model(source: ModelSource, tokenizer: Any, label_names: Sequence[str], log: Callable[[str], None]) -> Any:
+    """A sequence classifier for ``label_names`` (new weights for the head)."""
+    _quiet_transformers()
+    id2label = dict(enumerate(label_names))
+    label2id = {name: i for i, name in id2label.items()}
+    if source.kind == "preset":
+        from transformers import BertConfig, BertForSequenceClassification
+
+        config = BertConfig(
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            num_labels=len(label_names),
+            id2label=id2label,
+            label2id=label2id,
+            **TINY_BERT_CONFIG,
+        )
+        return BertForSequenceClassification(config)
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    try:
+        config = AutoConfig.from_pretrained(
+            str(source.path), num_labels=len(label_names), id2label=id2label, label2id=label2id, local_files_only=True
+        )
+        model, info = AutoModelForSequenceClassification.from_pretrained(
+            str(source.path),
+            config=config,
+            ignore_mismatched_sizes=True,  # a head trained for other labels is replaced
+            local_files_only=True,
+            output_loading_info=True,
+        )
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot load model {source.describe()}: {exc}") from None
+    new = sorted(set(info.get("missing_keys") or []) | {str(k[0]) if isinstance(k, tuple) else str(k) for k in info.get("mismatched_keys") or []})
+    if new:
+        shown = ", ".join(new[:4]) + (", ..." if len(new) > 4 else "")
+        log(f"model {source.describe()}: new weights for {len(label_names)} labels ({shown})")
+    return model
+
+
+def unwrap(model: Any) -> Any:
+    """The plain transformers model under DDP or torch.compile wrappers."""
+    while True:
+        inner = getattr(model, "module", None) or getattr(model, "_orig_mod", None)
+        if inner is None:
+            return model
+        model = inner
+
+
+def save_model_folder(model: Any, tokenizer: Any, out_dir: Path, info: dict[str, Any]) -> None:
+    """Write a folder plain transformers loads: safetensors, tokenizer, labels.
+
+    Written beside ``out_dir`` first and swapped in, so a crash never leaves
+    a half-written model where a finished one was.
+    """
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
+    old = out_dir.parent / f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}"
+    model = unwrap(model)
+    saved_limit = tokenizer.model_max_length
+    try:
+        model.save_pretrained(str(tmp))
+        # the trained length becomes the tokenizer's limit, so that
+        # pipeline(..., truncation=True) cuts texts as training did
+        tokenizer.model_max_length = int(info.get("max_length") or saved_limit)
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / RUN_INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if out_dir.exists():
+            os.replace(out_dir, old)
+        os.replace(tmp, out_dir)
+    finally:
+        tokenizer.model_max_length = saved_limit
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def read_run_info(model_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((Path(model_dir) / RUN_INFO_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
