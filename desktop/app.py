@@ -26,6 +26,8 @@ from trainlab import __version__
 
 log = logging.getLogger("trainlab.desktop")
 
+# The same values as trainlab.launcher.DESKTOP_ID and WM_CLASS (a test checks
+# it); not imported from there because that module costs start-up time.
 DESKTOP_ID = "org.trainlab.TrainLab"
 WM_CLASS = "trainlab"
 
@@ -35,20 +37,14 @@ WM_CLASS = "trainlab"
 after_show: list[Callable[[Any], None]] = []
 
 
-def _identity() -> tuple[str, str]:
-    try:
-        from trainlab.launcher import DESKTOP_ID as desktop_id, WM_CLASS as wm_class
-    except ImportError:  # the launcher module is optional for the window
-        return DESKTOP_ID, WM_CLASS
-    return desktop_id, wm_class
-
-
-def app_icon() -> QIcon:
+def app_icon(sizes: tuple[int, ...] = (16, 24, 32, 48, 64, 128, 256, 512)) -> QIcon:
+    """The app icon in every size (set once the window is up: loading the
+    files costs start-up time, and the window manager picks the change up)."""
     from importlib import resources
 
     icons = resources.files("trainlab.resources") / "icons"
     icon = QIcon()
-    for size in (16, 24, 32, 48, 64, 128, 256, 512):
+    for size in sizes:
         path = icons / f"trainlab-{size}.png"
         if path.is_file():
             icon.addFile(str(path))
@@ -64,24 +60,21 @@ def make_application(language: str | None = None, theme: str | None = None) -> t
     Returns ``(app, language used, resolved theme)``.  Reuses an existing
     QApplication (tests).
     """
-    desktop_id, wm_class = _identity()
+    desktop_id, wm_class = DESKTOP_ID, WM_CLASS
     QCoreApplication.setApplicationName(wm_class)
     QCoreApplication.setOrganizationName("TrainLab")
     QCoreApplication.setApplicationVersion(__version__)
     QGuiApplication.setApplicationDisplayName("TrainLab")
     QGuiApplication.setDesktopFileName(desktop_id)
-    try:
+    if sys.platform == "win32":
         from trainlab.launcher import set_windows_app_id
 
         set_windows_app_id()
-    except ImportError:
-        pass
     app = QApplication.instance()
     if app is None:
         # argv[0] is the X11 instance name (WM_CLASS's first string); no
         # other argument is passed: the command line is TrainLab's, not Qt's.
         app = QApplication([wm_class])
-    app.setWindowIcon(app_icon())
 
     from trainlab.desktop.settings import DesktopSettings
     from trainlab.desktop.style import apply_theme
@@ -115,21 +108,19 @@ def run_app(
     language: str | None = None,
 ) -> int:
     """Open the main window (optionally pre-filled and started); returns the exit code."""
-    try:
-        from trainlab.logs import setup_logging
-
-        setup_logging(console=False)
-    except ImportError:
-        pass
     app, used_language, resolved_theme = make_application(language)
     from trainlab.desktop.main_window import MainWindow
 
     window = MainWindow(resolved_theme=resolved_theme)
     window.show()
     app.processEvents()  # expose and paint now: the window is on screen before anything heavy
-    log.info("TrainLab %s window shown (language %s, theme %s)", __version__, used_language, resolved_theme)
     for hook in list(after_show):
         hook(window)
+    from trainlab.logs import setup_logging
+
+    setup_logging(console=False)  # the log file (a no-op when the CLI did it already)
+    app.setWindowIcon(app_icon())
+    log.info("TrainLab %s window shown (language %s, theme %s)", __version__, used_language, resolved_theme)
     window.prefill(task=task, data=data, params=dict(params or {}), autostart=autostart)
     QTimer.singleShot(0, window.finish_setup)
 

@@ -215,9 +215,13 @@ class DataPanel(QWidget):
         self.file_button = QPushButton(self.tr("File\u2026"), self)
         self.file_button.setToolTip(self.tr("Choose a CSV, TSV or JSON-lines file"))
         self.file_button.clicked.connect(self.choose_file)
+        self.recheck_button = QPushButton(self.tr("Check again"), self)
+        self.recheck_button.setToolTip(self.tr("Read the data again (after you changed files)"))
+        self.recheck_button.clicked.connect(self.recheck)
         row.addWidget(self.path_edit, 1)
         row.addWidget(self.folder_button)
         row.addWidget(self.file_button)
+        row.addWidget(self.recheck_button)
         layout.addLayout(row)
 
         self.hint = QLabel(self)

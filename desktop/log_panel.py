@@ -87,7 +87,12 @@ class LogPanel(QWidget):
         self.lines: list[tuple[int, str]] = []
 
     def attach(self, logger_name: str = "trainlab") -> None:
-        logging.getLogger(logger_name).addHandler(self.handler)
+        logger = logging.getLogger(logger_name)
+        if logger.getEffectiveLevel() > logging.INFO:
+            # without trainlab.logs.setup_logging (tests, embedding) the
+            # logger would drop the information the panel is for
+            logger.setLevel(logging.INFO)
+        logger.addHandler(self.handler)
 
     def detach(self, logger_name: str = "trainlab") -> None:
         logging.getLogger(logger_name).removeHandler(self.handler)

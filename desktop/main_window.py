@@ -22,7 +22,6 @@ from PySide6.QtCore import QByteArray, QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
-    QComboBox,
     QDockWidget,
     QFrame,
     QHBoxLayout,
@@ -31,14 +30,11 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMainWindow,
     QMessageBox,
-    QScrollArea,
-    QSplitter,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from trainlab.desktop.log_panel import LogPanel
 from trainlab.desktop.settings import DesktopSettings
 from trainlab.desktop.welcome import WelcomeView
 
@@ -95,6 +91,8 @@ class MainWindow(QMainWindow):
         self._progress = None
         self._keep_awake = None
         self._current_task = ""
+        self.prewarmed = False  # torch and the engine imported ahead of Start
+        self._prewarming = False
 
         self.setWindowTitle("TrainLab")
         self.setObjectName("MainWindow")
@@ -141,11 +139,10 @@ class MainWindow(QMainWindow):
         row.addWidget(self.stack, 1)
         self.setCentralWidget(central)
 
-        self.log_panel = LogPanel(self)
-        self.log_panel.attach()
+        # the log panel itself is built in finish_setup (start-up time)
+        self.log_panel = None
         self.log_dock = QDockWidget(self.tr("Log"), self)
         self.log_dock.setObjectName("log_dock")
-        self.log_dock.setWidget(self.log_panel)
         self.log_dock.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_dock)
         self.log_dock.hide()
@@ -249,7 +246,14 @@ class MainWindow(QMainWindow):
         if self.is_ready:
             return
         started = time.perf_counter()
+        from trainlab.desktop.log_panel import LogPanel
         from trainlab.pluginhost import registry
+
+        self.log_panel = LogPanel(self.log_dock)
+        self.log_panel.attach()
+        self.log_dock.setWidget(self.log_panel)
+        if not self.settings.window_state:
+            self.resizeDocks([self.log_dock], [170], Qt.Orientation.Vertical)
 
         self.registry = registry()
         self._build_train_page()
@@ -273,6 +277,8 @@ class MainWindow(QMainWindow):
             self.prefill(**prefill)
 
     def _build_train_page(self) -> None:
+        from PySide6.QtWidgets import QComboBox, QScrollArea, QSplitter
+
         from trainlab.desktop.data_panel import DataPanel
         from trainlab.desktop.devices import device_choices
         from trainlab.desktop.params_form import ParamsForm
@@ -333,11 +339,13 @@ class MainWindow(QMainWindow):
         live_layout.addWidget(self.controls)
         curves_split = QSplitter(Qt.Orientation.Vertical, live)
         self.plots = LivePlots(curves_split, plot_colors(self.resolved_theme))
+        self.plots.setMinimumHeight(320)
         curves_split.addWidget(self.plots)
         try:
             from trainlab.desktop.gpu_panel import GpuPanel
 
             self.gpu_panel = GpuPanel(curves_split)
+            self.gpu_panel.setMinimumHeight(150)
             self.gpu_panel.status_changed.connect(self.gpu_status.setText)
             curves_split.addWidget(self.gpu_panel)
             curves_split.setStretchFactor(0, 3)
@@ -369,7 +377,7 @@ class MainWindow(QMainWindow):
         self.params_form.validityChanged.connect(lambda _: self._update_actions())
         self.params_form.valuesChanged.connect(self._params_edited)
         self.data_panel.pathChanged.connect(lambda _: self._update_actions())
-        self.data_panel.checkFinished.connect(lambda _: self._update_actions())
+        self.data_panel.checkFinished.connect(self._data_checked)
         last = self.settings.last_task
         index = self.task_combo.findData(last) if last else -1
         self.task_combo.setCurrentIndex(index if index >= 0 else 0)
@@ -468,6 +476,23 @@ class MainWindow(QMainWindow):
         if remembered_data and not self.data_panel.path():
             self.data_panel.set_path(remembered_data)
         self._update_actions()
+
+    def _data_checked(self, summary) -> None:
+        self._update_actions()
+        if summary is not None and not self.prewarmed and not self._prewarming:
+            from trainlab.desktop import background
+            from trainlab.desktop.worker import prewarm_engine
+
+            self._prewarming = True
+            background.start(prewarm_engine, self._prewarm_done, self._prewarm_failed)
+
+    def _prewarm_done(self, _tag, _result) -> None:
+        self.prewarmed, self._prewarming = True, False
+        log.debug("engine imports done ahead of Start")
+
+    def _prewarm_failed(self, _tag, message: str, _tb: str) -> None:
+        self._prewarming = False
+        log.info("could not prepare the engine ahead of Start: %s", message)
 
     def _params_for_check(self) -> dict[str, Any]:
         try:
@@ -893,13 +918,10 @@ class MainWindow(QMainWindow):
         from trainlab.desktop.follow import MetricsTail
 
         self._follow_tail = MetricsTail(metrics)
-        self._follow_timer = getattr(self, "_follow_timer", None) or QTimer(self)
-        self._follow_timer.setInterval(500)
-        try:
-            self._follow_timer.timeout.disconnect()
-        except (RuntimeError, TypeError):
-            pass
-        self._follow_timer.timeout.connect(self._follow_tick)
+        if getattr(self, "_follow_timer", None) is None:
+            self._follow_timer = QTimer(self)
+            self._follow_timer.setInterval(500)
+            self._follow_timer.timeout.connect(self._follow_tick)
         self._follow_tick()
         self._follow_timer.start()
         self.plots.start_live()
@@ -1053,7 +1075,8 @@ class MainWindow(QMainWindow):
         from trainlab.desktop import background
 
         background.wait_all(10_000)
-        self.log_panel.detach()
+        if self.log_panel is not None:
+            self.log_panel.detach()
 
     def _save_geometry(self) -> None:
         self.settings.geometry = bytes(self.saveGeometry().toBase64()).decode("ascii")

@@ -116,22 +116,19 @@ class LivePlots(QWidget):
         self.view.setObjectName("live_plots")
         layout.addWidget(self.view, 1)
         self._time_axis = ElapsedAxis("bottom")
-        self.loss_plot = self.view.addPlot(row=0, col=0, colspan=3, title=self.tr("Training loss"))
-        self.eval_loss_plot = self.view.addPlot(
-            row=1, col=0, title=self.tr("Validation loss"), axisItems={"bottom": EpochAxis("bottom")}
-        )
-        self.accuracy_plot = self.view.addPlot(
-            row=1, col=1, title=self.tr("Validation accuracy"), axisItems={"bottom": EpochAxis("bottom")}
-        )
-        self.lr_plot = self.view.addPlot(row=1, col=2, title=self.tr("Learning rate"))
+        self.loss_plot = self.view.addPlot(row=0, col=0, colspan=3)
+        self.eval_loss_plot = self.view.addPlot(row=1, col=0, axisItems={"bottom": EpochAxis("bottom")})
+        self.accuracy_plot = self.view.addPlot(row=1, col=1, axisItems={"bottom": EpochAxis("bottom")})
+        self.lr_plot = self.view.addPlot(row=1, col=2)
         self.view.ci.layout.setRowStretchFactor(0, 3)
         self.view.ci.layout.setRowStretchFactor(1, 2)
         for plot in (self.loss_plot, self.eval_loss_plot, self.accuracy_plot, self.lr_plot):
             plot.showGrid(x=True, y=True)
             plot.setMenuEnabled(True)
             plot.getViewBox().setMouseEnabled(x=True, y=True)
+        # a legend would cover the points of this small plot: the title says
+        # which curve is which, in the curves' colours (apply_colors)
         self.loss_plot.addLegend(offset=(-10, 10))
-        self.accuracy_plot.addLegend(offset=(-10, -10), brush=(128, 128, 128, 40))
         self.eval_loss_plot.setLabel("bottom", self.tr("epoch"))
         self.accuracy_plot.setLabel("bottom", self.tr("epoch"))
         self.accuracy_plot.setYRange(0, 1, padding=0.02)
@@ -140,9 +137,9 @@ class LivePlots(QWidget):
         self.loss_raw = _curve(self.loss_plot, self.tr("loss"))
         self.loss_smooth = _curve(self.loss_plot, self.tr("smoothed"))
         self.eval_loss = self.eval_loss_plot.plot([], [], symbol="o", symbolSize=6)
-        self.accuracy = self.accuracy_plot.plot([], [], name=self.tr("accuracy"), symbol="o", symbolSize=6)
-        self.macro_f1 = self.accuracy_plot.plot([], [], name=self.tr("macro F1"), symbol="t", symbolSize=6)
-        self.best = self.accuracy_plot.plot([], [], pen=None, symbol="star", symbolSize=14, name=self.tr("best"))
+        self.accuracy = self.accuracy_plot.plot([], [], symbol="o", symbolSize=6)
+        self.macro_f1 = self.accuracy_plot.plot([], [], symbol="t", symbolSize=6)
+        self.best = self.accuracy_plot.plot([], [], pen=None, symbol="star", symbolSize=14)
         self.lr = _curve(self.lr_plot, self.tr("learning rate"))
         self.lr_plot.getAxis("left").enableAutoSIPrefix(True)
         self._colors = colors
@@ -162,8 +159,19 @@ class LivePlots(QWidget):
                 axis = plot.getAxis(name)
                 axis.setPen(colors.foreground)
                 axis.setTextPen(colors.foreground)
-            plot.titleLabel.setText(plot.titleLabel.text, color=colors.foreground)
             plot.showGrid(x=True, y=True, alpha=colors.grid_alpha)
+        for plot, title in (
+            (self.loss_plot, self.tr("Training loss")),
+            (self.eval_loss_plot, self.tr("Validation loss")),
+            (self.lr_plot, self.tr("Learning rate")),
+        ):
+            plot.setTitle(title, color=colors.foreground)
+        self.accuracy_plot.setTitle(
+            f"<span style='color:{colors.accuracy}'>{self.tr('Accuracy')}</span>"
+            f"<span style='color:{colors.foreground}'> \u00b7 </span>"
+            f"<span style='color:{colors.macro_f1}'>{self.tr('macro F1')}</span>"
+            f"<span style='color:{colors.foreground}'> \u00b7 \u2605 {self.tr('best')}</span>"
+        )
         self.loss_raw.setPen(pg.mkPen(colors.loss_raw, width=1))
         self.loss_smooth.setPen(pg.mkPen(colors.loss_smooth, width=2))
         self.eval_loss.setPen(pg.mkPen(colors.eval_loss, width=2))
@@ -178,10 +186,9 @@ class LivePlots(QWidget):
         self.best.setSymbolBrush("#f2c94c")
         self.best.setSymbolPen(colors.foreground)
         self.lr.setPen(pg.mkPen(colors.lr, width=2))
-        for legend_plot in (self.loss_plot, self.accuracy_plot):
-            legend = legend_plot.legend
-            if legend is not None:
-                legend.setLabelTextColor(colors.foreground)
+        legend = self.loss_plot.legend
+        if legend is not None:
+            legend.setLabelTextColor(colors.foreground)
 
     # -- data ----------------------------------------------------------------
     def reset(self, curves: RunCurves | None = None) -> None:

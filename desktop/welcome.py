@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -28,12 +28,22 @@ from PySide6.QtWidgets import (
 SAMPLE_TASKS = ("image-classification", "text-classification")
 
 
+def status_title(status: str) -> str:
+    titles = {
+        "running": QCoreApplication.translate("WelcomeView", "running"),
+        "completed": QCoreApplication.translate("WelcomeView", "completed"),
+        "failed": QCoreApplication.translate("WelcomeView", "failed"),
+        "cancelled": QCoreApplication.translate("WelcomeView", "stopped"),
+    }
+    return titles.get(status, status)
+
+
 def describe_run(row: dict[str, Any]) -> str:
     """One line for a run of the index: name or id, task, status, when, best."""
     name = row.get("name") or row.get("id") or ""
     started = row.get("started")
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else ""
-    parts = [str(name), str(row.get("task") or ""), str(row.get("status") or "")]
+    parts = [str(name), str(row.get("task") or ""), status_title(str(row.get("status") or ""))]
     if when:
         parts.append(when)
     best, monitor = row.get("best_metric"), row.get("monitor")

@@ -351,6 +351,22 @@ def _is_usage_error(exc: BaseException) -> bool:
     return isinstance(exc, UsageError)
 
 
+def prewarm_engine() -> None:
+    """Import what starting a run imports, off the GUI thread, ahead of Start.
+
+    torch, the engine's loop and, through the first optimizer built,
+    torch._dynamo (torch 2.x imports it lazily in ``Optimizer.__init__``):
+    a couple of seconds of imports that, done in the worker thread after
+    Start, would compete with the GUI thread for the GIL.  The window calls
+    this once the data check has passed, while the user reads the summary.
+    """
+    import torch
+
+    import trainlab.engine.loop  # noqa: F401 - imported for its side effect
+
+    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
+
+
 def wait_for(worker: TrainingWorker, timeout_s: float) -> bool:
     """Block until the worker's thread ended (used at shutdown only)."""
     deadline = time.monotonic() + timeout_s

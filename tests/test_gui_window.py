@@ -379,3 +379,50 @@ def test_both_palettes_apply(qtbot, window):
     window.set_theme("light")
     light = QApplication.instance().palette().color(QPalette.ColorRole.Window).lightness()
     assert window.resolved_theme == "light" and light > 200
+
+
+def test_opening_a_past_run_shows_its_curves_and_results(qtbot, window, toy_csv):
+    prepare(qtbot, window, toy_csv, epochs=2, log_interval=0)
+    result = start_and_finish(qtbot, window)
+    run_dir = result["run_dir"]
+    window.plots.reset()
+    assert window.plots.point_counts()["loss"] == 0
+
+    window.open_run(run_dir)
+    assert window.plots.point_counts()["eval"] == 2  # read back from metrics.jsonl
+    assert window.plots.point_counts()["loss"] >= 20
+    assert window.current_run_dir == run_dir and window.controls.more_action.isEnabled()
+    if window.results is not None:
+        assert window.current_page() == "results"
+    window.open_run(str(toy_csv.parent))  # not a run folder
+    assert "not a TrainLab run folder" in window.status_label.text()
+
+
+def test_try_text_classification_starts_a_demo_on_the_bundled_sample(qtbot, window):
+    if not window.welcome.try_text.isEnabled():
+        pytest.skip("this installation has no text sample: " + window.welcome.try_text.toolTip())
+    with qtbot.waitSignal(window.runStarted, timeout=10_000):
+        window.welcome.try_text.click()
+    assert window.task_id() == "text-classification"
+    assert window.data_panel.path() == window.sample_path("text-classification")
+    qtbot.waitUntil(lambda: window.worker is not None and window.worker.state == "running", timeout=RUN_TIMEOUT_MS)
+    with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.stop_run()
+    assert blocker.args[0]["status"] in ("cancelled", "completed")
+
+
+def test_gpu_status_reaches_the_status_bar(qtbot, window):
+    if window.gpu_panel is None:
+        pytest.skip("no GPU panel in this build")
+    # one telemetry sample a second from the window's own sampler; without a
+    # GPU it says so and shows CPU and RAM
+    qtbot.waitUntil(lambda: window.gpu_status.text() != "", timeout=10_000)
+    assert "GPU" in window.gpu_status.text() or "CPU" in window.gpu_status.text()
+
+
+def test_desktop_identity_matches_the_launcher():
+    from trainlab import launcher
+    from trainlab.desktop import app
+
+    assert app.DESKTOP_ID == launcher.DESKTOP_ID
+    assert app.WM_CLASS == launcher.WM_CLASS
