@@ -175,13 +175,15 @@ def read_preview(path: str) -> ImagePreview | TablePreview | None:
 def check_data(spec: TaskSpec, data: str, params: dict[str, Any]) -> DataSummary:
     """What ``task.prepare`` says about ``data``: the same check a run starts with."""
     from trainlab.api import RunContext
+    from trainlab.desktop.worker import engine_import_lock
     from trainlab.pluginhost import load_factory
 
-    factory = load_factory(spec.factory)
-    task = factory(spec, params)
-    ctx = RunContext(device="cpu", precision="fp32", seed=int(params.get("seed", 0) or 0), run_dir=None,
-                     params=params, log=lambda message: log.info("%s", message))
-    return task.prepare(data, ctx)
+    with engine_import_lock:
+        factory = load_factory(spec.factory)
+        task = factory(spec, params)
+        ctx = RunContext(device="cpu", precision="fp32", seed=int(params.get("seed", 0) or 0), run_dir=None,
+                         params=params, log=lambda message: log.info("%s", message))
+        return task.prepare(data, ctx)
 
 
 class DataPanel(QWidget):

@@ -36,6 +36,12 @@ from PySide6.QtCore import QThread, QTimer, Signal
 from trainlab.events import EvalResult, Event, Finished, Log, Progress, Started, SystemSample, TrainStep
 
 DRAIN_INTERVAL_MS = 33  # ~30 Hz: as often as a plot is worth redrawing
+
+# Held while a background job imports task and engine modules (the data check,
+# the engine prewarm); a run waits for it before it starts importing.  Two
+# threads importing transformers at once can see it half initialised
+# ("cannot import name 'AutoTokenizer'"): its lazy module is not thread-safe.
+engine_import_lock = threading.Lock()
 STATES = ("preparing", "running", "paused", "stopping")
 
 
@@ -274,7 +280,10 @@ class TrainingWorker(QThread):
         self.runFinished.emit(data)
 
     def _run_here(self) -> Any:
-        # Imported here, in the worker thread: this is where torch loads.
+        # Imported here, in the worker thread: this is where torch loads, once
+        # a data check that may be importing the same modules has finished.
+        with engine_import_lock:
+            pass
         from trainlab.engine.callbacks import Callback, RunControl
 
         worker = self
@@ -360,11 +369,12 @@ def prewarm_engine() -> None:
     Start, would compete with the GUI thread for the GIL.  The window calls
     this once the data check has passed, while the user reads the summary.
     """
-    import torch
+    with engine_import_lock:
+        import torch
 
-    import trainlab.engine.loop  # noqa: F401 - imported for its side effect
+        import trainlab.engine.loop  # noqa: F401 - imported for its side effect
 
-    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
+        torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
 
 
 def wait_for(worker: TrainingWorker, timeout_s: float) -> bool:

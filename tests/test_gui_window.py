@@ -405,10 +405,11 @@ def test_try_text_classification_starts_a_demo_on_the_bundled_sample(qtbot, wind
         window.welcome.try_text.click()
     assert window.task_id() == "text-classification"
     assert window.data_panel.path() == window.sample_path("text-classification")
-    qtbot.waitUntil(lambda: window.worker is not None and window.worker.state == "running", timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.worker is None or window.worker.state == "running", timeout=RUN_TIMEOUT_MS)
+    assert window.worker is not None, window.last_result
     with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.stop_run()
-    assert blocker.args[0]["status"] in ("cancelled", "completed")
+    assert blocker.args[0]["status"] in ("cancelled", "completed"), blocker.args[0]
 
 
 def test_gpu_status_reaches_the_status_bar(qtbot, window):
