@@ -20,13 +20,13 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QRadioButton,
     QSizePolicy,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionHeader,
     QStyleOptionViewItem,
     QTableView,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -220,15 +220,45 @@ class _RotatedHeader(QHeaderView):
         painter.restore()
 
 
+def _is_cjk(text: str) -> bool:
+    return any("\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" for ch in text)
+
+
 class _VerticalLabel(QLabel):
+    """A label read top to bottom beside the rows.
+
+    Latin text is turned a quarter (read bottom to top); Chinese, Japanese and
+    Korean characters are stacked upright, as vertical CJK text is written.
+    """
+
+    def _stacked(self) -> list[str] | None:
+        text = self.text()
+        if not _is_cjk(text):
+            return None
+        # The arrow says which way the rows run: down, below the characters.
+        return [ch for ch in text.replace("\u2190", "").replace("\u2192", "") if not ch.isspace()] + ["\u2193"]
+
     def paintEvent(self, _event) -> None:  # noqa: N802
         painter = QPainter(self)
         painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        stacked = self._stacked()
+        if stacked is not None:
+            metrics = QFontMetrics(self.font())
+            line = metrics.height()
+            top = max(0, (self.height() - line * len(stacked)) // 2)
+            for index, ch in enumerate(stacked):
+                painter.drawText(QRect(0, top + index * line, self.width(), line), Qt.AlignmentFlag.AlignCenter, ch)
+            return
         painter.translate(0, self.height())
         painter.rotate(-90)
         painter.drawText(QRect(0, 0, self.height(), self.width()), Qt.AlignmentFlag.AlignCenter, self.text())
 
     def sizeHint(self) -> QSize:  # noqa: N802
+        stacked = self._stacked()
+        if stacked is not None:
+            metrics = QFontMetrics(self.font())
+            width = max(metrics.horizontalAdvance(ch) for ch in stacked) + 4
+            return QSize(width, metrics.height() * len(stacked))
         hint = super().sizeHint()
         return QSize(hint.height(), hint.width())
 
@@ -275,13 +305,20 @@ class ConfusionMatrixView(QWidget):
             font.setBold(True)
             title.setFont(font)
 
-        self.counts_button = QRadioButton(self.tr("Counts"))
-        self.percent_button = QRadioButton(self.tr("% of true label"))
+        # A two-segment switch: which one is on reads clearly in both palettes.
+        self.counts_button = QToolButton()
+        self.counts_button.setText(self.tr("Counts"))
+        self.percent_button = QToolButton()
+        self.percent_button.setText(self.tr("% of true label"))
         self.percent_button.setToolTip(self.tr("Each row divided by the number of examples of its true label (recall on the diagonal)"))
-        self.counts_button.setChecked(True)
         group = QButtonGroup(self)
-        group.addButton(self.counts_button)
-        group.addButton(self.percent_button)
+        group.setExclusive(True)
+        for button in (self.counts_button, self.percent_button):
+            button.setCheckable(True)
+            button.setAutoRaise(False)
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+            group.addButton(button)
+        self.counts_button.setChecked(True)
         self.percent_button.toggled.connect(self.model.set_normalized)
         self.percent_button.toggled.connect(self.table.viewport().update)
         self.percent_button.toggled.connect(self._fit_cells)
@@ -292,6 +329,7 @@ class ConfusionMatrixView(QWidget):
         switch = QHBoxLayout()
         switch.addWidget(self.predicted_title, 0, Qt.AlignmentFlag.AlignBottom)
         switch.addStretch(1)
+        switch.setSpacing(0)
         switch.addWidget(self.counts_button)
         switch.addWidget(self.percent_button)
 

@@ -396,7 +396,7 @@ class ResultsView(QWidget):
         details = [str(info.get("task", ""))]
         status = info.get("status")
         if status:
-            details.append(str(status))
+            details.append(self._status_text(str(status)))
         self.subtitle.setText(" \u00b7 ".join(d for d in details if d))
         eval_json = run_path / "eval.json"
         if not eval_json.is_file():
@@ -421,6 +421,14 @@ class ResultsView(QWidget):
         self.show_split(next(iter(self.reports)))
         self.loaded.emit(self.run_dir)
         return True
+
+    def _status_text(self, status: str) -> str:
+        return {
+            "running": self.tr("running"),
+            "completed": self.tr("completed"),
+            "failed": self.tr("failed"),
+            "cancelled": self.tr("stopped"),
+        }.get(status, status)
 
     def _split_title(self, split: str) -> str:
         return {"val": self.tr("Validation"), "test": self.tr("Test"), "train": self.tr("Training")}.get(split, split)

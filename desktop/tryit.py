@@ -132,10 +132,6 @@ class TryItPanel(QWidget):
         image_layout = QVBoxLayout(image_page)
         image_layout.setContentsMargins(0, 0, 0, 0)
         image_layout.addWidget(self.drop_area, 1)
-        image_buttons = QHBoxLayout()
-        image_buttons.addWidget(self.choose_button)
-        image_buttons.addStretch(1)
-        image_layout.addLayout(image_buttons)
 
         # text input
         self.text_edit = QPlainTextEdit()
@@ -170,6 +166,7 @@ class TryItPanel(QWidget):
         self.top_k.setToolTip(self.tr("How many of the most likely labels to show"))
         self.top_k.valueChanged.connect(lambda _: self.predict_current())
         options = QHBoxLayout()
+        options.addWidget(self.choose_button)
         options.addWidget(self.sample_button)
         options.addStretch(1)
         options.addWidget(QLabel(self.tr("Top:")))
@@ -245,6 +242,7 @@ class TryItPanel(QWidget):
             self.run = {}
         self.kind = input_kind(self.run)
         self.input_stack.setCurrentIndex(0 if self.kind == "image" else 1)
+        self.choose_button.setVisible(self.kind == "image")
         name = self.run.get("name") or self.run.get("id") or Path(self.run_dir).name
         self.run_label.setText(
             self.tr("{name} · {task} · {count} labels").format(
@@ -261,7 +259,7 @@ class TryItPanel(QWidget):
             self.status.setText(self.tr("This run has no trained model (it did not complete)."))
 
     def _set_enabled(self, enabled: bool) -> None:
-        for widget in (self.input_stack, self.top_k, self.sample_button):
+        for widget in (self.input_stack, self.top_k, self.sample_button, self.choose_button):
             widget.setEnabled(enabled)
 
     # -- input -------------------------------------------------------------------

@@ -93,6 +93,14 @@
         <translation>选择 CSV、TSV 或 JSON Lines 文件</translation>
     </message>
     <message>
+        <source>Check again</source>
+        <translation>重新检查</translation>
+    </message>
+    <message>
+        <source>Read the data again (after you changed files)</source>
+        <translation>重新读取数据（在修改文件之后）</translation>
+    </message>
+    <message>
         <source>Choose the data folder</source>
         <translation>选择数据文件夹</translation>
     </message>
@@ -156,6 +164,49 @@
     </message>
 </context>
 <context>
+    <name>GpuPanel</name>
+    <message>
+        <source>CPU / RAM</source>
+        <translation>CPU / 内存</translation>
+    </message>
+    <message>
+        <source>{reason} · CPU {cpu} · RAM {ram}</source>
+        <translation>{reason} · CPU {cpu} · 内存 {ram}</translation>
+    </message>
+    <message>
+        <source>{name}: lost</source>
+        <translation>{name}：已丢失</translation>
+    </message>
+    <message>
+        <source>this process</source>
+        <translation>本进程</translation>
+    </message>
+    <message>
+        <source>Utilisation (%)</source>
+        <translation>利用率 (%)</translation>
+    </message>
+    <message>
+        <source>Memory (GB)</source>
+        <translation>显存 (GB)</translation>
+    </message>
+    <message>
+        <source>Temperature (°C)</source>
+        <translation>温度 (°C)</translation>
+    </message>
+    <message>
+        <source>Power (W)</source>
+        <translation>功耗 (W)</translation>
+    </message>
+    <message>
+        <source>CPU (%)</source>
+        <translation>CPU (%)</translation>
+    </message>
+    <message>
+        <source>RAM (GB)</source>
+        <translation>内存 (GB)</translation>
+    </message>
+</context>
+<context>
     <name>KeepAwake</name>
     <message>
         <source>A training run is in progress</source>
@@ -213,10 +264,6 @@
         <translation>验证损失</translation>
     </message>
     <message>
-        <source>Validation accuracy</source>
-        <translation>验证准确率</translation>
-    </message>
-    <message>
         <source>Learning rate</source>
         <translation>学习率</translation>
     </message>
@@ -231,18 +278,6 @@
     <message>
         <source>smoothed</source>
         <translation>平滑后</translation>
-    </message>
-    <message>
-        <source>accuracy</source>
-        <translation>准确率</translation>
-    </message>
-    <message>
-        <source>macro F1</source>
-        <translation>宏平均 F1</translation>
-    </message>
-    <message>
-        <source>best</source>
-        <translation>最佳</translation>
     </message>
     <message>
         <source>learning rate</source>
@@ -904,6 +939,22 @@
         <translation>无法读取 {file}：{error}</translation>
     </message>
     <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
         <source>Validation</source>
         <translation>验证</translation>
     </message>
@@ -1365,6 +1416,22 @@ or choose one</source>
 </context>
 <context>
     <name>WelcomeView</name>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
     <message>
         <source>Welcome to TrainLab</source>
         <translation>欢迎使用 TrainLab</translation>

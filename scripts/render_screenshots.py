@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Render the window's main views to PNG, offscreen, in light and dark palettes.
+
+    python scripts/render_screenshots.py                 # docs/screenshots/*.png
+    python scripts/render_screenshots.py --work /tmp/tl  # keep (and reuse) the trained runs
+
+Everything shown is real: the script trains small runs on the bundled sample
+data on the CPU first (a few minutes; ``--work`` keeps them for the next
+time), then drives the real main window: the start view, a run in progress,
+its results, the run history comparing runs, try it, the plugins dialog, and
+the start view and results in Simplified Chinese.
+
+The Chinese pictures need a CJK font (Debian/Ubuntu: ``apt-get install
+fonts-noto-cjk``); the script says so when none is found.  Nothing here opens
+a network connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZE = (1280, 800)
+IMAGE_RUNS = (
+    # (name, parameters): two learning rates to compare in the run history
+    ("shapes · lr 0.005", {"epochs": "12", "batch_size": "16", "lr": "0.005", "image_size": "32"}),
+    ("shapes · lr 0.001", {"epochs": "8", "batch_size": "16", "lr": "0.001", "image_size": "32"}),
+)
+TEXT_RUN = ("topics · tiny BERT", {"epochs": "4"})
+LIVE_RUN = {"epochs": "30", "batch_size": "16", "lr": "0.005", "image_size": "32"}
+
+
+def wait(condition, timeout: float, what: str) -> None:
+    """Spin the event loop until ``condition()`` (a script, not a test: polling is fine)."""
+    from PySide6.QtWidgets import QApplication
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        QApplication.processEvents()
+        time.sleep(0.02)
+
+
+def settle(seconds: float = 0.3) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        QApplication.processEvents()
+        time.sleep(0.01)
+
+
+# -- data and runs ---------------------------------------------------------------------
+
+
+def sample(path: str) -> Path:
+    from importlib import resources
+
+    return Path(str(resources.files("trainlab.resources") / path))
+
+
+def train_runs(log) -> dict[str, str]:
+    """The runs the pictures show, trained once per work folder."""
+    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.runs import RunStore
+
+    store = RunStore()
+    existing = {r.get("name"): r for r in store.list() if r.get("status") == "completed"}
+    wanted = [("image-classification", str(sample("samples/images/shapes")), *run) for run in IMAGE_RUNS]
+    wanted.append(("text-classification", str(sample("samples/text")), *TEXT_RUN))
+    runs = {}
+    for task, data, name, params in wanted:
+        if name in existing:
+            runs[name] = existing[name]["run_dir"]
+            continue
+        log(f"training {name} ({task}) on the CPU…")
+        started = time.monotonic()
+        result = run_training(RunRequest(task=task, data=data, params=dict(params)))
+        if result.status != "completed":
+            raise SystemExit(f"{name}: {result.status}: {result.error}")
+        store.rename(Path(result.run_dir).name, name)
+        log(f"  {name}: accuracy {result.metrics.get('accuracy', 0):.1%} in {time.monotonic() - started:.0f} s")
+        runs[name] = result.run_dir
+    return runs
+
+
+def demo_registry(folder: Path):
+    """A plugin registry for the dialog: the built-ins plus two that do not load.
+
+    A plugin needing a package this machine lacks (a real ModuleNotFoundError)
+    and one built for another plugin API: what the dialog is for.
+    """
+    from trainlab.pluginhost import GROUP, PluginRegistry
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "trainlab_audio_demo.py").write_text(
+        '"""Audio classification for TrainLab (a demo of a plugin that fails to import)."""\n'
+        "import torchaudio_backend_for_demo  # not installed here\n",
+        encoding="utf-8",
+    )
+    (folder / "trainlab_tabular_demo.py").write_text(
+        "import trainlab\n\n\n@trainlab.hookimpl\ndef trainlab_api_version():\n    return '2.0'\n",
+        encoding="utf-8",
+    )
+    for dist, version, name, module in (
+        ("trainlab-audio", "0.3.1", "audio-classification", "trainlab_audio_demo"),
+        ("trainlab-tabular", "2.0.0", "tabular", "trainlab_tabular_demo"),
+    ):
+        info = folder / f"{dist.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(exist_ok=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8")
+        (info / "entry_points.txt").write_text(f"[{GROUP}]\n{name} = {module}\n", encoding="utf-8")
+    sys.path.insert(0, str(folder))
+    try:
+        return PluginRegistry.discover()
+    finally:
+        sys.path.remove(str(folder))
+
+
+# -- pictures ---------------------------------------------------------------------------
+
+
+class Shooter:
+    def __init__(self, out: Path, log) -> None:
+        self.out = out
+        self.log = log
+        self.written: list[Path] = []
+
+    def save(self, widget, name: str) -> None:
+        settle(0.2)
+        path = self.out / f"{name}.png"
+        if not widget.grab().save(str(path)):
+            raise SystemExit(f"could not write {path}")
+        self.written.append(path)
+        self.log(f"  wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+
+
+def make_window(language: str, theme: str):
+    from trainlab.desktop.app import make_application
+    from trainlab.desktop.main_window import MainWindow
+
+    app, used, resolved = make_application(language=language, theme=theme)
+    if used != language:
+        raise SystemExit(f"language {language} could not be loaded (got {used})")
+    window = MainWindow(resolved_theme=resolved)
+    window.resize(*SIZE)
+    window.show()
+    window.finish_setup()
+    wait(lambda: window.is_ready, 60, "the window to finish its setup")
+    return app, window
+
+
+def shoot_window(shooter: Shooter, runs: dict[str, str], theme: str, language: str, full: bool) -> None:
+    suffix = theme if language == "en" else f"{language}-{theme}"
+    app, window = make_window(language, theme)
+    try:
+        window.show_page("welcome")
+        shooter.save(window, f"start-{suffix}")
+
+        best = max((runs[name] for name, _ in IMAGE_RUNS), key=_accuracy)
+        window.open_run(best)
+        wait(lambda: window.current_page() == "results", 30, "the results page")
+        results = window.results
+        wait(lambda: results.thumbnails_pending() == 0, 30, "the example thumbnails")
+        shooter.save(window, f"results-{suffix}")
+        if not full:
+            return
+
+        history = window.history
+        window.show_page("history")
+        history.refresh()
+        ids = [r["id"] for r in history.model.rows if r["run_dir"] in {runs[n] for n, _ in IMAGE_RUNS}]
+        history.select_ids(ids)
+        history.overlay_selected()
+        shooter.save(window, f"history-{suffix}")
+
+        tryit = window.tryit
+        tryit.set_run(best)
+        window.show_page("tryit")
+        image = sorted((sample("samples/images/shapes") / "star").glob("*"))[3]
+        predicted = []
+        tryit.predicted.connect(predicted.append)
+        tryit.predict_image(str(image))
+        wait(lambda: predicted or tryit.error, 120, "the try-it prediction")
+        shooter.save(window, f"tryit-{suffix}")
+
+        from trainlab.desktop.plugins_dialog import PluginsDialog
+
+        registry = demo_registry(Path(tempfile.mkdtemp(prefix="trainlab-demo-plugins-")))
+        dialog = PluginsDialog(registry, window)
+        dialog.resize(900, 600)
+        dialog.show()
+        dialog.select_plugin("audio-classification")
+        dialog.traceback_toggle.setChecked(True)
+        shooter.save(dialog, f"plugins-{suffix}")
+        dialog.close()
+
+        shoot_live_run(shooter, window, suffix)
+    finally:
+        if window.running:
+            window.stop_run()
+            wait(lambda: not window.running, 120, "the live run to stop")
+        window.close()
+        settle(0.2)
+        window.deleteLater()
+        settle(0.1)
+
+
+def shoot_live_run(shooter: Shooter, window, suffix: str) -> None:
+    """A run in progress: started in the window, pictured after a few evaluations."""
+    window.prefill(task="image-classification", data=str(sample("samples/images/shapes")), params=dict(LIVE_RUN))
+    window.show_page("train")
+    if not window.start_run():
+        raise SystemExit("the live run did not start: " + " ".join(window.start_blockers()))
+    plots = window.plots
+    wait(lambda: plots.point_counts()["eval"] >= 4, 600, "four evaluations of the live run")
+    shooter.save(window, f"training-{suffix}")
+    window.stop_run()
+    wait(lambda: not window.running, 120, "the live run to stop")
+
+
+def _accuracy(run_dir: str) -> float:
+    import json
+
+    try:
+        return float(json.loads((Path(run_dir) / "eval.json").read_text(encoding="utf-8")).get("accuracy", 0.0))
+    except (OSError, ValueError):
+        return 0.0
+
+
+def check_cjk_font(log) -> bool:
+    from PySide6.QtGui import QFontDatabase
+
+    families = [f for f in QFontDatabase.families() if any(k in f for k in ("CJK", "Hei", "Song", "WenQuanYi", "Droid Sans Fallback"))]
+    if not families:
+        log("warning: no CJK font found; the Chinese pictures will show boxes (apt-get install fonts-noto-cjk)")
+    return bool(families)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"), help="folder for the PNG files")
+    parser.add_argument("--work", help="folder for TRAINLAB_HOME (runs are kept and reused); default: a temporary one")
+    parser.add_argument("--themes", nargs="+", default=["light", "dark"], choices=["light", "dark"])
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="trainlab-screenshots-"))
+    # Runs, index and the window's settings (geometry, language, theme) all
+    # live there: nothing of the user's is read or changed.
+    os.environ["TRAINLAB_HOME"] = str(work)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(["trainlab"])
+    check_cjk_font(log)
+    runs = train_runs(log)
+    shooter = Shooter(out, log)
+    for theme in args.themes:
+        log(f"{theme} palette, English")
+        shoot_window(shooter, runs, theme, "en", full=True)
+        log(f"{theme} palette, Simplified Chinese")
+        shoot_window(shooter, runs, theme, "zh_CN", full=False)
+    app.processEvents()
+    log(f"{len(shooter.written)} pictures in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
