@@ -314,11 +314,18 @@ class ConfusionMatrixView(QWidget):
         group = QButtonGroup(self)
         group.setExclusive(True)
         for button in (self.counts_button, self.percent_button):
+            button.setObjectName("segment")
             button.setCheckable(True)
             button.setAutoRaise(False)
             button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
             group.addButton(button)
         self.counts_button.setChecked(True)
+        # Fusion's checked tool button is barely darker in a dark palette.
+        self.setStyleSheet(
+            "QToolButton#segment { padding: 3px 10px; border: 1px solid palette(mid); background: palette(button); }"
+            "QToolButton#segment:checked { background: palette(highlight); color: palette(highlighted-text);"
+            " border-color: palette(highlight); }"
+        )
         self.percent_button.toggled.connect(self.model.set_normalized)
         self.percent_button.toggled.connect(self.table.viewport().update)
         self.percent_button.toggled.connect(self._fit_cells)

@@ -381,12 +381,19 @@ class RunCurvesView(QWidget):
         self.legend.setObjectName("curvesLegend")
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.log_scale = QCheckBox(self.tr("Log scale"))
+        self.log_scale.setToolTip(self.tr("Show the loss on a logarithmic scale (runs whose losses differ a lot)"))
+        self.log_scale.toggled.connect(self._log_scale_toggled)
+        self.log_scale.setVisible(False)
         self.empty = QLabel(self.tr("Select a run to see its curves; select several to compare them."))
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setWordWrap(True)
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
-        self._layout.addWidget(self.legend)
+        head = QHBoxLayout()
+        head.addWidget(self.legend, 1)
+        head.addWidget(self.log_scale)
+        self._layout.addLayout(head)
         self._layout.addWidget(self.empty, 1)
         self.timer = QTimer(self)
         self.timer.setInterval(TAIL_MS)
@@ -413,7 +420,13 @@ class RunCurvesView(QWidget):
             plot.showGrid(x=True, y=True, alpha=0.2)
         self._layout.addWidget(self.view, 1)
         self._plots_built = True
+        self.loss_plot.setLogMode(y=self.log_scale.isChecked())
         self.apply_palette()
+
+    def _log_scale_toggled(self, on: bool) -> None:
+        if self._plots_built:
+            self.loss_plot.setLogMode(y=on)
+            self.loss_plot.enableAutoRange()
 
     def plots(self) -> list[Any]:
         return [self.loss_plot, self.accuracy_plot, self.lr_plot] if self._plots_built else []
@@ -451,12 +464,14 @@ class RunCurvesView(QWidget):
         self.empty.setVisible(not self.traces)
         if not self.traces:
             self.legend.clear()
+            self.log_scale.setVisible(False)
             if self._plots_built:
                 self.view.setVisible(False)
             self.timer.stop()
             return
         self._build_plots()
         self.view.setVisible(True)
+        self.log_scale.setVisible(True)
         single = len(self.traces) == 1
         pg = self._pg
         for trace in self.traces:

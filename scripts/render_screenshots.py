@@ -178,6 +178,7 @@ def shoot_window(shooter: Shooter, runs: dict[str, str], theme: str, language: s
         ids = [r["id"] for r in history.model.rows if r["run_dir"] in {runs[n] for n, _ in IMAGE_RUNS}]
         history.select_ids(ids)
         history.overlay_selected()
+        history.curves.log_scale.setChecked(True)  # the two runs' losses differ tenfold
         shooter.save(window, f"history-{suffix}")
 
         tryit = window.tryit

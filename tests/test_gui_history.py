@@ -196,6 +196,8 @@ def test_selecting_several_runs_overlays_their_curves(qtbot, two_runs, history):
     assert set(counts) == set(two_runs)
     assert counts[two_runs[0]]["accuracy"] == 2 and counts[two_runs[1]]["accuracy"] == 3
     assert "raw" not in counts[two_runs[0]]  # overlaid: smoothed curves only, one colour per run
+    history.curves.log_scale.setChecked(True)
+    assert history.curves.loss_plot.getAxis("left").logMode
 
 
 def test_filter_narrows_the_list(qtbot, two_runs, history):

@@ -1141,6 +1141,14 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
 <context>
     <name>RunCurvesView</name>
     <message>
+        <source>Log scale</source>
+        <translation>对数坐标</translation>
+    </message>
+    <message>
+        <source>Show the loss on a logarithmic scale (runs whose losses differ a lot)</source>
+        <translation>以对数坐标显示损失（适用于损失相差很大的运行）</translation>
+    </message>
+    <message>
         <source>Select a run to see its curves; select several to compare them.</source>
         <translation>选择一个运行以查看其曲线；选择多个运行可进行比较。</translation>
     </message>
