@@ -153,6 +153,7 @@ def make_window(language: str, theme: str):
     window.show()
     window.finish_setup()
     wait(lambda: window.is_ready, 60, "the window to finish its setup")
+    settle(1.5)  # the first telemetry sample lands in the status bar
     return app, window
 
 
@@ -224,6 +225,13 @@ def shoot_live_run(shooter: Shooter, window, suffix: str) -> None:
     shooter.save(window, f"training-{suffix}")
     window.stop_run()
     wait(lambda: not window.running, 120, "the live run to stop")
+    # A prop, not a result: keep the next pictures' run lists to the real runs.
+    from trainlab.runs import RunStore
+
+    store = RunStore()
+    row = store.get(window.current_run_dir) if window.current_run_dir else None
+    if row is not None:
+        store.delete(row["id"])
 
 
 def _accuracy(run_dir: str) -> float:
