@@ -11,6 +11,7 @@ import os
 import platform
 import socket
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -570,6 +571,7 @@ def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto")
 
 
 _predictors: dict[tuple[str, str], Any] = {}
+_predictors_lock = threading.Lock()
 
 
 def predict(run_dir: str, inputs: Sequence[str], top_k: int = 5, *, device: str = "auto") -> list[dict[str, Any]]:
@@ -578,17 +580,19 @@ def predict(run_dir: str, inputs: Sequence[str], top_k: int = 5, *, device: str 
     if not rd.model_dir.is_dir():
         raise UsageError(f"{rd.path}: has no model/ folder (the run did not complete)")
     key = (str(rd.path), device)
-    cached = _predictors.get(key)
-    if cached is None:
-        record, task, ctx, _ = _load_trained(rd, device)
-        cached = (task, task.load_predictor(rd.model_dir, ctx.device))
-        _predictors.clear()  # keep one predictor in memory (the window's try-it)
-        _predictors[key] = cached
-    task, predictor = cached
+    with _predictors_lock:  # one predictor in memory (the window's try-it), loaded once
+        cached = _predictors.get(key)
+        if cached is None:
+            record, task, ctx, _ = _load_trained(rd, device)
+            cached = (task, task.load_predictor(rd.model_dir, ctx.device), threading.Lock())
+            _predictors.clear()
+            _predictors[key] = cached
+    task, predictor, lock = cached
     items = task.expand_inputs(list(inputs))
     if not items:
         raise UsageError("nothing to predict: no inputs")
-    results = predictor(items, int(top_k))
+    with lock:
+        results = predictor(items, int(top_k))
     return [
         {"input": item, "predictions": [{"label": label, "probability": float(p)} for label, p in preds]}
         for item, preds in zip(items, results)
