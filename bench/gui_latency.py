@@ -76,7 +76,7 @@ def write_rows(path: Path, rows: int) -> Path:
 # -- in this process: the window, a run, the timer ------------------------------
 
 
-def measure_run(seconds: float) -> dict:
+def measure_run(seconds: float, mode: str = "thread") -> dict:
     from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 
     from trainlab.desktop.app import make_application
@@ -90,6 +90,7 @@ def measure_run(seconds: float) -> dict:
     data = write_rows(Path(os.environ["TRAINLAB_HOME"]) / "rows.csv", 20_000)
     window.select_task("toy-classification")
     window.params_form.set_values({"epochs": "1000", "batch_size": "8", "hidden": "8", "log_interval": "0"})
+    window.controls.set_mode(mode)
 
     lateness: list[tuple[float, float]] = []  # (seconds since the clock started, lateness in ms)
     clock = QElapsedTimer()
@@ -289,6 +290,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to measure the running run")
     parser.add_argument("--starts", type=int, default=5, help="pairs of fresh-process starts")
     parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
+    parser.add_argument("--mode", choices=("thread", "process"), default="thread",
+                        help="run in the window's QThread (the default, what the goals are for) or a child process")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="override sys.setswitchinterval (seconds) to study GIL hand-over")
     args = parser.parse_args()
@@ -297,13 +300,15 @@ def main() -> int:
     os.environ["TRAINLAB_HOME"] = home
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(FIXTURE_PLUGINS))
+    # the toy plugin for this process, fresh processes and a child-process run
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(FIXTURE_PLUGINS), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(FIXTURE_PLUGINS), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     say(f"gui_latency: a {args.seconds:.0f} s run in the window (TRAINLAB_HOME={home})")
-    figures = measure_run(args.seconds)
+    figures = measure_run(args.seconds, args.mode)
+    figures["mode"] = args.mode
     say("  run:", json.dumps(figures))
     figures["plot_refresh_ms_100k"] = measure_refresh()
     say("  plot refresh, 100k points:", figures["plot_refresh_ms_100k"], "ms")

@@ -175,10 +175,10 @@ def read_preview(path: str) -> ImagePreview | TablePreview | None:
 def check_data(spec: TaskSpec, data: str, params: dict[str, Any]) -> DataSummary:
     """What ``task.prepare`` says about ``data``: the same check a run starts with."""
     from trainlab.api import RunContext
-    from trainlab.desktop.worker import engine_import_lock
+    from trainlab.desktop.worker import importing_heavy_modules
     from trainlab.pluginhost import load_factory
 
-    with engine_import_lock:
+    with importing_heavy_modules():
         factory = load_factory(spec.factory)
         task = factory(spec, params)
         ctx = RunContext(device="cpu", precision="fp32", seed=int(params.get("seed", 0) or 0), run_dir=None,
@@ -280,15 +280,16 @@ class DataPanel(QWidget):
         self._recheck.timeout.connect(self.recheck)
 
     # -- configuration -----------------------------------------------------
-    def set_task(self, spec: TaskSpec | None, params_source: Callable[[], dict[str, Any]]) -> None:
+    def set_task(self, spec: TaskSpec | None, params_source: Callable[[], dict[str, Any]], recheck: bool = True) -> None:
         self._spec = spec
         self._params_source = params_source
+        self._checked_path = None  # another task judges the same data anew
         kind = spec.data_kind if spec else "either"
         self.folder_button.setVisible(kind in ("folder", "either"))
         self.file_button.setVisible(kind in ("file", "either"))
         self.hint.setText(spec.data_help if spec and spec.data_help else "")
         self.hint.setVisible(bool(self.hint.text()))
-        if self.path():
+        if recheck and self.path():
             self.recheck()
 
     def path(self) -> str:

@@ -97,6 +97,9 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("TrainLab")
         self.setObjectName("MainWindow")
         self.setMinimumSize(QSize(960, 640))
+        hints = QApplication.styleHints()
+        if hasattr(hints, "colorSchemeChanged"):  # Qt 6.5+: the desktop switched light/dark
+            hints.colorSchemeChanged.connect(self._color_scheme_changed)
         self._build_shell()
         self._build_menus()
         self._restore_geometry()
@@ -471,9 +474,10 @@ class MainWindow(QMainWindow):
                 if unknown:
                     log.info("ignoring remembered values the task no longer has: %s", ", ".join(unknown))
             self.settings.last_task = task_id
-        self.data_panel.set_task(spec, self._params_for_check)
+        # the data this task was last trained on, else whatever is there
         remembered_data = self.settings.task_data(task_id) if task_id else ""
-        if remembered_data and not self.data_panel.path():
+        self.data_panel.set_task(spec, self._params_for_check, recheck=not remembered_data)
+        if remembered_data:
             self.data_panel.set_path(remembered_data)
         self._update_actions()
 
@@ -1007,6 +1011,10 @@ class MainWindow(QMainWindow):
         self.resolved_theme = apply_theme(QApplication.instance(), theme)
         if self.plots is not None:
             self.plots.apply_colors(plot_colors(self.resolved_theme))
+
+    def _color_scheme_changed(self, *_args) -> None:
+        if self.settings.theme == "system":
+            self.set_theme("system")
 
     def set_language(self, language: str | None) -> None:
         self.settings.language = language

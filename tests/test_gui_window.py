@@ -427,3 +427,25 @@ def test_desktop_identity_matches_the_launcher():
 
     assert app.DESKTOP_ID == launcher.DESKTOP_ID
     assert app.WM_CLASS == launcher.WM_CLASS
+
+
+def test_keyboard_shortcuts_reach_the_main_actions(qtbot, window, toy_csv):
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtTest import QTest
+
+    window.activateWindow()
+    QTest.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+    assert window.current_page() == "train"
+    QTest.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)
+    assert window.current_page() == "welcome"
+    shortcuts = {
+        window.controls.start_action: "Ctrl+Return",
+        window.controls.pause_action: "Ctrl+P",
+        window.controls.stop_action: "Ctrl+.",
+    }
+    for action, keys in shortcuts.items():
+        assert action.shortcut() == QKeySequence(keys)
+    prepare(qtbot, window, toy_csv, epochs=1)
+    with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
+        QTest.keyClick(window, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert blocker.args[0]["status"] == "completed"
