@@ -127,19 +127,23 @@ def run_app(
     previous_hook = sys.excepthook
     sys.excepthook = _log_uncaught
 
-    # Ctrl+C in the terminal: Python only sees the signal when the
-    # interpreter runs, so a timer wakes it; a run is stopped cleanly first.
+    # Ctrl+C in the terminal, or SIGTERM (kill, a service manager): Python
+    # only sees the signal when the interpreter runs, so a timer wakes it; a
+    # run is stopped cleanly (cancelled, checkpoint kept) before the window closes.
     def interrupted(*_args) -> None:
         if window.running:
             window.stop_for_close()
         else:
             window.close()
 
-    previous_sigint = None
-    try:
-        previous_sigint = signal.signal(signal.SIGINT, interrupted)
-    except ValueError:  # not the main thread
-        pass
+    previous_handlers = {}
+    for signum in (signal.SIGINT, getattr(signal, "SIGTERM", None)):
+        if signum is None:
+            continue
+        try:
+            previous_handlers[signum] = signal.signal(signum, interrupted)
+        except (ValueError, OSError):  # not the main thread
+            pass
     waker = QTimer()
     waker.start(250)
     waker.timeout.connect(lambda: None)
@@ -148,8 +152,8 @@ def run_app(
     finally:
         waker.stop()
         sys.excepthook = previous_hook
-        if previous_sigint is not None:
-            signal.signal(signal.SIGINT, previous_sigint)
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
     if window.running:  # closed some other way than closeEvent (session end)
         window.worker.request_stop()
         window.worker.wait()
