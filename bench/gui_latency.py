@@ -292,6 +292,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
     parser.add_argument("--mode", choices=("thread", "process"), default="thread",
                         help="run in the window's QThread (the default, what the goals are for) or a child process")
+    parser.add_argument("--niceness", type=int, default=None,
+                        help="override how much lower the training runs than the window (0: same priority)")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="override sys.setswitchinterval (seconds) to study GIL hand-over")
     args = parser.parse_args()
@@ -306,6 +308,10 @@ def main() -> int:
 
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
+    if args.niceness is not None:
+        import trainlab.desktop.worker as worker_module
+
+        worker_module.TRAINING_NICENESS = args.niceness
     say(f"gui_latency: a {args.seconds:.0f} s run in the window (TRAINLAB_HOME={home})")
     figures = measure_run(args.seconds, args.mode)
     figures["mode"] = args.mode
