@@ -449,3 +449,18 @@ def test_keyboard_shortcuts_reach_the_main_actions(qtbot, window, toy_csv):
     with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         QTest.keyClick(window, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert blocker.args[0]["status"] == "completed"
+
+
+def test_a_broken_plugin_is_reported_and_the_plugins_dialog_opens(qtbot, toy_plugin, monkeypatch):
+    from trainlab.desktop.main_window import MainWindow
+
+    monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS.parent / "broken_plugins"))
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    win.finish_setup()
+    assert "failed" in win.status_label.text() and "Plugins" in win.status_label.text()
+    assert win.task_combo.findData("toy-classification") >= 0  # the others still load
+    win.plugins_action.trigger()
+    assert win.plugins_dialog.isVisible()
+    win.plugins_dialog.close()
