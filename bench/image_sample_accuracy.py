@@ -1,0 +1,91 @@
+"""A default image-classification run on the bundled sample: accuracy and time.
+
+Runs exactly what a user's quick start runs, as a subprocess:
+
+    trainlab train image-classification --data <trainlab.resources>/samples/images/shapes --json
+
+(extra ``--set key=value`` arguments are passed through, for tuning) and
+reports the validation accuracy and the wall time of the whole command
+(start-up, data scan, training, evaluation, export).
+
+    python bench/image_sample_accuracy.py [--runs 1] [--set key=value ...] [--json]
+
+Goal on the CPU of the development machine: accuracy >= 0.90 in < 120 s.
+The last line is a JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+from trainlab.plugins.image import SAMPLE_DATA
+
+GOAL_ACCURACY, GOAL_SECONDS = 0.90, 120.0
+
+
+def one_run(extra: list[str], home: Path) -> dict:
+    sample = Path(str(resources.files("trainlab.resources") / SAMPLE_DATA))
+    command = [sys.executable, "-m", "trainlab", "train", "image-classification", "--data", str(sample), "--json"]
+    for item in extra:
+        command += ["--set", item]
+    env = dict(os.environ, TRAINLAB_HOME=str(home))
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"the run failed ({done.returncode}): {done.stdout}\n{done.stderr}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    run = json.loads((Path(result["run_dir"]) / "run.json").read_text())
+    return {
+        "accuracy": result["metrics"]["accuracy"],
+        "macro_f1": result["metrics"]["macro_f1"],
+        "seconds": round(seconds, 1),
+        "train_seconds": round(run["timings"].get("train_seconds", 0.0), 1),
+        "samples_per_second": round(result["samples_per_second"], 1),
+        "epochs": result["epochs"],
+        "parameters": {k: run["parameters"][k] for k in ("model", "epochs", "batch_size", "lr", "image_size", "augmentation")},
+        "augmentation": run["data_summary"]["extra"].get("augmentation"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--json", action="store_true", help="print only the JSON line")
+    args = parser.parse_args()
+    runs = []
+    with tempfile.TemporaryDirectory() as home:
+        for i in range(args.runs):
+            run = one_run(args.sets, Path(home))
+            runs.append(run)
+            if not args.json:
+                print(f"run {i + 1}: accuracy {run['accuracy']:.4f} in {run['seconds']:.1f} s "
+                      f"(training {run['train_seconds']:.1f} s, {run['samples_per_second']:.0f} samples/s; "
+                      f"{run['augmentation']})", file=sys.stderr)  # fmt: skip
+    accuracy = min(r["accuracy"] for r in runs)
+    seconds = max(r["seconds"] for r in runs)
+    summary = {
+        "benchmark": "image_sample_accuracy",
+        "accuracy_min": accuracy,
+        "accuracy_median": statistics.median(r["accuracy"] for r in runs),
+        "seconds_max": seconds,
+        "goal": {"accuracy": GOAL_ACCURACY, "seconds": GOAL_SECONDS},
+        "passed": accuracy >= GOAL_ACCURACY and seconds < GOAL_SECONDS,
+        "cpu_count": os.cpu_count(),
+        "runs": runs,
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
