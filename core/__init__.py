@@ -28,20 +28,38 @@ _OFFLINE_ENV = {
 for _key, _value in _OFFLINE_ENV.items():
     _os.environ[_key] = _value
 
-from trainlab.api import (  # noqa: E402  (offline env first)
-    PLUGIN_API_VERSION,
-    ClassificationTask,
-    DataError,
-    DataSummary,
-    EvalBatch,
-    Param,
-    Preset,
-    RunContext,
-    Task,
-    TaskSpec,
-    UsageError,
-)
-from trainlab.hookspecs import hookimpl  # noqa: E402
+# The public API is imported on first use (PEP 562), so that ``import
+# trainlab`` stays cheap for the window's start-up and the CLI's --version.
+_API = {
+    "PLUGIN_API_VERSION": "trainlab.api",
+    "ClassificationTask": "trainlab.api",
+    "DataError": "trainlab.api",
+    "DataSummary": "trainlab.api",
+    "EvalBatch": "trainlab.api",
+    "Param": "trainlab.api",
+    "Preset": "trainlab.api",
+    "RunContext": "trainlab.api",
+    "Task": "trainlab.api",
+    "TaskSpec": "trainlab.api",
+    "UsageError": "trainlab.api",
+    "hookimpl": "trainlab.hookspecs",
+}
+
+
+def __getattr__(name: str):
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trainlab' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_API])
+
 
 __all__ = [
     "PLUGIN_API_VERSION",
