@@ -144,12 +144,22 @@ def _gb(used: Any, total: Any) -> str:
     return f"{_fmt(_number(used) / GB, '{:.1f}')}/{_fmt(_number(total) / GB, '{:.1f}')} GB"
 
 
+def localized_gpu_status(status: str) -> str:
+    """The sampler's "no NVIDIA GPU: <reason>" with its words translated (the reason stays as the driver says it)."""
+    prefix = "no NVIDIA GPU"
+    if not status.startswith(prefix):
+        return status
+    reason = status[len(prefix) :].lstrip(": ")
+    words = QCoreApplication.translate("GpuPanel", "No NVIDIA GPU")
+    return f"{words}: {reason}" if reason else words
+
+
 def status_text(sample: SystemSample | None) -> str:
     """One line for the status bar: name, utilisation, memory (per GPU)."""
     if sample is None:
         return ""
     if not sample.gpus or sample.gpu_status.startswith("no NVIDIA GPU"):
-        reason = sample.gpu_status or "no NVIDIA GPU"
+        reason = localized_gpu_status(sample.gpu_status or "no NVIDIA GPU")
         cpu = _fmt(sample.cpu_percent, "{:.0f}%")
         ram = _gb(sample.ram_used_bytes, sample.ram_total_bytes)
         return QCoreApplication.translate("GpuPanel", "{reason} · CPU {cpu} · RAM {ram}").format(reason=reason, cpu=cpu, ram=ram)
@@ -342,7 +352,7 @@ class GpuPanel(QWidget):
             last = "memory_used_bytes" if cpu_mode else "power_w"
             for column, plot in self.plots.items():
                 plot.getAxis("bottom").setStyle(showValues=column == last)
-        notes = latest.gpu_status if latest.gpu_status not in ("", "ok") else ""
+        notes = localized_gpu_status(latest.gpu_status) if latest.gpu_status not in ("", "ok") else ""
         self.message.setText(notes)
         self.message.setVisible(bool(notes))
         procs = processes_text(latest, self._process_labels)

@@ -170,6 +170,10 @@
         <translation>CPU / 内存</translation>
     </message>
     <message>
+        <source>No NVIDIA GPU</source>
+        <translation>未检测到 NVIDIA GPU</translation>
+    </message>
+    <message>
         <source>{reason} · CPU {cpu} · RAM {ram}</source>
         <translation>{reason} · CPU {cpu} · 内存 {ram}</translation>
     </message>
