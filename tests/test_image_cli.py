@@ -24,7 +24,7 @@ def js(result):
 
 def test_sample_data_ships_with_its_licence():
     files = list(SAMPLE.rglob("*.jpg"))
-    assert len(files) == 600 and sum(f.stat().st_size for f in files) < 2_000_000
+    assert len(files) == 900 and sum(f.stat().st_size for f in files) < 2_000_000
     assert "CC0" in (SAMPLE.parent / "README.md").read_text(encoding="utf-8")
 
 
@@ -40,9 +40,9 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
 
     record = json.loads((out / "run.json").read_text())
     assert record["label_names"] == ["circle", "cross", "ring", "square", "star", "triangle"]
-    assert record["data_summary"]["counts"]["val"] == {name: 20 for name in record["label_names"]}
+    assert record["data_summary"]["counts"]["val"] == {name: 30 for name in record["label_names"]}
     report = json.loads((out / "eval.json").read_text())
-    assert report["samples"] == 120 and len(report["confusion_matrix"]) == 6
+    assert report["samples"] == 180 and len(report["confusion_matrix"]) == 6
     for example in report["misclassified"]:
         assert Path(example["example"]).is_file() and example["example"].startswith(str(SAMPLE))
     model = out / "model"
@@ -55,11 +55,11 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
     pred = cli("predict", out, star, ring, SAMPLE / "triangle", "--top-k", "3", "--out", table, "--json")
     assert pred.returncode == 0, pred.stderr
     preds = js(pred)["predictions"]
-    assert len(preds) == 102 and [p["input"] for p in preds[:2]] == [str(star), str(ring)]
+    assert len(preds) == 152 and [p["input"] for p in preds[:2]] == [str(star), str(ring)]
     assert all(len(p["predictions"]) == 3 for p in preds)
     assert all(p["predictions"][0]["probability"] >= p["predictions"][1]["probability"] for p in preds)
     rows = list(csv.reader(table.open(encoding="utf-8")))
-    assert rows[0][:3] == ["input", "label_1", "probability_1"] and len(rows) == 103
+    assert rows[0][:3] == ["input", "label_1", "probability_1"] and len(rows) == 153
     assert rows[3][0] == str(SAMPLE / "triangle" / "triangle_0000.jpg")
 
     ev = cli("eval", out, "--json")

@@ -4,7 +4,7 @@ Each image is one filled shape (circle, square, star, ...) of random size,
 position, rotation and colour on a noisy gradient background, saved as JPEG.
 Everything is drawn from a seed, so a dataset is reproducible.
 
-    python -m trainlab.plugins.image.sample OUT [--classes 6] [--per-class 80] [--size 64]
+    python -m trainlab.plugins.image.sample OUT [--classes 6] [--per-class 150] [--size 64]
 
 regenerates the bundled sample (resources/samples/images/shapes) with the
 defaults.  No torch here: PIL and numpy only.
@@ -85,7 +85,7 @@ def draw_shape(shape: str, size: int, rng: np.random.Generator) -> Image.Image:
     """One RGB image of ``shape``, ``size`` px square."""
     big = size * SUPERSAMPLE
     mask = Image.new("L", (big, big), 0)
-    radius = big * rng.uniform(0.22, 0.40)
+    radius = big * rng.uniform(0.25, 0.42)
     margin = radius * 1.05
     cx, cy = rng.uniform(margin, big - margin, size=2)
     SHAPES[shape](ImageDraw.Draw(mask), cx, cy, radius)
@@ -94,12 +94,12 @@ def draw_shape(shape: str, size: int, rng: np.random.Generator) -> Image.Image:
 
     background = rng.uniform(0, 255, size=3)
     foreground = rng.uniform(0, 255, size=3)
-    while abs(_luma(foreground) - _luma(background)) < 60:
+    while abs(_luma(foreground) - _luma(background)) < 80:
         foreground = rng.uniform(0, 255, size=3)
     ramp = np.linspace(-1, 1, size)
     angle = rng.uniform(0, 2 * math.pi)
     gradient = (np.cos(angle) * ramp[None, :] + np.sin(angle) * ramp[:, None])[..., None]
-    back = background + gradient * rng.uniform(10, 40) * rng.choice([-1, 1], size=3)
+    back = background + gradient * rng.uniform(5, 25) * rng.choice([-1, 1], size=3)
     alpha = np.asarray(mask, dtype=np.float32)[..., None] / 255.0
     pixels = back * (1 - alpha) + foreground * alpha + rng.normal(0, 8, size=(size, size, 3))
     image = Image.fromarray(pixels.clip(0, 255).astype(np.uint8), "RGB")
@@ -112,7 +112,7 @@ def make_shapes_dataset(
     root: str | Path,
     *,
     classes: int = 6,
-    per_class: int = 80,
+    per_class: int = 150,
     size: int = 64,
     seed: int = 0,
     quality: int = 85,
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="folder to write (class folders are created inside)")
     parser.add_argument("--classes", type=int, default=6)
-    parser.add_argument("--per-class", type=int, default=80)
+    parser.add_argument("--per-class", type=int, default=150)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quality", type=int, default=85)
