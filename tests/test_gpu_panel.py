@@ -113,12 +113,12 @@ def test_without_a_gpu_the_panel_says_why_and_plots_cpu_and_ram(qtbot, panel):
     feed(panel, fake_nvml.library_not_found(), 3)
     qtbot.waitUntil(lambda: panel.curve(CPU_KEY, "memory_used_bytes") is not None, timeout=2000)
     qtbot.waitUntil(lambda: panel.message.isVisible(), timeout=2000)
-    assert panel.message.text() == "no NVIDIA GPU: the NVIDIA driver is not installed (NVML library not found)"
+    assert panel.message.text() == "No NVIDIA GPU: the NVIDIA driver is not installed (NVML library not found)"
     assert not panel.plots["temperature_c"].isVisible() and not panel.plots["power_w"].isVisible()
     _, ram = curve_data(panel, CPU_KEY, "memory_used_bytes")
     assert len(ram) == 3 and (ram > 0).all()
     text = panel.status_text()
-    assert text.startswith("no NVIDIA GPU: the NVIDIA driver is not installed") and "CPU " in text and "RAM " in text
+    assert text.startswith("No NVIDIA GPU: the NVIDIA driver is not installed") and "CPU " in text and "RAM " in text
 
 
 def test_processes_line_names_who_uses_which_gpu(qtbot, panel):
