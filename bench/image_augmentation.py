@@ -75,6 +75,7 @@ def main() -> None:
         "default_matches_none": all(m["auto"] >= m["none"] for m in means.values()),
         "runs": results,
         "seconds": round(time.perf_counter() - started, 1),
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
     }
     print(json.dumps(summary))
 

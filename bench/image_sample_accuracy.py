@@ -38,6 +38,7 @@ def one_run(extra: list[str], home: Path) -> dict:
     for item in extra:
         command += ["--set", item]
     env = dict(os.environ, TRAINLAB_HOME=str(home))
+    load = os.getloadavg()[0]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
     seconds = time.perf_counter() - start
@@ -52,6 +53,7 @@ def one_run(extra: list[str], home: Path) -> dict:
         "train_seconds": round(run["timings"].get("train_seconds", 0.0), 1),
         "samples_per_second": round(result["samples_per_second"], 1),
         "epochs": result["epochs"],
+        "load_average_1min_before": round(load, 2),
         "parameters": {k: run["parameters"][k] for k in ("model", "epochs", "batch_size", "lr", "image_size", "augmentation")},
         "augmentation": run["data_summary"]["extra"].get("augmentation"),
     }
@@ -82,6 +84,8 @@ def main() -> None:
         "goal": {"accuracy": GOAL_ACCURACY, "seconds": GOAL_SECONDS},
         "passed": accuracy >= GOAL_ACCURACY and seconds < GOAL_SECONDS,
         "cpu_count": os.cpu_count(),
+        # other work on the machine slows every figure down; read them with this
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         "runs": runs,
     }
     print(json.dumps(summary))

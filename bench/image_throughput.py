@@ -20,7 +20,7 @@ model's compute alone (data already on the GPU) and of full engine runs on
 generated JPEGs, in strict fp32 (no TF32), TF32, and bf16 autocast with
 channels_last.
 
-    python bench/image_throughput.py [--pairs 3] [--json]
+    python bench/image_throughput.py [--pairs 5] [--json]
     python bench/image_throughput.py --gpu [--json]
 
 Goal on the CPU of the development machine: ratio >= 0.97.  The last line is
@@ -122,7 +122,7 @@ def hand_loop(data: Path, num_workers: int) -> dict:
             opt.zero_grad(set_to_none=True)
             sched.step()
             samples += len(y)
-        float(loss)  # the engine reads the loss back at epoch ends too
+        loss.item()  # the engine reads the loss back at epoch ends too
         seconds += time.perf_counter() - start
     return {"samples_per_second": samples / seconds}
 
@@ -168,6 +168,7 @@ def cpu_mode(pairs: int) -> dict:
         "engine_samples_per_second": statistics.median(r["engine"] for r in rows),
         "hand_samples_per_second": statistics.median(r["hand"] for r in rows),
         "pairs": rows,
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         "setup": {"model": "small-cnn", "image_size": SIZE, "batch_size": BATCH, "epochs": EPOCHS,
                   "train_images": round(CLASSES * PER_CLASS * (1 - VAL_FRACTION)), "num_workers": workers,
                   "torch_threads": torch.get_num_threads()},  # fmt: skip
@@ -242,7 +243,7 @@ def gpu_mode(batch: int, steps: int, engine: bool) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--gpu", action="store_true", help="resnet50 at 224 px on the GPU")
     parser.add_argument("--gpu-batch", type=int, default=128)
     parser.add_argument("--gpu-steps", type=int, default=30)

@@ -131,3 +131,24 @@ def test_training_from_a_thread_with_spawned_loader_workers(tmp_path):
     thread.join(timeout=240)
     assert results and results[0].status == "completed", results and results[0].error
     assert results[0].steps == 3
+
+
+def test_a_stopped_run_resumes_on_the_same_split(tmp_path):
+    from trainlab.engine.callbacks import Callback
+    from trainlab.engine.runner import RunRequest, run_training
+
+    class StopAfterFirstEpoch(Callback):
+        def on_epoch_end(self, state):
+            state.control.request_stop("test")
+
+    data = shapes(tmp_path / "d", classes=2, per_class=10, size=24)
+    out = str(tmp_path / "run")
+    params = {"epochs": "2", "image_size": "24", "freeze_backbone": "true"}
+    first = run_training(RunRequest(task="image-classification", data=str(data), params=params, out=out), callbacks=[StopAfterFirstEpoch()])
+    assert first.status == "cancelled" and first.epochs == 1
+    before = json.loads((tmp_path / "run" / "run.json").read_text())["data_summary"]["counts"]
+    resumed = run_training(RunRequest(resume=out))
+    assert resumed.status == "completed", resumed.error
+    assert resumed.epochs == 2
+    report = json.loads((tmp_path / "run" / "eval.json").read_text())
+    assert report["samples"] == sum(before["val"].values()) == 4

@@ -29,7 +29,7 @@ def preprocessing(size):
 def trained_like(arch, size=32, freeze=False):
     """A model whose batch-norm statistics are not the initial ones (as after training)."""
     torch.manual_seed(0)
-    model = build_model(arch, len(LABELS), freeze=freeze, log=lambda m: None).train()
+    model = build_model(arch, len(LABELS), image_size=size, freeze=freeze, log=lambda m: None).train()
     with torch.no_grad():
         for _ in range(2):
             model(torch.randn(4, 3, size, size) * 2 + 1)
@@ -143,3 +143,10 @@ def test_every_preset_exports_and_verifies(tmp_path, arch):
     assert meta["exports"]["torch_export"].get("verified"), meta["exports"]
     if onnx_available():
         assert "error" not in meta["exports"]["onnx"], meta["exports"]["onnx"]
+
+
+def test_a_folder_that_would_not_reproduce_the_model_is_refused(tmp_path):
+    # trained at 64 px (stride-2 stem) but described as 32 px (stride 1): same weights, other outputs
+    model = trained_like("small-cnn", size=64)
+    with pytest.raises(RuntimeError, match="differs from the trained one"):
+        save_model_folder(model, tmp_path / "m", arch="small-cnn", label_names=LABELS, preprocessing=preprocessing(32), onnx=False)

@@ -52,7 +52,7 @@ def load_model_folder(model_dir: str | Path, device: Any = "cpu") -> tuple[torch
     meta = read_json(meta_path)
     if meta.get("format") != FORMAT:
         raise UsageError(f"{meta_path} is not a TrainLab image model description (format {meta.get('format')!r})")
-    model = build_architecture(meta["architecture"], len(meta["label_names"]))
+    model = build_architecture(meta["architecture"], len(meta["label_names"]), int(meta["preprocessing"]["image_size"]))
     model.load_state_dict(load_file(str(folder / meta["files"]["weights"]), device="cpu"), strict=True)
     return model.to(device).eval(), meta
 
@@ -136,13 +136,14 @@ def save_model_folder(
 
     # Every export runs on a model rebuilt from the file just written, so what
     # is verified is what a user will load.
-    reference = _rebuilt(arch, num_classes, out_dir / WEIGHTS_FILE)
     image_size = int(preprocessing["image_size"])
+    reference = _rebuilt(arch, num_classes, image_size, out_dir / WEIGHTS_FILE)
     exports: dict[str, Any] = {}
     with torch.no_grad():
         same = all(torch.equal(reference.state_dict()[k], v) for k, v in state.items())
     if not same:
         raise RuntimeError(f"{out_dir / WEIGHTS_FILE} does not reload to the trained weights")
+    _check_reload(model, reference, image_size)
     try:
         exports["torch_export"] = export_torch_program(reference, out_dir / EXPORT_FILE, image_size)
     except Exception as exc:  # noqa: BLE001 - the weights are still usable; say what failed
@@ -191,10 +192,29 @@ def save_model_folder(
     return meta
 
 
-def _rebuilt(arch: str, num_classes: int, weights: Path) -> torch.nn.Module:
+def _check_reload(model: torch.nn.Module, reference: torch.nn.Module, image_size: int) -> None:
+    """The rebuilt model must compute what the trained one does (same weights, same forward)."""
+    device = next(model.parameters()).device
+    check = _example(image_size, 3)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            trained = model(check.to(device)).float().cpu()
+            rebuilt = reference(check)
+    finally:
+        model.train(was_training)
+    diff = _max_diff(trained, rebuilt)
+    # On a GPU, TF32 and other kernels differ from the CPU's in the last bits.
+    limit = TOLERANCE if device.type == "cpu" else 1e-2 * max(1.0, float(rebuilt.abs().max()))
+    if diff > limit:
+        raise RuntimeError(f"the model rebuilt from {WEIGHTS_FILE} differs from the trained one by {diff:.2e}")
+
+
+def _rebuilt(arch: str, num_classes: int, image_size: int, weights: Path) -> torch.nn.Module:
     from safetensors.torch import load_file
 
-    model = build_architecture(arch, num_classes)
+    model = build_architecture(arch, num_classes, image_size)
     model.load_state_dict(load_file(str(weights), device="cpu"), strict=True)
     return model.eval()
 

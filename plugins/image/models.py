@@ -42,21 +42,32 @@ WEIGHT_ENUMS = {
 }
 
 
-class SmallCNN(nn.Module):
-    """A stride-2 stem, then stages of two conv-BN-ReLU and a max-pool; global pooling; linear head.
+# small-cnn: images from this size on go through a stride-2 stem.
+SMALL_CNN_STEM_STRIDE_FROM = 64
 
-    The stem halves the image at once (a 64 px image costs about what a 32 px
-    one costs after it) and doubles the receptive field, so the last stage
-    sees whole objects.  Global pooling makes the network independent of the
-    image size; batch norm lets it train from scratch at a high learning rate.
+
+class SmallCNN(nn.Module):
+    """A stem conv, then stages of two conv-BN-ReLU and a max-pool; global pooling; linear head.
+
+    For images of 64 px and more the stem has stride 2: a 64 px image then
+    costs about what a 32 px one does, and the receptive field of the last
+    stage covers whole objects.  Smaller images keep their resolution.  The
+    stride changes no weight, only the forward pass.  Global pooling makes
+    the network independent of the image size; batch norm lets it train from
+    scratch at a high learning rate.
     """
 
     def __init__(
-        self, num_classes: int, widths: tuple[int, ...] = (32, 64, 128, 256), convs: int = 2, dropout: float = 0.2
+        self,
+        num_classes: int,
+        widths: tuple[int, ...] = (32, 64, 128, 256),
+        convs: int = 2,
+        dropout: float = 0.2,
+        stem_stride: int = 2,
     ):
         super().__init__()
         layers: list[nn.Module] = [
-            nn.Conv2d(3, widths[0], 3, stride=2, padding=1, bias=False),
+            nn.Conv2d(3, widths[0], 3, stride=stem_stride, padding=1, bias=False),
             nn.BatchNorm2d(widths[0]),
             nn.ReLU(inplace=True),
         ]
@@ -76,10 +87,10 @@ class SmallCNN(nn.Module):
         return self.fc(self.dropout(x))
 
 
-def build_architecture(arch: str, num_classes: int) -> nn.Module:
+def build_architecture(arch: str, num_classes: int, image_size: int = 224) -> nn.Module:
     """The bare model with a head for ``num_classes``, randomly initialised."""
     if arch == "small-cnn":
-        return SmallCNN(num_classes)
+        return SmallCNN(num_classes, stem_stride=2 if image_size >= SMALL_CNN_STEM_STRIDE_FROM else 1)
     if arch not in WEIGHT_ENUMS:
         raise UsageError(f"unknown model {arch!r} (known: {', '.join(HEADS)})")
     import torchvision
@@ -190,6 +201,7 @@ def build_model(
     arch: str,
     num_classes: int,
     *,
+    image_size: int = 224,
     pretrained: bool = False,
     weights: str = "",
     freeze: bool = False,
@@ -206,7 +218,7 @@ def build_model(
         if not path.is_file():
             raise UsageError(missing_checkpoint_message(arch))
         state, source = read_weights_file(path), str(path)
-    model = build_architecture(arch, num_classes)
+    model = build_architecture(arch, num_classes, image_size)
     if state is not None:
         load_backbone_weights(model, arch, state, source, log)
     if freeze:
