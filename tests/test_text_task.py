@@ -17,6 +17,16 @@ from trainlab.plugins.text.task import TextClassificationTask
 SAMPLE = Path(str(resources.files("trainlab.resources") / "samples" / "text"))
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread: on the shared two-core test machine a two-thread
+    OpenMP team stalls whenever another process holds a core."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def make_task(**overrides):
     params = resolve(TEXT_CLASSIFICATION, ENGINE_PARAMS, {}, {"device": "cpu", **overrides})
     logs = []
@@ -215,3 +225,20 @@ def test_expand_inputs_reads_strings_files_and_stdin(tmp_path, monkeypatch):
         task.expand_inputs([str(tmp_path / "missing.csv")])
     with pytest.raises(UsageError):
         task.expand_inputs(["   "])
+
+
+def test_a_head_for_other_labels_is_replaced(tmp_path):
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from trainlab.plugins.text.models import tiny_bert_vocab_dir
+
+    folder = tmp_path / "three-way"
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_vocab_dir()))
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, num_labels=3)
+    BertForSequenceClassification(config).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    task, ctx, logs = make_task(model=str(folder))
+    task.prepare(str(SAMPLE), ctx)
+    model = task.build_model(ctx)
+    assert model.classifier.out_features == 4 and model.config.id2label[3] == "weather"
+    assert any("new weights" in line and "classifier.weight" in line for line in logs)

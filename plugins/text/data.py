@@ -286,7 +286,7 @@ def read_data(path: str | Path, columns: Columns, val_fraction: float, seed: int
     A folder gives its ``train``/``val``/``test`` files (no ``val``: carved out
     of ``train``); a single file is split by ``val_fraction``, unless
     ``whole``: then the whole file is the ``val`` split (evaluating a trained
-    model on new data).
+    model on new data; of a folder, its val file, else test, else train).
     """
     path = Path(path).expanduser()
     if not path.exists():
@@ -297,7 +297,7 @@ def read_data(path: str | Path, columns: Columns, val_fraction: float, seed: int
         splits = {name: read_file(file, columns, name, skipped) for name, file in files.items()}
         data = TextData(splits, skipped, list(files.values()))
         if whole:
-            data.splits = {"val": splits.get("test") or splits.get("val") or splits["train"]}
+            data.splits = {"val": splits.get("val") or splits.get("test") or splits["train"]}
         elif "val" not in splits:
             data.splits["train"], data.splits["val"] = stratified_split(splits["train"], val_fraction, seed)
             data.split_from = files["train"].name

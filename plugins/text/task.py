@@ -48,7 +48,7 @@ class TextClassificationTask(ClassificationTask):
     def prepare(self, data_path: str, ctx: RunContext, label_names: Sequence[str] | None = None) -> DataSummary:
         purpose = _purpose(data_path, ctx, label_names)
         exported = Path(ctx.run_dir) / "model" if ctx.run_dir is not None else None
-        if purpose != "train" and purpose != "resume" and exported is not None and (exported / "config.json").is_file():
+        if purpose.startswith("evaluate") and exported is not None and (exported / "config.json").is_file():
             # evaluating a finished run: its own model folder has the tokenizer,
             # even if the pretrained model it started from is gone from the store
             self.source = models.ModelSource("folder", str(exported), exported)
@@ -84,7 +84,10 @@ class TextClassificationTask(ClassificationTask):
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         # multiples of 8 keep tensor-core shapes on CUDA; on a CPU they only add padding
         self.collator = PadCollator(pad_id, multiple=8 if ctx.is_cuda else 1)
-        return self._summary()
+        summary = self._summary()
+        for line in describe_summary(summary):
+            ctx.log(line)
+        return summary
 
     def _summary(self) -> DataSummary:
         assert self.data is not None
@@ -102,7 +105,7 @@ class TextClassificationTask(ClassificationTask):
             skipped_examples=list(self.data.skipped.examples),
             extra={
                 "model": self.source.describe() if self.source else "",
-                "files": [str(f) for f in self.data.files],
+                "files": [str(f.resolve()) for f in self.data.files],
                 "tokens": tokens,
                 "max_length": self.max_length,
                 "length_grouping": self.length_grouping,
@@ -241,6 +244,30 @@ class TextClassificationTask(ClassificationTask):
         if not items:
             raise UsageError("no texts to predict (the inputs were empty)")
         return items
+
+
+def describe_summary(summary: DataSummary) -> list[str]:
+    """The data summary as a few lines for the console and the run log."""
+    lines = []
+    for split, per_label in summary.counts.items():
+        shown = ", ".join(f"{label} {n}" for label, n in list(per_label.items())[:12])
+        more = f", ... ({len(per_label)} labels)" if len(per_label) > 12 else ""
+        lines.append(f"{split}: {sum(per_label.values())} texts ({shown}{more})")
+    if summary.skipped:
+        reasons = ", ".join(f"{reason} {n}" for reason, n in summary.skipped.items())
+        where = ", ".join(f"{place} ({why})" for place, why in summary.skipped_examples[:3])
+        lines.append(f"skipped {sum(summary.skipped.values())} rows: {reasons}; e.g. {where}")
+    for split, stats in summary.extra.get("tokens", {}).items():
+        if stats.get("examples"):
+            lines.append(
+                f"{split} length in tokens: mean {stats['mean']}, median {stats['median']}, 95% <= {stats['p95']}, "
+                f"max {stats['max']}; {stats['truncated']} truncated at max_length {stats['max_length']}"
+            )
+    if summary.extra.get("val_split"):
+        lines.append(summary.extra["val_split"])
+    if summary.extra.get("model"):
+        lines.append(f"model: {summary.extra['model']}")
+    return lines
 
 
 def _purpose(data_path: str, ctx: RunContext, label_names: Sequence[str] | None) -> str:
