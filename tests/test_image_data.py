@@ -196,8 +196,10 @@ def test_truncated_file_raises_unreadable(tmp_path):
 
 
 def test_augmentation_auto_and_hflip_switch():
-    assert resolve_augmentation("auto", "auto", epochs=3).name == "none"
-    assert resolve_augmentation("auto", "auto", epochs=10).name == "light"
+    assert resolve_augmentation("auto", "auto", epochs=3, median_side=500).name == "none"
+    assert resolve_augmentation("auto", "auto", epochs=9, median_side=500).name == "none"
+    assert resolve_augmentation("auto", "auto", epochs=10, median_side=500).name == "light"
+    assert resolve_augmentation("auto", "auto", epochs=50, median_side=64).name == "none"  # small images
     assert not resolve_augmentation("light", "auto", epochs=10).hflip
     assert resolve_augmentation("standard", "auto", epochs=10).hflip
     assert not resolve_augmentation("standard", "false", epochs=10).hflip

@@ -76,7 +76,7 @@ PARAMS = (
         "choice",
         "auto",
         "Training augmentation: none; light (random crop of 80-100% of the image); standard "
-        "(ImageNet-style random-resized crop, 8-100%); auto (none for runs under 5 epochs, light otherwise).",
+        "(ImageNet-style random-resized crop, 8-100%); auto (light for runs of 10+ epochs on images of 128+ px, otherwise none).",
         choices=AUGMENTATIONS,
         title="Augmentation",
         group="data",

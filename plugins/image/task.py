@@ -161,6 +161,13 @@ class ImageClassificationTask(ClassificationTask):
         records = [r for recs in found.records.values() for r in recs]
         short_sides = [min(r.width, r.height) for r in records]
         median_side = int(statistics.median(short_sides)) if short_sides else 0
+        # auto depends on the images: resolved here (the same again on resume: same data, same parameters)
+        self.augmentation = resolve_augmentation(
+            str(self.params.get("augmentation", "auto")),
+            str(self.params.get("hflip", "auto")),
+            int(self.params.get("epochs", 1)),
+            median_side,
+        )
         self._decode_ms = self._probe_decode_ms()
         summary = DataSummary(
             label_names=self.label_names,
@@ -195,12 +202,12 @@ class ImageClassificationTask(ClassificationTask):
 
     def _probe_decode_ms(self) -> float:
         """Milliseconds to decode and transform one training image (a few sampled)."""
-        items = self._items.get("train") or next(iter(self._items.values()), [])
-        if not items:
+        split = next((s for s in ("train", "val", "test") if self._items.get(s)), None)
+        if split is None:
             return 0.0
-        dataset = self.dataset("train" if "train" in self._items else next(iter(self._items)))
-        step = max(1, len(items) // PROBE_IMAGES)
-        picks = list(range(0, len(items), step))[:PROBE_IMAGES]
+        dataset = self.dataset(split)
+        step = max(1, len(dataset) // PROBE_IMAGES)
+        picks = list(range(0, len(dataset), step))[:PROBE_IMAGES]
         dataset[picks[0]]  # first call imports and warms up the decoders
         start = time.perf_counter()
         for index in picks:
