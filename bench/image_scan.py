@@ -53,7 +53,8 @@ def main() -> None:
     if not args.json:
         print(f"{images} images scanned in {seconds:.2f} s ({images / seconds:.0f} files/s)", file=sys.stderr)
     print(json.dumps({"benchmark": "image_scan", "files": args.files, "images": images, "seconds": round(seconds, 2),
-                      "files_per_second": round(images / seconds), "cpu_count": os.cpu_count()}))  # fmt: skip
+                      "files_per_second": round(images / seconds), "cpu_count": os.cpu_count(),
+                      "load_average_1min_at_end": round(os.getloadavg()[0], 2)}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -110,3 +110,17 @@ def test_pth_files_are_loaded_with_weights_only(tmp_path):
         build_model("small-cnn", 3, weights=str(tmp_path / "evil.pth"))
     with pytest.raises(UsageError, match="does not exist"):
         build_model("small-cnn", 3, weights=str(tmp_path / "nope.safetensors"))
+
+
+def test_the_plugin_module_imports_no_torch_torchvision_or_pil():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, trainlab.plugins.image as p\n"
+        "assert p.trainlab_api_version() == '1.0' and p.trainlab_tasks()[0].id == 'image-classification'\n"
+        "heavy = [m for m in ('torch', 'torchvision', 'PIL', 'numpy') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
