@@ -242,7 +242,9 @@ def _find_in_store(name: str) -> list[tuple[str, Path]]:
     exact = [(n, f) for n, f in entries if n == name]
     if exact:
         return exact
-    return [(n, f) for n, f in entries if _short(n) == _short(name)]
+    # a short name matches any organisation's, a qualified one only the short
+    # form (alice/tiny is not bob/tiny)
+    return [(n, f) for n, f in entries if _short(n) == _short(name) and ("/" not in n or "/" not in name)]
 
 
 def _folder_size(path: Path) -> int:

@@ -113,6 +113,9 @@ def test_import_copies_what_a_run_needs_and_the_store_comes_first(hf_cache, tmp_
     again = modelstore.import_model(src, name="google-bert/bert-base-chinese")
     assert again["name"] == "google-bert/bert-base-chinese" and not again["replaced"]
     assert modelstore.import_model(src)["replaced"]
+    modelstore.import_model(src, name="alice/tiny")
+    with pytest.raises(UsageError, match="not available offline"):
+        modelstore.resolve("bob/tiny")  # another organisation's model of the same short name
     assert not [p for p in modelstore.store_dir().iterdir() if p.name.startswith(".")]  # no leftovers
 
 

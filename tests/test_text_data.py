@@ -193,3 +193,16 @@ def test_texts_to_predict_from_files(tmp_path):
     wide = write(tmp_path / "wide.csv", "a,b\n1,2\n")
     with pytest.raises(DataError, match=r"no column 'text'.*'a', 'b'"):
         read_texts(wide, COLS)
+
+
+def test_discovery_and_data_reading_do_not_import_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, trainlab.plugins.text as p, trainlab.plugins.text.data, trainlab.plugins.text.batching; "
+        "print(p.trainlab_tasks()[0].id, p.trainlab_api_version(), 'torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["text-classification", "1.0", "False", "False"]
