@@ -305,6 +305,7 @@ class RunContext:
     log: Callable[[str], None] = print
     class_weights: Any = None  # torch.Tensor on device, or None
     multiprocessing_context: str | None = None  # start method for DataLoader workers
+    purpose: str = "train"  # why the task is prepared: "train", "resume" or "evaluate"
 
     @property
     def is_cuda(self) -> bool:

@@ -19,8 +19,10 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRAINLAB_TEST", "1")
-# Keep BLAS from oversubscribing the two cores when tests spawn processes.
-os.environ.setdefault("OMP_NUM_THREADS", "2")
+# One intra-op thread: tests check behaviour, not speed, and on two shared
+# cores a second OpenMP thread mostly waits (measured: a tiny BERT step 15x
+# slower with two threads under load).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 TESTS = Path(__file__).resolve().parent
 FIXTURE_PLUGINS = TESTS / "fixtures" / "plugins"

@@ -279,6 +279,7 @@ def run_training(
 
     entry, task = _task_for(task_id, params)
     ctx = _ctx(params, None, early_log, mp_context)
+    ctx.purpose = "resume" if prior else "train"
     seed_everything(int(params["seed"]))
     summary = task.prepare(str(data), ctx, label_names=prior["label_names"] if prior else None)
     for warning in summary.warnings:
@@ -537,6 +538,7 @@ def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto")
     data_path = data or record["data"]["path"]
     if not Path(data_path).exists():
         raise UsageError(f"--data {data_path}: no such file or folder")
+    ctx.purpose = "evaluate"
     task.prepare(str(data_path), ctx, label_names=record["label_names"])
     split = "val"
     if data and "val" not in task.splits():
