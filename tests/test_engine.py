@@ -308,3 +308,33 @@ def test_run_index_falls_back_from_wal_on_network_filesystems(tmp_path, monkeypa
     record = {"id": "r1", "task": "t", "status": "completed", "timings": {"started": 1.0}}
     store.record(record, rd.path)
     assert store.list()[0]["id"] == "r1"
+
+
+def test_bad_input_found_after_the_run_began_is_still_a_usage_error(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    import toy_task
+
+    def build_model(self, ctx):
+        raise UsageError("weights file /nowhere/w.safetensors is missing")
+
+    monkeypatch.setattr(toy_task.ToyTask, "build_model", build_model)
+    with pytest.raises(UsageError, match="w.safetensors is missing"):
+        train(toy_csv, tmp_path, epochs=1)
+    record = RunDir(tmp_path / "run").read()
+    assert record["status"] == "failed" and "w.safetensors" in record["error"]
+
+
+def test_loader_workers_persist_across_epochs(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    import toy_task
+
+    monkeypatch.setattr(toy_task.ToyTask, "loader_options", lambda self, split, ctx: {"num_workers": 1, "persistent_workers": True}, raising=False)
+    made = []
+    real = torch.utils.data.DataLoader.__init__
+
+    def counting_init(self, *args, **kwargs):
+        made.append(kwargs.get("persistent_workers"))
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.utils.data.DataLoader, "__init__", counting_init)
+    straight = train(toy_csv, tmp_path, "w", epochs=3, final_weights="last")
+    assert straight.status == "completed"
+    assert made == [True, True]  # one loader for train, one for val, for all three epochs

@@ -43,6 +43,19 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, oom_type) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower())
 
 
+class _BatchList:
+    """A batch sampler whose batches are replaced before each pass."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[int]] = []
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
 @dataclass
 class LoopPosition:
     """Where the loop is, saved in every checkpoint (resume restarts here)."""
@@ -96,6 +109,7 @@ class Trainer:
         self._log_interval = float(self.params["log_interval"])
         self._nonfinite_reads = 0
         self._train_seconds = 0.0
+        self._loaders: dict[str, tuple[Any, _BatchList]] = {}
 
     # -- setup ---------------------------------------------------------------
     def _make_optimizer(self) -> torch.optim.Optimizer:
@@ -109,19 +123,38 @@ class Trainer:
         return torch.optim.AdamW(groups, lr=lr, **kwargs)
 
     def loader(self, split: str, batches: list[list[int]], epoch: int) -> torch.utils.data.DataLoader:
-        options = dict(self.task.loader_options(split, self.ctx))
-        if options.get("num_workers", 0) > 0 and self.ctx.multiprocessing_context and "multiprocessing_context" not in options:
-            options["multiprocessing_context"] = self.ctx.multiprocessing_context
-        # A dedicated generator: creating the iterator must not draw from the
-        # global RNG, or a resume in mid-epoch would diverge.
-        generator = torch.Generator().manual_seed(int(self.params["seed"]) * 7919 + epoch)
-        return torch.utils.data.DataLoader(
-            self.task.dataset(split),
-            batch_sampler=batches,
-            collate_fn=self.task.collate,
-            generator=generator,
-            **options,
-        )
+        """The split's DataLoader, made once per run and fed this pass's batches.
+
+        Reusing it keeps ``persistent_workers`` alive across epochs (spawned
+        workers re-import torch otherwise).  Its generator is re-seeded per
+        epoch: creating the iterator must not draw from the global RNG, or a
+        resume in mid-epoch would diverge.
+        """
+        entry = self._loaders.get(split)
+        if entry is None:
+            options = dict(self.task.loader_options(split, self.ctx))
+            if options.get("num_workers", 0) > 0 and self.ctx.multiprocessing_context and "multiprocessing_context" not in options:
+                options["multiprocessing_context"] = self.ctx.multiprocessing_context
+            if options.get("num_workers", 0) == 0:
+                options.pop("persistent_workers", None)
+                options.pop("prefetch_factor", None)
+            sampler = _BatchList()
+            loader = torch.utils.data.DataLoader(
+                self.task.dataset(split),
+                batch_sampler=sampler,
+                collate_fn=self.task.collate,
+                generator=torch.Generator(),
+                **options,
+            )
+            entry = self._loaders[split] = (loader, sampler)
+        loader, sampler = entry
+        sampler.batches = batches
+        loader.generator.manual_seed(int(self.params["seed"]) * 7919 + epoch)
+        return loader
+
+    def close(self) -> None:
+        """Shut loader workers down (persistent ones live until their loader goes)."""
+        self._loaders.clear()
 
     def restore(self, checkpoint_path) -> None:
         tensors, plain = read_checkpoint(checkpoint_path)

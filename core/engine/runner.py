@@ -341,6 +341,7 @@ def run_training(
 
     status, error, tb = "failed", "", ""
     trainer = None
+    late_usage_error: UsageError | None = None
     try:
         if params["class_weighting"]:
             ctx.class_weights = _class_weights(task, ctx)
@@ -409,8 +410,14 @@ def run_training(
         error = str(exc) if isinstance(exc, (RunFailed, UsageError)) else f"{type(exc).__name__}: {exc}"
         tb = traceback.format_exc()
         cblist.call("on_exception", state, exc)
+        if isinstance(exc, UsageError):
+            late_usage_error = exc  # bad input found once the run had begun: still exit 2
     finally:
+        if trainer is not None:
+            trainer.close()
         result = _finalize(record, run_dir, state, trainer, status, error, tb, cblist, recorder)
+    if late_usage_error is not None:
+        raise late_usage_error
     return result
 
 
