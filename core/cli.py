@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import signal
 import sys
 import time
@@ -304,32 +303,16 @@ def cmd_train(args, out: Output) -> int:
 
 def _train_isolated(request, progress: ConsoleProgress) -> dict[str, Any]:
     from trainlab.engine.child import ChildRun
-    from trainlab.events import Finished
 
     child = ChildRun(request)
     child.start()
-    finished = None
     with _stop_on_signals(child.stop):
         for event in child.events():
             progress.on_event(event)
-            if isinstance(event, Finished):
-                finished = event
         code = child.wait()
-    if code == EXIT_USAGE:
+    if code == EXIT_USAGE and child.finished is None:
         raise UsageError(child.error_message() or "the child process rejected the run")
-    if finished is None:
-        return {"run_dir": child.run_dir or "", "status": "failed", "task": request.task, "metrics": {}, "epochs": 0, "steps": 0,
-                "samples_per_second": 0.0, "error": child.error_message() or f"the child process exited with code {code}"}
-    return {
-        "run_dir": child.run_dir or "",
-        "status": finished.status,
-        "task": child.task or request.task,
-        "metrics": dict(finished.metrics),
-        "epochs": finished.epochs,
-        "steps": finished.step,
-        "samples_per_second": finished.samples_per_second,
-        "error": finished.error,
-    }
+    return child.result(code).to_json()
 
 
 def cmd_eval(args, out: Output) -> int:

@@ -172,7 +172,7 @@ def result_dict(result: Any, tb: str = "") -> dict[str, Any]:
     fields = ("run_dir", "status", "task", "metrics", "epochs", "steps", "samples_per_second", "error")
     data = {name: getattr(result, name, None) for name in fields}
     data["metrics"] = dict(data["metrics"] or {})
-    data["traceback"] = tb
+    data["traceback"] = tb or getattr(result, "traceback", "") or ""
     return data
 
 
@@ -372,24 +372,11 @@ class TrainingWorker(QThread):
             lower_priority(self.niceness, pid=child.proc.pid if child.proc else None)
             if self._pending_pause:
                 child.pause()
-        finished: Finished | None = None
         for event in child.events():
             if isinstance(event, Finished):
-                finished = event
                 self._finished_event = event
             self._on_event(event)
-        code = child.wait()
-        if finished is None:
-            detail = getattr(child, "stderr_tail", "")
-            detail = detail() if callable(detail) else detail
-            error = f"the training process ended with exit code {code} before finishing"
-            if code == 2 and detail:
-                error = str(detail).strip().splitlines()[-1]
-            return _ChildResult(self.run_dir, "failed", getattr(self.request, "task", ""), {}, 0, 0, 0.0,
-                                error, str(detail or ""))
-        return _ChildResult(self.run_dir, finished.status, getattr(self.request, "task", ""), dict(finished.metrics),
-                            finished.epochs, finished.step, finished.samples_per_second, finished.error,
-                            finished.traceback)
+        return child.result(child.wait())
 
 
 def lower_priority(steps: int, pid: int | None = None) -> bool:
@@ -418,19 +405,6 @@ def lower_priority(steps: int, pid: int | None = None) -> bool:
 
 class _Cancelled(Exception):
     pass
-
-
-@dataclass
-class _ChildResult:
-    run_dir: str
-    status: str
-    task: str
-    metrics: dict[str, Any]
-    epochs: int
-    steps: int
-    samples_per_second: float
-    error: str
-    traceback: str
 
 
 def _is_usage_error(exc: BaseException) -> bool:

@@ -16,8 +16,8 @@ import sys
 import threading
 from typing import Iterator
 
-from trainlab.engine.runner import RunRequest
-from trainlab.events import Event, Started, event_from_json
+from trainlab.engine.runner import RunRequest, RunResult
+from trainlab.events import Event, Finished, Started, event_from_json
 
 log = logging.getLogger("trainlab.child")
 
@@ -30,6 +30,7 @@ class ChildRun:
         self.proc: subprocess.Popen[str] | None = None
         self.run_dir: str | None = None
         self.task: str | None = None
+        self.finished: Finished | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
         self._lock = threading.Lock()
         self._stderr_thread: threading.Thread | None = None
@@ -82,6 +83,8 @@ class ChildRun:
                 continue
             if isinstance(event, Started):
                 self.run_dir, self.task = event.run_dir, event.task
+            elif isinstance(event, Finished):
+                self.finished = event
             yield event
 
     def pause(self) -> None:
@@ -125,6 +128,25 @@ class ChildRun:
             except OSError:
                 pass
         return code
+
+    def result(self, code: int) -> RunResult:
+        """The run's result, from its Finished event or, without one, from how the child ended."""
+        task = self.task or self.request.task
+        event = self.finished
+        if event is None:
+            reason = self.error_message()
+            error = f"the training process ended with exit code {code} before finishing"
+            if reason:
+                error = reason if code == 2 else f"{error}: {reason}"
+            return RunResult(
+                run_dir=self.run_dir or "", status="failed", task=task, metrics={}, epochs=0, steps=0,
+                samples_per_second=0.0, error=error, traceback=self.stderr_tail(),
+            )
+        return RunResult(
+            run_dir=self.run_dir or "", status=event.status, task=task, metrics=dict(event.metrics),
+            epochs=event.epochs, steps=event.step, samples_per_second=event.samples_per_second,
+            error=event.error, traceback=event.traceback,
+        )
 
     @property
     def returncode(self) -> int | None:

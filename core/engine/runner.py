@@ -55,6 +55,7 @@ class RunResult:
     samples_per_second: float
     error: str = ""
     best: dict[str, Any] = field(default_factory=dict)
+    traceback: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -516,6 +517,7 @@ def _finalize(record, run_dir: RunDir, state: RunState, trainer, status, error, 
         samples_per_second=rate,
         error=error,
         best=record.get("best", {}),
+        traceback=tb,
     )
 
 
