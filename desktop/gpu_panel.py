@@ -23,6 +23,7 @@ from PySide6.QtCore import QCoreApplication, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from trainlab.desktop.axes import DateAxis, GridAxis, grid_below
 from trainlab.events import SystemSample
 
 GB = 1024**3  # binary, as GPU makers count: a "24 GB" card shows 24.0, not 25.8
@@ -230,7 +231,6 @@ class GpuPanel(QWidget):
         layout.addWidget(self.graphics, 1)
         layout.addWidget(self.processes)
 
-        pen = QColor(self.palette().color(QPalette.ColorRole.WindowText))
         self.plots: dict[str, pg.PlotItem] = {}
         self._titles = {
             "utilization_percent": self.tr("Utilisation (%)"),
@@ -239,31 +239,44 @@ class GpuPanel(QWidget):
             "power_w": self.tr("Power (W)"),
         }
         for row, (column, _scale) in enumerate(METRICS):
-            plot = self.graphics.addPlot(row=row, col=0, axisItems={"bottom": pg.DateAxisItem()})
+            plot = self.graphics.addPlot(row=row, col=0, axisItems={"left": GridAxis("left"), "bottom": DateAxis("bottom")})
             plot.setLabel("left", self._titles[column])
-            plot.showGrid(x=True, y=True, alpha=0.2)
             plot.setClipToView(True)
             plot.setDownsampling(auto=True, mode="peak")
             plot.setMouseEnabled(x=True, y=False)
-            for axis in ("left", "bottom"):
-                plot.getAxis(axis).setPen(pen)
-                plot.getAxis(axis).setTextPen(pen)
             if row:
                 plot.setXLink(self.plots[METRICS[0][0]])
             if row < len(METRICS) - 1:
                 plot.getAxis("bottom").setStyle(showValues=False)
             self.plots[column] = plot
         self.plots["utilization_percent"].setYRange(0, 100, padding=0.02)
-        base = QColor(self.palette().color(QPalette.ColorRole.Base))
-        base.setAlpha(200)  # the legend sits over the curves: keep them visible through it
-        self.legend = self.plots["utilization_percent"].addLegend(
-            offset=(5, 5), brush=pg.mkBrush(base), labelTextColor=pen, colCount=2
-        )
+        self.legend = self.plots["utilization_percent"].addLegend(offset=(5, 5), colCount=2)
+        self.apply_palette()
 
         self._timer = QTimer(self)
         self._timer.setInterval(max(16, int(1000 / refresh_hz)))
         self._timer.timeout.connect(self.refresh)
         self._timer.start()
+
+    def apply_palette(self) -> None:
+        """Axes, grid and legend in the colours of the current palette (the theme)."""
+        palette = self.palette()
+        text = QColor(palette.color(QPalette.ColorRole.WindowText))
+        window = QColor(palette.color(QPalette.ColorRole.Window))  # shows through the plots
+        for plot in self.plots.values():
+            for axis in ("left", "bottom"):
+                plot.getAxis(axis).setPen(text)
+                plot.getAxis(axis).setTextPen(text)
+            grid_below(plot, window, 0.2)
+        base = QColor(palette.color(QPalette.ColorRole.Base))
+        base.setAlpha(200)  # the legend sits over the curves: keep them visible through it
+        self.legend.setBrush(pg.mkBrush(base))
+        self.legend.setLabelTextColor(text)
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange:
+            self.apply_palette()
 
     # -- input -------------------------------------------------------------------------------
     def add_sample(self, sample: SystemSample) -> None:

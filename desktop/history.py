@@ -405,19 +405,23 @@ class RunCurvesView(QWidget):
             return
         import pyqtgraph as pg
 
+        from trainlab.desktop.axes import EpochAxis, GridAxis
+
         self._pg = pg
         self.view = pg.GraphicsLayoutWidget()
         self.view.setObjectName("historyCurves")
-        self.loss_plot = self.view.addPlot(row=0, col=0, title=self.tr("Loss"))
-        self.accuracy_plot = self.view.addPlot(row=0, col=1, title=self.tr("Validation accuracy"))
-        self.lr_plot = self.view.addPlot(row=0, col=2, title=self.tr("Learning rate"))
+
+        def axes(bottom=GridAxis):
+            return {"left": GridAxis("left"), "bottom": bottom("bottom")}
+
+        self.loss_plot = self.view.addPlot(row=0, col=0, title=self.tr("Loss"), axisItems=axes())
+        self.accuracy_plot = self.view.addPlot(row=0, col=1, title=self.tr("Validation accuracy"), axisItems=axes(EpochAxis))
+        self.lr_plot = self.view.addPlot(row=0, col=2, title=self.tr("Learning rate"), axisItems=axes())
         self.loss_plot.setLabel("bottom", self.tr("step"))
         self.accuracy_plot.setLabel("bottom", self.tr("epoch"))
         self.lr_plot.setLabel("bottom", self.tr("step"))
         self.accuracy_plot.setYRange(0, 1, padding=0.02)
         self.accuracy_plot.enableAutoRange(y=False)
-        for plot in self.plots():
-            plot.showGrid(x=True, y=True, alpha=0.2)
         self._layout.addWidget(self.view, 1)
         self._plots_built = True
         self.loss_plot.setLogMode(y=self.log_scale.isChecked())
@@ -434,11 +438,14 @@ class RunCurvesView(QWidget):
     def apply_palette(self) -> None:
         if not self._plots_built:
             return
+        from trainlab.desktop.axes import grid_below
+
         palette = self.palette()
         background = palette.color(QPalette.ColorRole.Base)
         foreground = palette.color(QPalette.ColorRole.Text)
         self.view.setBackground(background)
         for plot in self.plots():
+            grid_below(plot, background, 0.2)
             for name in ("left", "bottom"):
                 axis = plot.getAxis(name)
                 axis.setPen(foreground)

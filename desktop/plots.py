@@ -18,45 +18,34 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
 
+from trainlab.desktop.axes import ElapsedAxis, EpochAxis, GridAxis, SteadyViewBox, grid_below
 from trainlab.desktop.curves import RunCurves
 from trainlab.desktop.style import LIGHT_PLOTS, PlotColors
 
 REFRESH_HZ = 20
 
 
-def format_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    sign = "-" if seconds < 0 else ""
-    seconds = abs(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{sign}{hours}:{minutes:02d}:{secs:02d}" if hours else f"{sign}{minutes}:{secs:02d}"
+def _curve(plot: pg.PlotItem, name: str, smooth: bool = False) -> pg.PlotDataItem:
+    """A per-step curve: clipped to the view, downsampled to what the pixels can show.
 
-
-class ElapsedAxis(pg.AxisItem):
-    """Seconds since the start, written as m:ss or h:mm:ss."""
-
-    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
-        return [format_duration(v * scale) for v in values]
-
-
-class EpochAxis(pg.AxisItem):
-    """Whole epochs only: no 1.5 or 2.5 ticks on a per-epoch plot."""
-
-    def tickValues(self, minVal, maxVal, size):  # noqa: N802,N803 - pyqtgraph override
-        levels = []
-        for spacing, values in super().tickValues(minVal, maxVal, size):
-            whole = [v for v in values if abs(v - round(v)) < 1e-9]
-            if whole:
-                levels.append((max(spacing, 1.0), whole))
-        return levels
-
-
-def _curve(plot: pg.PlotItem, name: str, **kwargs) -> pg.PlotDataItem:
-    item = plot.plot([], [], name=name, **kwargs)
-    item.setDownsampling(auto=True, method="peak")
+    A noisy curve keeps its peaks (pyqtgraph's default of about five samples
+    a pixel).  A ``smooth`` one (a moving average, the learning rate) loses
+    nothing at one sample every two pixels, which keeps its two-pixel pen
+    cheap: a wide pen leaves the raster engine's fast path, and drawn at five
+    samples a pixel it doubled the cost of a repaint.
+    """
+    if smooth:
+        item = plot.plot([], [], name=name, autoDownsampleFactor=0.5)
+        item.setDownsampling(auto=True, method="mean")
+    else:
+        item = plot.plot([], [], name=name)
+        item.setDownsampling(auto=True, method="peak")
     item.setClipToView(True)
     return item
+
+
+def _axes(bottom: type[GridAxis]) -> dict[str, GridAxis]:
+    return {"left": GridAxis("left"), "bottom": bottom("bottom")}
 
 
 def _set(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray, finite: bool) -> None:
@@ -115,15 +104,16 @@ class LivePlots(QWidget):
         self.view = pg.GraphicsLayoutWidget(self)
         self.view.setObjectName("live_plots")
         layout.addWidget(self.view, 1)
-        self._time_axis = ElapsedAxis("bottom")
-        self.loss_plot = self.view.addPlot(row=0, col=0, colspan=3)
-        self.eval_loss_plot = self.view.addPlot(row=1, col=0, axisItems={"bottom": EpochAxis("bottom")})
-        self.accuracy_plot = self.view.addPlot(row=1, col=1, axisItems={"bottom": EpochAxis("bottom")})
-        self.lr_plot = self.view.addPlot(row=1, col=2)
+        # the per-step plots grow every frame of a live run: steady auto-range
+        self.loss_plot = self.view.addPlot(row=0, col=0, colspan=3, axisItems=_axes(GridAxis),
+                                           viewBox=SteadyViewBox())
+        self.eval_loss_plot = self.view.addPlot(row=1, col=0, axisItems=_axes(EpochAxis))
+        self.accuracy_plot = self.view.addPlot(row=1, col=1, axisItems=_axes(EpochAxis))
+        self.lr_plot = self.view.addPlot(row=1, col=2, axisItems=_axes(GridAxis), viewBox=SteadyViewBox())
+        self._set_steady(False)
         self.view.ci.layout.setRowStretchFactor(0, 3)
         self.view.ci.layout.setRowStretchFactor(1, 2)
         for plot in (self.loss_plot, self.eval_loss_plot, self.accuracy_plot, self.lr_plot):
-            plot.showGrid(x=True, y=True)
             plot.setMenuEnabled(True)
             plot.getViewBox().setMouseEnabled(x=True, y=True)
         # a legend would cover the points of this small plot: the title says
@@ -135,12 +125,12 @@ class LivePlots(QWidget):
         self.accuracy_plot.enableAutoRange(y=False)
 
         self.loss_raw = _curve(self.loss_plot, self.tr("loss"))
-        self.loss_smooth = _curve(self.loss_plot, self.tr("smoothed"))
+        self.loss_smooth = _curve(self.loss_plot, self.tr("smoothed"), smooth=True)
         self.eval_loss = self.eval_loss_plot.plot([], [], symbol="o", symbolSize=6)
         self.accuracy = self.accuracy_plot.plot([], [], symbol="o", symbolSize=6)
         self.macro_f1 = self.accuracy_plot.plot([], [], symbol="t", symbolSize=6)
         self.best = self.accuracy_plot.plot([], [], pen=None, symbol="star", symbolSize=14)
-        self.lr = _curve(self.lr_plot, self.tr("learning rate"))
+        self.lr = _curve(self.lr_plot, self.tr("learning rate"), smooth=True)
         self.lr_plot.getAxis("left").enableAutoSIPrefix(True)
         self._colors = colors
         self.apply_colors(colors)
@@ -159,7 +149,7 @@ class LivePlots(QWidget):
                 axis = plot.getAxis(name)
                 axis.setPen(colors.foreground)
                 axis.setTextPen(colors.foreground)
-            plot.showGrid(x=True, y=True, alpha=colors.grid_alpha)
+            grid_below(plot, colors.background, colors.grid_alpha)
         for plot, title in (
             (self.loss_plot, self.tr("Training loss")),
             (self.eval_loss_plot, self.tr("Validation loss")),
@@ -199,11 +189,17 @@ class LivePlots(QWidget):
         self.fit()
 
     def start_live(self) -> None:
+        self._set_steady(True)
         self.timer.start()
 
     def stop_live(self) -> None:
         self.timer.stop()
         self.refresh()
+        self._set_steady(False)  # the finished curves fit their plots exactly
+
+    def _set_steady(self, steady: bool) -> None:
+        for plot in (self.loss_plot, self.lr_plot):
+            plot.getViewBox().set_steady(steady)
 
     def set_axis(self, axis: str) -> None:
         if axis not in ("step", "time") or axis == self.axis:
@@ -225,11 +221,12 @@ class LivePlots(QWidget):
                 plot.setAxisItems({"bottom": ElapsedAxis("bottom")})
                 plot.setLabel("bottom", self.tr("time"))
             else:
-                plot.setAxisItems({"bottom": pg.AxisItem("bottom")})
+                plot.setAxisItems({"bottom": GridAxis("bottom")})
                 plot.setLabel("bottom", self.tr("step"))
             axis = plot.getAxis("bottom")
             axis.setPen(self._colors.foreground)
             axis.setTextPen(self._colors.foreground)
+            grid_below(plot, self._colors.background, self._colors.grid_alpha)
 
     def _smoothing_changed(self, value: int) -> None:
         weight = value / 100
