@@ -24,16 +24,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 
 from trainlab.plugins.image import SAMPLE_DATA
+from trainlab.resources import resource_path
 
 GOAL_ACCURACY, GOAL_SECONDS = 0.90, 120.0
 
 
 def one_run(extra: list[str], home: Path) -> dict:
-    sample = Path(str(resources.files("trainlab.resources") / SAMPLE_DATA))
+    sample = resource_path(SAMPLE_DATA)
     command = [sys.executable, "-m", "trainlab", "train", "image-classification", "--data", str(sample), "--json"]
     for item in extra:
         command += ["--set", item]

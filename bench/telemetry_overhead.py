@@ -69,7 +69,7 @@ def sampler_cpu(nvml, seconds: float, interval: float) -> dict:
     sampler.start(sink)
     done.wait(seconds)
     sampler.close()
-    (t_first, _), (t_last, cpu_last) = cpu_at[0], cpu_at[-1]
+    t_last, cpu_last = cpu_at[-1]
     wall = max(t_last - start, 1e-9)
     return {
         "samples": len(cpu_at),

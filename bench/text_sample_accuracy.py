@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from importlib import resources
 from pathlib import Path
 
 GOAL_SECONDS = 120.0
@@ -38,8 +37,9 @@ def main() -> int:
     os.environ["TRAINLAB_HOME"] = home  # keep the bench run out of the user's history
 
     from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.resources import resource_path
 
-    sample = Path(str(resources.files("trainlab.resources") / "samples" / "text"))
+    sample = resource_path("samples", "text")
     params = {"device": "cpu", "seed": str(args.seed)}
     if args.epochs:
         params["epochs"] = str(args.epochs)

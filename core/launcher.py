@@ -33,7 +33,6 @@ import subprocess
 import sys
 import sysconfig
 import time
-from importlib import resources
 from pathlib import Path
 from typing import IO
 
@@ -124,9 +123,10 @@ def gui_executable() -> Path:
 
 def icon_file(name: str = "trainlab.svg") -> Path:
     """Absolute path of an installed icon file, e.g. ``trainlab-256.png``."""
-    resource = resources.files("trainlab.resources").joinpath("icons", name)
-    path = Path(str(resource))
-    if not path.is_file():  # zipped installs have no real file a desktop could read
+    from trainlab.resources import resource_path
+
+    path = resource_path("icons", name)
+    if not path.is_file():
         raise UsageError(f"icon {name} is missing from this TrainLab installation ({path}); reinstall TrainLab")
     return path.absolute()
 

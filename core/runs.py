@@ -178,7 +178,7 @@ class RunStore:
         marks = ", ".join("?" for _ in row)
         updates = ", ".join(f"{k}=excluded.{k}" for k in row if k != "id")
         with self._connect() as db:
-            db.execute(f"DELETE FROM runs WHERE run_dir=? AND id<>?", (row["run_dir"], row["id"]))
+            db.execute("DELETE FROM runs WHERE run_dir=? AND id<>?", (row["run_dir"], row["id"]))
             db.execute(f"INSERT INTO runs ({cols}) VALUES ({marks}) ON CONFLICT(id) DO UPDATE SET {updates}", list(row.values()))
 
     def list(self, reconcile: bool = True) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import platform
 import sys
-from importlib import resources
 
 from PySide6 import __version__ as PYSIDE_VERSION
 from PySide6.QtCore import Qt, qVersion
@@ -17,6 +16,7 @@ from PySide6.QtGui import QGuiApplication, QPixmap
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from trainlab import PLUGIN_API_VERSION, __version__, paths
+from trainlab.resources import resource_path
 
 
 def system_details() -> str:
@@ -39,7 +39,7 @@ def system_details() -> str:
 
 
 def app_icon_path(size: int = 128) -> str:
-    return str(resources.files("trainlab.resources") / "icons" / f"trainlab-{size}.png")
+    return str(resource_path("icons", f"trainlab-{size}.png"))
 
 
 class AboutDialog(QDialog):

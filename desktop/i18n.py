@@ -9,7 +9,6 @@ use the ``qtbase_*.qm`` that PySide6 ships, when it has one for the language.
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
@@ -37,7 +36,9 @@ _current = SOURCE_LANGUAGE
 
 def translations_dir() -> Path:
     """Folder of the shipped ``trainlab_*.qm`` files (package data)."""
-    return Path(str(resources.files("trainlab.resources") / "translations"))
+    from trainlab.resources import resource_path
+
+    return resource_path("translations")
 
 
 def normalize_language(language: str | None) -> str | None:

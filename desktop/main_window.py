@@ -287,7 +287,7 @@ class MainWindow(QMainWindow):
         from trainlab.desktop.params_form import ParamsForm
         from trainlab.desktop.plots import LivePlots
         from trainlab.desktop.run_controls import RunControls
-        from trainlab.desktop.style import plot_colors
+        from trainlab.desktop.plots import plot_colors
 
         page = QSplitter(Qt.Orientation.Horizontal, self.stack)
         page.setObjectName("train_page")
@@ -797,9 +797,9 @@ class MainWindow(QMainWindow):
         entry = self.registry.tasks.get(task_id) if self.registry else None
         if entry is None or not entry.spec.sample_data:
             return ""
-        from importlib import resources
+        from trainlab.resources import resource_path
 
-        path = Path(str(resources.files("trainlab.resources") / entry.spec.sample_data))
+        path = resource_path(entry.spec.sample_data)
         return str(path) if path.exists() else ""
 
     def _update_samples(self) -> None:
@@ -1005,7 +1005,8 @@ class MainWindow(QMainWindow):
         dialog.open()
 
     def set_theme(self, theme: str) -> None:
-        from trainlab.desktop.style import apply_theme, plot_colors
+        from trainlab.desktop.plots import plot_colors
+        from trainlab.desktop.style import apply_theme
 
         self.settings.theme = theme
         self.resolved_theme = apply_theme(QApplication.instance(), theme)
@@ -1102,7 +1103,8 @@ class MainWindow(QMainWindow):
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange and self.plots is not None:
-            from trainlab.desktop.style import plot_colors, resolve_theme
+            from trainlab.desktop.plots import plot_colors
+            from trainlab.desktop.style import resolve_theme
 
             self.resolved_theme = resolve_theme(self.settings.theme)
             self.plots.apply_colors(plot_colors(self.resolved_theme))

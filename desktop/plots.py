@@ -13,6 +13,8 @@ epoch marked), and the learning rate.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -20,9 +22,52 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushBu
 
 from trainlab.desktop.axes import ElapsedAxis, EpochAxis, GridAxis, SteadyViewBox, grid_below
 from trainlab.desktop.curves import RunCurves
-from trainlab.desktop.style import LIGHT_PLOTS, PlotColors
 
 REFRESH_HZ = 20
+
+
+@dataclass(frozen=True)
+class PlotColors:
+    """Colours the live plots use, chosen to read well on the theme's base."""
+
+    background: str
+    foreground: str
+    grid_alpha: float
+    loss_raw: str
+    loss_smooth: str
+    eval_loss: str
+    accuracy: str
+    macro_f1: str
+    lr: str
+
+
+LIGHT_PLOTS = PlotColors(
+    background="#ffffff",
+    foreground="#3c4043",
+    grid_alpha=0.25,
+    loss_raw="#9ec5f0",
+    loss_smooth="#1a66c2",
+    eval_loss="#d9480f",
+    accuracy="#2b8a3e",
+    macro_f1="#7048e8",
+    lr="#5f6b7a",
+)
+
+DARK_PLOTS = PlotColors(
+    background="#1e2227",
+    foreground="#c9d1d9",
+    grid_alpha=0.2,
+    loss_raw="#3d5f8a",
+    loss_smooth="#6cb6ff",
+    eval_loss="#ff922b",
+    accuracy="#69db7c",
+    macro_f1="#b197fc",
+    lr="#adb5bd",
+)
+
+
+def plot_colors(resolved_theme: str) -> PlotColors:
+    return DARK_PLOTS if resolved_theme == "dark" else LIGHT_PLOTS
 
 
 def _curve(plot: pg.PlotItem, name: str, smooth: bool = False) -> pg.PlotDataItem:

@@ -1,4 +1,4 @@
-"""Light and dark palettes for the window, and the matching plot colours.
+"""Light and dark palettes for the window (the plots' colours are in ``plots``).
 
 Fusion is used on every platform: it honours a QPalette fully, so the two
 themes look the same on Linux, Windows and macOS and both can be checked in
@@ -8,53 +8,11 @@ Qt can read it (Qt 6.5+ ``styleHints().colorScheme()``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
 THEMES = ("system", "light", "dark")
-
-
-@dataclass(frozen=True)
-class PlotColors:
-    """Colours the live plots use, chosen to read well on the theme's base."""
-
-    background: str
-    foreground: str
-    grid_alpha: float
-    loss_raw: str
-    loss_smooth: str
-    eval_loss: str
-    accuracy: str
-    macro_f1: str
-    lr: str
-
-
-LIGHT_PLOTS = PlotColors(
-    background="#ffffff",
-    foreground="#3c4043",
-    grid_alpha=0.25,
-    loss_raw="#9ec5f0",
-    loss_smooth="#1a66c2",
-    eval_loss="#d9480f",
-    accuracy="#2b8a3e",
-    macro_f1="#7048e8",
-    lr="#5f6b7a",
-)
-
-DARK_PLOTS = PlotColors(
-    background="#1e2227",
-    foreground="#c9d1d9",
-    grid_alpha=0.2,
-    loss_raw="#3d5f8a",
-    loss_smooth="#6cb6ff",
-    eval_loss="#ff922b",
-    accuracy="#69db7c",
-    macro_f1="#b197fc",
-    lr="#adb5bd",
-)
 
 
 def _palette(colors: dict[str, str], disabled_text: str) -> QPalette:
@@ -175,12 +133,6 @@ QListWidget#navigation::item:selected { background: palette(highlight); color: p
 def apply_theme(app: QApplication, theme: str) -> str:
     """Apply ``theme`` (system, light or dark) to ``app``; returns light or dark."""
     resolved = resolve_theme(theme)
-    if app.style().name().lower() != "fusion":  # often it already is; a new style costs ~10 ms
-        app.setStyle("Fusion")
     app.setPalette(dark_palette() if resolved == "dark" else light_palette())
     app.setStyleSheet(STYLE_SHEET)
     return resolved
-
-
-def plot_colors(resolved_theme: str) -> PlotColors:
-    return DARK_PLOTS if resolved_theme == "dark" else LIGHT_PLOTS

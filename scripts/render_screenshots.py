@@ -60,9 +60,9 @@ def settle(seconds: float = 0.3) -> None:
 
 
 def sample(path: str) -> Path:
-    from importlib import resources
+    from trainlab.resources import resource_path
 
-    return Path(str(resources.files("trainlab.resources") / path))
+    return resource_path(path)
 
 
 def train_runs(log) -> dict[str, str]:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import csv
 import json
 import threading
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from fixtures.images.imagedata import shapes, truncated_jpeg
 from trainlab.plugins.image import SAMPLE_DATA
+from trainlab.resources import resource_path
 
-SAMPLE = Path(str(resources.files("trainlab.resources") / SAMPLE_DATA))
+SAMPLE = resource_path(SAMPLE_DATA)
 
 
 def js(result):

@@ -2,7 +2,6 @@
 
 import csv
 import json
-from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,9 @@ from safetensors.torch import load_file
 from trainlab.engine.callbacks import Callback
 from trainlab.engine.runner import RunRequest, run_training
 from trainlab.runs import RunDir
+from trainlab.resources import resource_path
 
-SAMPLE = Path(str(resources.files("trainlab.resources") / "samples" / "text"))
+SAMPLE = resource_path("samples", "text")
 # One torch thread: on the shared two-core test machine a two-thread OpenMP
 # team stalls whenever another process holds a core (several times slower).
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}

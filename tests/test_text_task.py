@@ -3,8 +3,6 @@
 import io
 import json
 import sys
-from importlib import resources
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,8 +11,9 @@ from trainlab import DataError, RunContext, UsageError
 from trainlab.params import ENGINE_PARAMS, resolve
 from trainlab.plugins.text import TEXT_CLASSIFICATION
 from trainlab.plugins.text.task import TextClassificationTask
+from trainlab.resources import resource_path
 
-SAMPLE = Path(str(resources.files("trainlab.resources") / "samples" / "text"))
+SAMPLE = resource_path("samples", "text")
 
 
 @pytest.fixture(autouse=True)

@@ -216,7 +216,7 @@ class Trainer:
         return math.ceil(batches / self.grad_accum)
 
     def _train_epoch(self, epoch: int, order: list[list[int]], remaining: list[list[int]], checkpoint_every: int) -> None:
-        pos, state, ctx, task = self.position, self.state, self.ctx, self.task
+        pos, state = self.position, self.state
         n_batches = len(order)
         loader = self.loader("train", remaining, epoch)
         loss_sum = torch.zeros((), device=self.device)

@@ -14,12 +14,12 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from trainlab import UsageError
 from trainlab import modelstore
+from trainlab.resources import resource_path
 
 TINY_BERT = "tiny-bert"
 # Small enough to train from scratch on a CPU in a minute or two; 512
@@ -52,7 +52,7 @@ class ModelSource:
 
 
 def tiny_bert_vocab_dir() -> Path:
-    return Path(str(resources.files("trainlab.resources") / "vocab" / "tiny-bert"))
+    return resource_path("vocab", "tiny-bert")
 
 
 def resolve_source(model: str) -> ModelSource:
