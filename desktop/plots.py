@@ -73,17 +73,18 @@ def plot_colors(resolved_theme: str) -> PlotColors:
 def _curve(plot: pg.PlotItem, name: str, smooth: bool = False) -> pg.PlotDataItem:
     """A per-step curve: clipped to the view, downsampled to what the pixels can show.
 
-    A noisy curve keeps its peaks (pyqtgraph's default of about five samples
-    a pixel).  A ``smooth`` one (a moving average, the learning rate) loses
-    nothing at one sample every two pixels, which keeps its two-pixel pen
-    cheap: a wide pen leaves the raster engine's fast path, and drawn at five
-    samples a pixel it doubled the cost of a repaint.
+    A noisy curve keeps its envelope: the lowest and the highest value of each
+    pixel column ("peak", one block a pixel, where pyqtgraph's default draws
+    five and looks the same).  A ``smooth`` one (a moving average, the
+    learning rate) loses nothing at one sample every two pixels, which keeps
+    its two-pixel pen cheap: a wide pen leaves the raster engine's fast path,
+    and drawn at pyqtgraph's default density it doubled the cost of a repaint.
     """
     if smooth:
         item = plot.plot([], [], name=name, autoDownsampleFactor=0.5)
         item.setDownsampling(auto=True, method="mean")
     else:
-        item = plot.plot([], [], name=name)
+        item = plot.plot([], [], name=name, autoDownsampleFactor=1.0)
         item.setDownsampling(auto=True, method="peak")
     item.setClipToView(True)
     return item
