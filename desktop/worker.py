@@ -66,8 +66,12 @@ def importing_heavy_modules():
     the collector for the import and then moving what survived into the
     permanent generation (``gc.freeze``) keeps later full collections short
     too.  The modules live as long as the process anyway.
+
+    The first time, torch's large shared libraries are loaded without the
+    GIL first (``preload_torch_libraries``).
     """
     with engine_import_lock:
+        preload_torch_libraries()
         enabled = gc.isenabled()
         gc.disable()
         try:
@@ -76,6 +80,45 @@ def importing_heavy_modules():
             gc.freeze()
             if enabled:
                 gc.enable()
+
+
+_preloaded = False
+
+
+def preload_torch_libraries() -> None:
+    """Load libtorch_cpu and libtorch_cuda while other threads run (Linux).
+
+    ``import torch`` loads some 900 MB of shared libraries: the dynamic
+    loader maps and relocates them while the import holds the GIL, and the
+    window froze for 0.2 to 0.4 s (bench/gui_latency.py, ``check_stall``).
+    ``dlopen`` called through ctypes runs without the GIL, so loading the
+    two big libraries that way first leaves torch's own import a library that
+    is already there.  They are loaded RTLD_LOCAL, as torch loads them; any
+    failure just leaves the work to ``import torch``.
+    """
+    global _preloaded
+    if _preloaded or not sys.platform.startswith("linux") or "torch" in sys.modules:
+        return
+    _preloaded = True
+    import ctypes
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            return
+        lib = os.path.join(list(spec.submodule_search_locations)[0], "lib")
+        dlopen = ctypes.CDLL(None).dlopen  # a foreign call: ctypes releases the GIL around it
+        dlopen.restype = ctypes.c_void_p
+        dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        for name in ("libtorch_cpu.so", "libtorch_cuda.so"):
+            path = os.path.join(lib, name)
+            if os.path.exists(path) and not dlopen(os.fsencode(path), os.RTLD_NOW):
+                log.debug("could not preload %s; import torch will load it", path)
+    except Exception:  # noqa: BLE001 - an optimisation: never in the way of the import itself
+        log.debug("preloading torch's libraries failed", exc_info=True)
+
+
 STATES = ("preparing", "running", "paused", "stopping")
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+import textwrap
 import threading
 from pathlib import Path
 
@@ -151,3 +154,24 @@ def test_stop_before_the_run_started_cancels_it(qtbot, toy_plugin, tmp_path):
         worker.start()
     worker.wait(10_000)
     assert finished.args[0]["status"] == "cancelled"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the preload is for Linux's dynamic loader")
+def test_torch_libraries_load_without_the_gil_before_torch_is_imported():
+    """In a fresh process: the big libraries are mapped first, and torch imports and runs on top of them."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from trainlab.desktop.worker import preload_torch_libraries
+        preload_torch_libraries()
+        maps = open("/proc/self/maps").read()
+        assert "torch" not in sys.modules
+        assert "libtorch_cpu.so" in maps, "libtorch_cpu.so was not preloaded"
+        import torch
+        assert float(torch.ones(3).sum()) == 3.0
+        print("ok")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
