@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata as md
 import os
+import threading
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
@@ -319,11 +320,14 @@ def load_factory(path: str) -> Any:
 
 
 _registry: PluginRegistry | None = None
+_registry_lock = threading.Lock()
 
 
 def registry(refresh: bool = False) -> PluginRegistry:
-    """The process-wide registry, discovered on first use."""
+    """The process-wide registry, discovered on first use (thread-safe: the
+    window discovers it in a background thread)."""
     global _registry
-    if _registry is None or refresh:
-        _registry = PluginRegistry.discover()
-    return _registry
+    with _registry_lock:
+        if _registry is None or refresh:
+            _registry = PluginRegistry.discover()
+        return _registry

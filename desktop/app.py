@@ -33,7 +33,7 @@ WM_CLASS = "trainlab"
 
 #: Called with the window once it is shown (before plugins load and before
 #: the event loop runs).  For tests and ``bench/gui_latency.py``; the window's
-#: ``ready`` signal follows once ``finish_setup`` is done.
+#: ``ready`` signal follows once its setup is done (``start_setup``).
 after_show: list[Callable[[Any], None]] = []
 
 
@@ -129,7 +129,7 @@ def run_app(
     app.setWindowIcon(app_icon())
     log.info("TrainLab %s window shown (language %s, theme %s)", __version__, used_language, resolved_theme)
     window.prefill(task=task, data=data, params=dict(params or {}), autostart=autostart)
-    QTimer.singleShot(0, window.finish_setup)
+    QTimer.singleShot(0, window.start_setup)
 
     previous_hook = sys.excepthook
     sys.excepthook = _log_uncaught

@@ -2,9 +2,11 @@
 
 Start-up is in two steps so the window is on screen before anything heavy
 loads: ``MainWindow()`` builds the shell (navigation, start view, menus, log
-panel); ``finish_setup()``, called by the app right after the window is
-shown, discovers the plugins and builds the pages with plots (pyqtgraph,
-numpy).  torch is only ever imported off the GUI thread: by the data check
+panel); ``start_setup()``, called by the app right after the window is
+shown, imports pyqtgraph and numpy and discovers the plugins in a background
+thread, then builds the pages one per turn of the event loop, so the window
+answers input meanwhile.  ``finish_setup()`` does the same at once (tests,
+scripts).  torch is only ever imported off the GUI thread: by the data check
 and by the training worker.
 
 The window is a thin view: runs are ``TrainingWorker`` objects, the curves
@@ -93,6 +95,8 @@ class MainWindow(QMainWindow):
         self._current_task = ""
         self.prewarmed = False  # torch and the engine imported ahead of Start
         self._prewarming = False
+        self._setup_started = False
+        self._setup_steps: list | None = None  # what is left of the setup, in order
 
         self.setWindowTitle("TrainLab")
         self.setObjectName("MainWindow")
@@ -244,23 +248,71 @@ class MainWindow(QMainWindow):
         about_qt.triggered.connect(QApplication.aboutQt)
 
     # ----------------------------------------------------------- deferred setup
-    def finish_setup(self) -> None:
-        """Everything that may take a moment; called once the window is shown."""
-        if self.is_ready:
+    def start_setup(self) -> None:
+        """Finish setting up without freezing the window; ``ready`` when done.
+
+        Measured on the 2-core development machine, doing it all at once on
+        the GUI thread left the window unanswered for 0.42 s right after it
+        appeared: importing pyqtgraph (which creates every PySide enum) and
+        numpy was 0.3 s of it.  Those imports and the plugin discovery go to
+        a background thread; the pages are then built one per event-loop turn.
+        """
+        if self.is_ready or self._setup_started:
             return
-        started = time.perf_counter()
+        self._setup_started = True
+        from trainlab.desktop import background
+
+        background.start(_import_for_setup, self._setup_imported, self._setup_import_failed)
+
+    def _setup_imported(self, _tag, _result) -> None:
+        self._next_setup_step()
+
+    def _setup_import_failed(self, _tag, message: str, details: str) -> None:
+        # the same imports, made again on this thread by the steps, raise
+        # where the window reports them (a missing page, a failed plugin)
+        log.warning("loading the window's modules in the background failed: %s", message)
+        log.debug("%s", details)
+        self._next_setup_step()
+
+    def _next_setup_step(self) -> None:
+        steps = self._pending_setup_steps()
+        if steps:
+            steps.pop(0)()
+        if steps:
+            QTimer.singleShot(0, self._next_setup_step)
+
+    def finish_setup(self) -> None:
+        """Everything that may take a moment, at once (what is left of it)."""
+        steps = self._pending_setup_steps()
+        while steps:
+            steps.pop(0)()
+
+    def _pending_setup_steps(self) -> list:
+        if self._setup_steps is None:
+            self._setup_steps = [] if self.is_ready else [
+                self._setup_registry,
+                self._build_train_page,
+                self._build_gpu_panel,
+                self._build_history_page,
+                self._build_result_pages,
+                self._setup_done,
+            ]
+        return self._setup_steps
+
+    def _setup_registry(self) -> None:
         from trainlab.desktop.log_panel import LogPanel
         from trainlab.pluginhost import registry
 
+        self._setup_began = time.perf_counter()
         self.log_panel = LogPanel(self.log_dock)
         self.log_panel.attach()
         self.log_dock.setWidget(self.log_panel)
         if not self.settings.window_state:
             self.resizeDocks([self.log_dock], [170], Qt.Orientation.Vertical)
-
         self.registry = registry()
-        self._build_train_page()
-        self._build_other_pages()
+
+    def _setup_done(self) -> None:
+        started = self._setup_began
         self._update_samples()
         self.refresh_recent_runs()
         self._start_telemetry()
@@ -344,17 +396,7 @@ class MainWindow(QMainWindow):
         self.plots = LivePlots(curves_split, plot_colors(self.resolved_theme))
         self.plots.setMinimumHeight(320)
         curves_split.addWidget(self.plots)
-        try:
-            from trainlab.desktop.gpu_panel import GpuPanel
-
-            self.gpu_panel = GpuPanel(curves_split)
-            self.gpu_panel.setMinimumHeight(150)
-            self.gpu_panel.status_changed.connect(self.gpu_status.setText)
-            curves_split.addWidget(self.gpu_panel)
-            curves_split.setStretchFactor(0, 3)
-            curves_split.setStretchFactor(1, 1)
-        except ImportError:  # the telemetry engineer's panel; optional here
-            self.gpu_panel = None
+        self._curves_split = curves_split  # the GPU panel goes below (_build_gpu_panel)
         live_layout.addWidget(curves_split, 1)
         page.addWidget(scroll)
         page.addWidget(live)
@@ -386,10 +428,21 @@ class MainWindow(QMainWindow):
         self.task_combo.setCurrentIndex(index if index >= 0 else 0)
         self._task_chosen()
 
-    def _build_other_pages(self) -> None:
-        # The run history, results and try-it views are built by the other
-        # desktop engineer (desktop/history.py, results.py, tryit.py); each
-        # page stays a marked placeholder until its module is there.
+    def _build_gpu_panel(self) -> None:
+        try:
+            from trainlab.desktop.gpu_panel import GpuPanel
+        except ImportError:  # a build without telemetry: the plots take the room
+            return
+        self.gpu_panel = GpuPanel(self._curves_split)
+        self.gpu_panel.setMinimumHeight(150)
+        self.gpu_panel.status_changed.connect(self.gpu_status.setText)
+        self._curves_split.addWidget(self.gpu_panel)
+        self._curves_split.setStretchFactor(0, 3)
+        self._curves_split.setStretchFactor(1, 1)
+
+    def _build_history_page(self) -> None:
+        # Each page stays a marked placeholder if its module cannot load (a
+        # trimmed build): the rest of the window works without it.
         try:
             from trainlab.desktop.history import RunHistoryView
             from trainlab.runs import RunStore
@@ -400,6 +453,8 @@ class MainWindow(QMainWindow):
             self._set_page("history", self.history)
         except ImportError:
             self._set_page("history", _placeholder(self.tr("The run history is not available in this build."), self.stack))
+
+    def _build_result_pages(self) -> None:
         try:
             from trainlab.desktop.results import ResultsView
 
@@ -1109,3 +1164,32 @@ class MainWindow(QMainWindow):
             self.resolved_theme = resolve_theme(self.settings.theme)
             self.plots.apply_colors(plot_colors(self.resolved_theme))
         super().changeEvent(event)
+
+
+# What the pages import (``start_setup`` imports them in the background first).
+_SETUP_MODULES = (
+    "numpy",
+    "pyqtgraph",
+    "trainlab.desktop.data_panel",
+    "trainlab.desktop.gpu_panel",
+    "trainlab.desktop.history",
+    "trainlab.desktop.log_panel",
+    "trainlab.desktop.params_form",
+    "trainlab.desktop.plots",
+    "trainlab.desktop.results",
+    "trainlab.desktop.run_controls",
+    "trainlab.desktop.tryit",
+)
+
+
+def _import_for_setup() -> None:
+    """The modules the pages need, and the plugins (``start_setup``'s background half)."""
+    import importlib
+
+    from trainlab.desktop.worker import importing_heavy_modules
+    from trainlab.pluginhost import registry
+
+    with importing_heavy_modules(torch=False):
+        for name in _SETUP_MODULES:
+            importlib.import_module(name)
+        registry()

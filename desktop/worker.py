@@ -56,7 +56,7 @@ engine_import_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def importing_heavy_modules():
+def importing_heavy_modules(torch: bool = True):
     """Hold ``engine_import_lock``, with the cyclic GC paused, then freeze.
 
     Importing torch and transformers creates hundreds of thousands of
@@ -67,11 +67,12 @@ def importing_heavy_modules():
     permanent generation (``gc.freeze``) keeps later full collections short
     too.  The modules live as long as the process anyway.
 
-    The first time, torch's large shared libraries are loaded without the
-    GIL first (``preload_torch_libraries``).
+    With ``torch`` (the default), the first time, torch's large shared
+    libraries are loaded without the GIL first (``preload_torch_libraries``).
     """
     with engine_import_lock:
-        preload_torch_libraries()
+        if torch:
+            preload_torch_libraries()
         enabled = gc.isenabled()
         gc.disable()
         try:

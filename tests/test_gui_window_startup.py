@@ -19,7 +19,7 @@ from conftest import FIXTURE_PLUGINS, subprocess_env
 SCRIPT = textwrap.dedent(
     r"""
     import json, sys
-    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtCore import QCoreApplication, QTimer
     from PySide6.QtGui import QGuiApplication
     from trainlab.desktop import app as appmod
 
@@ -40,9 +40,17 @@ SCRIPT = textwrap.dedent(
             title=window.windowTitle(),
         )
 
+        # the event loop keeps turning while the window sets itself up
+        ticks = [0]
+        ticker = QTimer(window)
+        ticker.setInterval(10)
+        ticker.timeout.connect(lambda: ticks.__setitem__(0, ticks[0] + 1))
+        ticker.start()
+
         def ready():
+            ticker.stop()
             report("READY", tasks=[window.task_combo.itemData(i) for i in range(window.task_combo.count())],
-                   pyqtgraph="pyqtgraph" in sys.modules)
+                   pyqtgraph="pyqtgraph" in sys.modules, ticks=ticks[0])
             if data is None:
                 window.close()
 
@@ -91,6 +99,15 @@ def test_window_is_shown_before_torch_and_pyqtgraph_load(tmp_path):
     assert shown["title"] == "TrainLab"
     assert "toy-classification" in out["READY"]["tasks"]
     assert out["EXIT"]["code"] == 0
+
+
+def test_window_answers_while_it_sets_itself_up(tmp_path):
+    """pyqtgraph, numpy and the plugins load in a background thread, and the
+    pages are built one per event-loop turn: a 10 ms timer keeps firing in
+    between (done at once, the 0.3 s of imports alone would let it fire once)."""
+    out = _run(tmp_path)
+    assert out["READY"]["pyqtgraph"] is True
+    assert out["READY"]["ticks"] >= 10, out["READY"]
 
 
 def test_prefilled_autostart_runs_to_the_end(tmp_path):
