@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
+from PySide6.QtCore import QCoreApplication, QLocale, QTranslator
 
 SOURCE_LANGUAGE = "en"
 # language code -> its own name (shown in the language menu untranslated, so
@@ -94,6 +94,8 @@ def install_translator(app: QCoreApplication, language: str | None = None) -> st
         return SOURCE_LANGUAGE
     app.installTranslator(ours)
     _installed.append(ours)
+
+    from PySide6.QtCore import QLibraryInfo  # only for a translation: its enums cost start-up time
 
     qt_dir = QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)
     for catalog in ("qtbase", "qt"):

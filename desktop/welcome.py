@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
-    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -56,7 +55,6 @@ class _Card(QFrame):
     def __init__(self, title: str, text: str, button: QPushButton, parent: QWidget):
         super().__init__(parent)
         self.setProperty("role", "card")
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 14, 16, 14)
         heading = QLabel(title, self)
@@ -132,6 +130,8 @@ class WelcomeView(QWidget):
         cards.addWidget(self.image_card, 0, 0)
         cards.addWidget(self.text_card, 0, 1)
         cards.addWidget(self.new_card, 0, 2)
+        for column in range(3):  # three equal cards across the width
+            cards.setColumnStretch(column, 1)
         outer.addLayout(cards)
 
         recent_row = QHBoxLayout()
