@@ -1,9 +1,9 @@
 """Telling the user a long run ended, and keeping the machine awake meanwhile.
 
-Notification: ``notify-send`` (libnotify, the freedesktop notification
-service GNOME, KDE and Xfce show) on Linux, else the system tray's balloon
-where there is a tray (Windows, macOS), and in every case
-``QApplication.alert`` so the taskbar entry asks for attention.
+Notification: on Linux the freedesktop notification service (GNOME, KDE,
+Xfce, dunst...) over the session D-Bus, else the system tray's balloon where
+there is a tray (Windows, macOS), and in every case ``QApplication.alert`` so
+the taskbar entry asks for attention.
 
 Keep-awake while a run is active, where the platform allows:
 
@@ -13,8 +13,14 @@ Keep-awake while a run is active, where the platform allows:
 * Windows: ``SetThreadExecutionState(ES_CONTINUOUS | ES_SYSTEM_REQUIRED)``;
 * macOS: ``caffeinate -i -w PID``.
 
-Every path fails quietly (offscreen tests, containers without a bus): staying
-awake is a courtesy, never a reason to refuse a run.
+Every path fails quietly (containers without a bus): staying awake is a
+courtesy, never a reason to refuse a run.
+
+D-Bus is spoken with jeepney (pure Python) rather than QtDBus: the
+notification call needs a ``uint32`` argument, which PySide's QtDBus cannot
+build, and logind hands the lock back as a file descriptor.  The test suite
+points both buses at nothing (``tests/conftest.py``), and the notification
+and keep-awake tests run a fake desktop on a private bus.
 """
 
 from __future__ import annotations
@@ -35,32 +41,47 @@ APP_NAME = "TrainLab"
 LONG_RUN_SECONDS = 60.0
 
 
-def _dbus() -> Any:
-    if not sys.platform.startswith("linux") and "bsd" not in sys.platform:
-        return None
-    try:
-        from PySide6 import QtDBus
-    except ImportError:
-        return None
-    return QtDBus
+DBUS_TIMEOUT = 2.0  # seconds; a desktop service that hangs must not hang the window
+NOTIFICATIONS = ("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications")
+SCREENSAVER = ("org.freedesktop.ScreenSaver", "/org/freedesktop/ScreenSaver", "org.freedesktop.ScreenSaver")
+LOGIND = ("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager")
+
+
+def _has_dbus() -> bool:
+    return sys.platform.startswith("linux") or "bsd" in sys.platform
+
+
+def dbus_call(bus: str, service: tuple[str, str, str], method: str, signature: str = "", body: tuple = (),
+              *, fds: bool = False) -> tuple:
+    """One method call on the ``SESSION`` or ``SYSTEM`` bus; the reply's body.
+
+    Raises ``OSError`` (no bus), ``TimeoutError`` or jeepney's
+    ``DBusErrorResponse`` (the service said no, or is not there).
+    """
+    from jeepney import DBusAddress, new_method_call
+    from jeepney.io.blocking import open_dbus_connection
+    from jeepney.wrappers import unwrap_msg
+
+    name, path, interface = service
+    with open_dbus_connection(bus=bus, enable_fds=fds) as connection:
+        message = new_method_call(DBusAddress(path, name, interface), method, signature, body)
+        return unwrap_msg(connection.send_and_get_reply(message, timeout=DBUS_TIMEOUT))
 
 
 def notify(title: str, body: str, window: QWidget | None = None, icon_path: str = "") -> str:
     """Show a desktop notification; returns how it was shown ('' if it was not)."""
     if window is not None:
         QApplication.alert(window)
-    if QApplication.platformName() in ("offscreen", "minimal"):
-        return ""
-    sender = shutil.which("notify-send") if sys.platform.startswith("linux") else None
-    if sender:
-        args = [sender, "--app-name", APP_NAME, "--hint", "string:desktop-entry:org.trainlab.TrainLab"]
-        if icon_path:
-            args += ["--icon", icon_path]
+    if _has_dbus():
+        from trainlab.desktop.app import DESKTOP_ID
+
+        hints = {"desktop-entry": ("s", DESKTOP_ID)}  # the desktop shows our name and icon
         try:
-            subprocess.Popen([*args, title, body], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            return "notify-send"
-        except OSError as exc:
-            log.debug("notify-send failed: %s", exc)
+            dbus_call("SESSION", NOTIFICATIONS, "Notify", "susssasa{sv}i",
+                      (APP_NAME, 0, icon_path, title, body, [], hints, -1))
+            return "dbus"
+        except Exception as exc:  # noqa: BLE001 - no notification service: try the tray
+            log.debug("desktop notification failed: %s", exc)
     if QSystemTrayIcon.isSystemTrayAvailable() and QSystemTrayIcon.supportsMessages():
         app = QApplication.instance()
         tray = getattr(app, "_trainlab_tray", None)
@@ -111,15 +132,10 @@ class KeepAwake:
             elif self.method == "caffeinate" and self._process is not None:
                 self._process.terminate()
                 self._process.wait(5)
-            elif self.method == "logind":
-                self._fd = None  # dropping the descriptor releases the lock
+            elif self.method == "logind" and self._fd is not None:
+                self._fd.close()  # closing the descriptor releases the lock
             elif self.method == "screensaver" and self._cookie is not None:
-                QtDBus = _dbus()
-                bus = QtDBus.QDBusConnection.sessionBus()
-                iface = QtDBus.QDBusInterface(
-                    "org.freedesktop.ScreenSaver", "/org/freedesktop/ScreenSaver", "org.freedesktop.ScreenSaver", bus
-                )
-                iface.call("UnInhibit", self._cookie)
+                dbus_call("SESSION", SCREENSAVER, "UnInhibit", "u", (self._cookie,))
         except Exception as exc:  # noqa: BLE001
             log.debug("keep-awake release failed: %s", exc)
         self.method = ""
@@ -143,29 +159,14 @@ class KeepAwake:
             self.method = "caffeinate"
 
     def _linux(self, reason: str) -> None:
-        if QCoreApplication.instance() is None:
+        try:  # systemd-logind: the machine does not suspend while we hold the descriptor
+            (fd,) = dbus_call("SYSTEM", LOGIND, "Inhibit", "ssss", ("sleep:idle", APP_NAME, reason, "block"), fds=True)
+        except Exception as exc:  # noqa: BLE001 - no logind (containers, non-systemd): the session's inhibitor
+            log.debug("logind inhibitor unavailable: %s", exc)
+        else:
+            self._fd = fd
+            self.method = "logind"
             return
-        QtDBus = _dbus()
-        if QtDBus is None:
-            return
-        system = QtDBus.QDBusConnection.systemBus()
-        if system.isConnected():
-            iface = QtDBus.QDBusInterface(
-                "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", system
-            )
-            if iface.isValid():
-                reply = iface.call("Inhibit", "sleep:idle", APP_NAME, reason, "block")
-                if reply.type() == QtDBus.QDBusMessage.MessageType.ReplyMessage and reply.arguments():
-                    self._fd = reply.arguments()[0]
-                    self.method = "logind"
-                    return
-        session = QtDBus.QDBusConnection.sessionBus()
-        if session.isConnected():
-            iface = QtDBus.QDBusInterface(
-                "org.freedesktop.ScreenSaver", "/org/freedesktop/ScreenSaver", "org.freedesktop.ScreenSaver", session
-            )
-            if iface.isValid():
-                reply = iface.call("Inhibit", APP_NAME, reason)
-                if reply.type() == QtDBus.QDBusMessage.MessageType.ReplyMessage and reply.arguments():
-                    self._cookie = reply.arguments()[0]
-                    self.method = "screensaver"
+        (cookie,) = dbus_call("SESSION", SCREENSAVER, "Inhibit", "ss", (APP_NAME, reason))
+        self._cookie = cookie
+        self.method = "screensaver"

@@ -48,6 +48,7 @@ if [ "$want_system" = 1 ]; then
   command -v xprop >/dev/null || need+=(x11-utils)
   command -v gio >/dev/null || need+=(libglib2.0-bin)
   command -v xdg-user-dir >/dev/null || need+=(xdg-user-dirs)
+  command -v dbus-daemon >/dev/null || need+=(dbus-daemon)  # a private bus for the notification tests
   # what Qt's xcb platform plugin needs to draw on a real X server
   command -v dpkg >/dev/null && for lib in libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-randr0 libxcb-render-util0 \
              libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 fonts-dejavu-core; do

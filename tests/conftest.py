@@ -23,6 +23,10 @@ os.environ.setdefault("TRAINLAB_TEST", "1")
 # cores a second OpenMP thread mostly waits (measured: a tiny BERT step 15x
 # slower with two threads under load).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# No test talks to the developer's desktop (notifications, sleep inhibitors):
+# both D-Bus buses lead nowhere unless a test starts its own (fake_desktop).
+os.environ["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/trainlab-test-session-bus"
+os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/trainlab-test-system-bus"
 
 TESTS = Path(__file__).resolve().parent
 FIXTURE_PLUGINS = TESTS / "fixtures" / "plugins"

@@ -1,0 +1,142 @@
+"""The end-of-run notification and the keep-awake lock, against a fake desktop on a private D-Bus.
+
+The fake (tests/fixtures/fake_desktop.py) stands in for the notification
+daemon, the screensaver and systemd-logind: a hardware-like boundary this
+machine lacks.  TrainLab's side is the real code, over a real bus.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytestqt")
+pytest.importorskip("jeepney")
+
+from conftest import TESTS
+from test_gui_window import prepare, start_and_finish, toy_csv, toy_plugin, window  # noqa: F401 - fixtures
+
+from trainlab.desktop import notify as notify_module
+from trainlab.desktop.notify import KeepAwake, notify
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="D-Bus desktops are Linux's")
+
+
+class FakeDesktop:
+    def __init__(self, log: Path):
+        self.log = log
+
+    def calls(self, member: str | None = None) -> list[dict]:
+        if not self.log.exists():
+            return []
+        entries = [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines() if line]
+        return [e for e in entries if member is None or e["member"] == member]
+
+    def wait_for(self, member: str, timeout: float = 10.0) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.calls(member)
+            if found:
+                return found
+            time.sleep(0.02)
+        raise AssertionError(f"the desktop never saw {member}: {self.calls()}")
+
+
+def _start_desktop(tmp_path, monkeypatch, *args: str):
+    daemon_binary = shutil.which("dbus-daemon")
+    if daemon_binary is None:
+        pytest.skip("dbus-daemon is not installed (scripts/setup.sh --system installs it)")
+    daemon = subprocess.Popen([daemon_binary, "--session", "--print-address", "--nofork", "--nopidfile"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    address = daemon.stdout.readline().strip()
+    assert address.startswith("unix:"), address
+    log = tmp_path / "desktop.jsonl"
+    service = subprocess.Popen([sys.executable, str(TESTS / "fixtures" / "fake_desktop.py"), address, str(log), *args],
+                               stdout=subprocess.PIPE, text=True)
+    assert service.stdout.readline().strip() == "READY"
+    # one private bus stands in for both the session bus and the system bus
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", address)
+    monkeypatch.setenv("DBUS_SYSTEM_BUS_ADDRESS", address)
+    return daemon, service, FakeDesktop(log)
+
+
+@pytest.fixture
+def fake_desktop(tmp_path, monkeypatch):
+    daemon, service, desktop = _start_desktop(tmp_path, monkeypatch)
+    yield desktop
+    service.kill()
+    daemon.terminate()
+    service.wait(10)
+    daemon.wait(10)
+
+
+@pytest.fixture
+def desktop_without_logind(tmp_path, monkeypatch):
+    daemon, service, desktop = _start_desktop(tmp_path, monkeypatch, "--no-logind")
+    yield desktop
+    service.kill()
+    daemon.terminate()
+    service.wait(10)
+    daemon.wait(10)
+
+
+def test_notification_reaches_the_desktop_with_our_name_and_icon(qapp, fake_desktop):
+    assert notify("Training finished", "toy-run: accuracy 0.97", None, "/icons/trainlab-128.png") == "dbus"
+    (call,) = fake_desktop.wait_for("Notify")
+    assert call["interface"] == "org.freedesktop.Notifications"
+    assert call["signature"] == "susssasa{sv}i"
+    app_name, replaces, icon, summary, body, actions, hints, timeout = call["body"]
+    assert (app_name, replaces, icon, summary, body, actions, timeout) == (
+        "TrainLab", 0, "/icons/trainlab-128.png", "Training finished", "toy-run: accuracy 0.97", [], -1)
+    assert hints == {"desktop-entry": ["s", "org.trainlab.TrainLab"]}
+
+
+def test_keep_awake_holds_a_logind_lock_until_released(qapp, fake_desktop):
+    keep = KeepAwake()
+    assert keep.acquire("A training run is in progress") == "logind"
+    (call,) = fake_desktop.calls("Inhibit")
+    assert call["interface"] == "org.freedesktop.login1.Manager"
+    assert call["body"] == ["sleep:idle", "TrainLab", "A training run is in progress", "block"]
+    time.sleep(0.2)
+    assert not fake_desktop.calls("LockReleased")  # held while the run goes on
+    keep.release()
+    fake_desktop.wait_for("LockReleased")  # the descriptor was closed: logind lets the machine sleep
+    assert not keep.active
+
+
+def test_keep_awake_falls_back_to_the_session_screensaver(qapp, desktop_without_logind):
+    keep = KeepAwake()
+    assert keep.acquire("A training run is in progress") == "screensaver"
+    inhibit = [c for c in desktop_without_logind.calls("Inhibit") if c["interface"] == "org.freedesktop.ScreenSaver"]
+    assert inhibit and inhibit[0]["body"] == ["TrainLab", "A training run is in progress"]
+    keep.release()
+    (release,) = desktop_without_logind.wait_for("UnInhibit")
+    assert release["body"] == [42]  # the cookie the screensaver gave
+
+
+def test_without_a_desktop_bus_nothing_fails(qapp):
+    # tests/conftest.py points both buses at nothing, like a container
+    assert notify("Training finished", "text") == ""
+    keep = KeepAwake()
+    assert keep.acquire() == ""
+    keep.release()
+
+
+def test_a_run_in_the_window_keeps_the_machine_awake_and_notifies_at_the_end(qtbot, window, toy_csv, fake_desktop,
+                                                                            monkeypatch):
+    monkeypatch.setattr(notify_module, "LONG_RUN_SECONDS", 0.0)  # every run counts as long here
+    prepare(qtbot, window, toy_csv, epochs=1)
+    result = start_and_finish(qtbot, window)
+    assert result["status"] == "completed", result
+    inhibit = fake_desktop.calls("Inhibit")
+    assert inhibit and inhibit[0]["interface"] == "org.freedesktop.login1.Manager"
+    fake_desktop.wait_for("LockReleased")
+    (note,) = fake_desktop.wait_for("Notify")
+    assert note["body"][3] == "Training finished"
+    assert note["body"][4] == "Finished: accuracy %.4f" % result["metrics"]["accuracy"]
