@@ -145,12 +145,27 @@ def _gb(used: Any, total: Any) -> str:
     return f"{_fmt(_number(used) / GB, '{:.1f}')}/{_fmt(_number(total) / GB, '{:.1f}')} GB"
 
 
+def _known_reasons() -> dict[str, str]:
+    # the reasons trainlab.telemetry.init_failure_reason writes (its exact words)
+    translate = QCoreApplication.translate
+    return {
+        "the NVIDIA driver is not installed (NVML library not found)":
+            translate("GpuPanel", "the NVIDIA driver is not installed (NVML library not found)"),
+        "the NVIDIA driver is not loaded": translate("GpuPanel", "the NVIDIA driver is not loaded"),
+        "no permission to query the NVIDIA driver": translate("GpuPanel", "no permission to query the NVIDIA driver"),
+        "the NVIDIA driver library and kernel module differ in version (reboot after the driver update)":
+            translate("GpuPanel", "the NVIDIA driver library and kernel module differ in version (reboot after the driver update)"),
+    }
+
+
 def localized_gpu_status(status: str) -> str:
-    """The sampler's "no NVIDIA GPU: <reason>" with its words translated (the reason stays as the driver says it)."""
+    """The sampler's "no NVIDIA GPU: <reason>" translated; a reason TrainLab did
+    not write itself (an error from the driver) stays as it came."""
     prefix = "no NVIDIA GPU"
     if not status.startswith(prefix):
         return status
     reason = status[len(prefix) :].lstrip(": ")
+    reason = _known_reasons().get(reason, reason)
     words = QCoreApplication.translate("GpuPanel", "No NVIDIA GPU")
     return f"{words}: {reason}" if reason else words
 

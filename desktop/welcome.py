@@ -37,6 +37,17 @@ def status_title(status: str) -> str:
     return titles.get(status, status)
 
 
+def metric_title(name: str) -> str:
+    """A monitored metric's name for people (the run index stores its key)."""
+    titles = {
+        "accuracy": QCoreApplication.translate("WelcomeView", "accuracy"),
+        "macro_f1": QCoreApplication.translate("WelcomeView", "macro F1"),
+        "top5_accuracy": QCoreApplication.translate("WelcomeView", "top-5 accuracy"),
+        "loss": QCoreApplication.translate("WelcomeView", "validation loss"),
+    }
+    return titles.get(name, name)
+
+
 def describe_run(row: dict[str, Any]) -> str:
     """One line for a run of the index: name or id, task, status, when, best."""
     name = row.get("name") or row.get("id") or ""
@@ -47,7 +58,11 @@ def describe_run(row: dict[str, Any]) -> str:
         parts.append(when)
     best, monitor = row.get("best_metric"), row.get("monitor")
     if best is not None and monitor:
-        parts.append(f"{monitor} {best:.3f}" if isinstance(best, (int, float)) else f"{monitor} {best}")
+        if isinstance(best, (int, float)):
+            value = f"{best:.1%}" if str(monitor).endswith("accuracy") else f"{best:.3f}"
+        else:
+            value = str(best)
+        parts.append(f"{metric_title(str(monitor))} {value}")
     return "  \u00b7  ".join(p for p in parts if p)
 
 

@@ -117,3 +117,21 @@ def test_an_unknown_language_falls_back_to_english(app):
 
     assert install_translator(app, "xx_YY") == "en"
     assert QApplication.translate("PluginsDialog", "Plugins") == "Plugins"
+
+
+def test_run_lines_and_gpu_reasons_are_translated_too(app):
+    from trainlab.desktop.gpu_panel import localized_gpu_status
+    from trainlab.desktop.i18n import install_translator
+    from trainlab.desktop.welcome import describe_run
+
+    row = {"name": "topics", "task": "text-classification", "status": "completed", "best_metric": 0.994,
+           "monitor": "accuracy"}
+    status = "no NVIDIA GPU: the NVIDIA driver is not installed (NVML library not found)"
+    assert describe_run(row).endswith("accuracy 99.4%")
+    assert install_translator(app, "zh_CN") == "zh_CN"
+    assert describe_run(row).endswith("准确率 99.4%")
+    assert "已完成" in describe_run(row)
+    assert localized_gpu_status(status) == "未检测到 NVIDIA GPU: 未安装 NVIDIA 驱动（找不到 NVML 库）"
+    # a reason from the driver itself stays as the driver said it
+    assert localized_gpu_status("no NVIDIA GPU: NVML could not start (NVMLError: Unknown)").endswith(
+        "NVML could not start (NVMLError: Unknown)")

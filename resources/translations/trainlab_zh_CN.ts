@@ -170,6 +170,22 @@
         <translation>CPU / 内存</translation>
     </message>
     <message>
+        <source>the NVIDIA driver is not installed (NVML library not found)</source>
+        <translation>未安装 NVIDIA 驱动（找不到 NVML 库）</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver is not loaded</source>
+        <translation>NVIDIA 驱动未加载</translation>
+    </message>
+    <message>
+        <source>no permission to query the NVIDIA driver</source>
+        <translation>没有查询 NVIDIA 驱动的权限</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver library and kernel module differ in version (reboot after the driver update)</source>
+        <translation>NVIDIA 驱动库与内核模块版本不一致（更新驱动后请重启）</translation>
+    </message>
+    <message>
         <source>No NVIDIA GPU</source>
         <translation>未检测到 NVIDIA GPU</translation>
     </message>
@@ -1443,6 +1459,22 @@ or choose one</source>
     <message>
         <source>stopped</source>
         <translation>已停止</translation>
+    </message>
+    <message>
+        <source>accuracy</source>
+        <translation>准确率</translation>
+    </message>
+    <message>
+        <source>macro F1</source>
+        <translation>宏 F1</translation>
+    </message>
+    <message>
+        <source>top-5 accuracy</source>
+        <translation>Top-5 准确率</translation>
+    </message>
+    <message>
+        <source>validation loss</source>
+        <translation>验证损失</translation>
     </message>
     <message>
         <source>Welcome to TrainLab</source>
