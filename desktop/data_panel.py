@@ -299,7 +299,8 @@ class DataPanel(QWidget):
         path = path.strip()
         if path == getattr(self, "_checked_path", None) and (self.summary or self.error or self.checking):
             return
-        self.path_edit.setText(path)
+        self.path_edit.setText(path)  # a long path shows its end: the folder or file name
+        self.path_edit.setToolTip(path)  # the whole of it
         self.pathChanged.emit(path)
         self.recheck()
 
