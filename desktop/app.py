@@ -14,7 +14,6 @@ menu entry ``trainlab install-launcher`` wrote.
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from typing import Any, Callable
 
@@ -94,7 +93,7 @@ def make_application(language: str | None = None, theme: str | None = None) -> t
         used = install_translator(app, language or settings.language)
     except ImportError:
         pass
-    resolved = apply_theme(app, theme or settings.theme)
+    resolved = apply_theme(app, theme or settings.theme, quick=True)  # checked again once shown
     return app, used, resolved
 
 
@@ -142,6 +141,8 @@ def run_app(
             window.stop_for_close()
         else:
             window.close()
+
+    import signal  # here, not at the top: the window is already up
 
     previous_handlers = {}
     for signum in (signal.SIGINT, getattr(signal, "SIGTERM", None)):

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QEvent, QSize, Qt, QTimer, Signal
+from PySide6 import QtCore
+from PySide6.QtCore import QByteArray, QEvent, QSize, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -31,7 +32,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMainWindow,
-    QMessageBox,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -48,7 +48,7 @@ PAGES = ("welcome", "train", "history", "results", "tryit")
 
 def _placeholder(text: str, parent: QWidget) -> QWidget:
     label = QLabel(text, parent)
-    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    label.setProperty("align", "center")  # STYLE_SHEET: no Qt enum before the window shows
     label.setWordWrap(True)
     label.setProperty("role", "muted")
     return label
@@ -86,8 +86,8 @@ class MainWindow(QMainWindow):
         self.sampler = None
         self._prefill: dict[str, Any] | None = None
         self._close_when_stopped = False
-        self._close_box: QMessageBox | None = None
-        self._error_box: QMessageBox | None = None
+        self._close_box = None  # QMessageBox (imported when needed: start-up time)
+        self._error_box = None
         self._follow_tail = None
         self._run_started_at = 0.0
         self._progress = None
@@ -118,7 +118,6 @@ class MainWindow(QMainWindow):
         self.nav.setObjectName("navigation")
         self.nav.setFixedWidth(168)
         self.nav.setFrameShape(QFrame.Shape.NoFrame)
-        self.nav.setFocusPolicy(Qt.FocusPolicy.TabFocus)
         titles = {
             "welcome": self.tr("Start"),
             "train": self.tr("Train"),
@@ -126,10 +125,8 @@ class MainWindow(QMainWindow):
             "results": self.tr("Results"),
             "tryit": self.tr("Try it"),
         }
-        for key in PAGES:
-            item = QListWidgetItem(titles[key])
-            item.setData(Qt.ItemDataRole.UserRole, key)
-            self.nav.addItem(item)
+        for key in PAGES:  # row i is PAGES[i]
+            self.nav.addItem(QListWidgetItem(titles[key]))
         self.stack = QStackedWidget(central)
         self.pages: dict[str, QWidget] = {}
         self.welcome = WelcomeView(self.stack)
@@ -146,13 +143,9 @@ class MainWindow(QMainWindow):
         row.addWidget(self.stack, 1)
         self.setCentralWidget(central)
 
-        # the log panel itself is built in finish_setup (start-up time)
+        # the log panel and its dock are built once the window shows (_setup_registry)
         self.log_panel = None
-        self.log_dock = QDockWidget(self.tr("Log"), self)
-        self.log_dock.setObjectName("log_dock")
-        self.log_dock.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_dock)
-        self.log_dock.hide()
+        self.log_dock = None
 
         self.status_label = QLabel(self.tr("Starting\u2026"), self)
         self.statusBar().addWidget(self.status_label, 1)
@@ -178,20 +171,22 @@ class MainWindow(QMainWindow):
         return PAGES[self.stack.currentIndex()]
 
     def _build_menus(self) -> None:
+        # setShortcuts, not setShortcut: PySide resolves setShortcut's overloads
+        # through the Qt namespace, whose enums cost start-up time (style.py)
         bar = self.menuBar()
         file_menu = bar.addMenu(self.tr("&File"))
         self.new_action = file_menu.addAction(self.tr("&New training"))
-        self.new_action.setShortcut(QKeySequence.StandardKey.New)
+        self.new_action.setShortcuts(QKeySequence.StandardKey.New)
         self.new_action.triggered.connect(lambda: self.show_page("train"))
         self.open_data_action = file_menu.addAction(self.tr("&Open data\u2026"))
-        self.open_data_action.setShortcut(QKeySequence.StandardKey.Open)
+        self.open_data_action.setShortcuts(QKeySequence.StandardKey.Open)
         self.open_data_action.triggered.connect(self._open_data)
         self.open_run_action = file_menu.addAction(self.tr("Open &run folder\u2026"))
-        self.open_run_action.setShortcut(QKeySequence("Ctrl+Shift+O"))
+        self.open_run_action.setShortcuts([QKeySequence("Ctrl+Shift+O")])
         self.open_run_action.triggered.connect(self._open_run_folder)
         file_menu.addSeparator()
         quit_action = file_menu.addAction(self.tr("&Quit"))
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.setShortcuts(QKeySequence.StandardKey.Quit)
         quit_action.setMenuRole(QAction.MenuRole.QuitRole)
         quit_action.triggered.connect(self.close)
 
@@ -200,13 +195,13 @@ class MainWindow(QMainWindow):
         view = bar.addMenu(self.tr("&View"))
         for number, key in enumerate(PAGES, start=1):
             action = view.addAction(self.nav.item(number - 1).text())
-            action.setShortcut(QKeySequence(f"Ctrl+{number}"))
+            action.setShortcuts([QKeySequence(f"Ctrl+{number}")])
             action.triggered.connect(lambda _=False, k=key: self.show_page(k))
         view.addSeparator()
-        log_action = self.log_dock.toggleViewAction()
-        log_action.setText(self.tr("&Log panel"))
-        log_action.setShortcut(QKeySequence("Ctrl+L"))
-        view.addAction(log_action)
+        # shows and hides the log dock, which is built once the window shows (_build_log_dock)
+        self.log_action = view.addAction(self.tr("&Log panel"))
+        self.log_action.setCheckable(True)
+        self.log_action.setShortcuts([QKeySequence("Ctrl+L")])
         view.addSeparator()
         theme_menu = view.addMenu(self.tr("&Theme"))
         group = QActionGroup(self)
@@ -235,13 +230,13 @@ class MainWindow(QMainWindow):
 
         tools = bar.addMenu(self.tr("&Tools"))
         self.plugins_action = tools.addAction(self.tr("&Plugins\u2026"))
-        self.plugins_action.setShortcut(QKeySequence("Ctrl+Shift+P"))
+        self.plugins_action.setShortcuts([QKeySequence("Ctrl+Shift+P")])
         self.plugins_action.triggered.connect(self.show_plugins)
 
         help_menu = bar.addMenu(self.tr("&Help"))
         about = help_menu.addAction(self.tr("&About TrainLab"))
         about.setMenuRole(QAction.MenuRole.AboutRole)
-        about.setShortcut(QKeySequence.StandardKey.HelpContents)
+        about.setShortcuts(QKeySequence.StandardKey.HelpContents)
         about.triggered.connect(self.show_about)
         about_qt = help_menu.addAction(self.tr("About &Qt"))
         about_qt.setMenuRole(QAction.MenuRole.AboutQtRole)
@@ -304,12 +299,41 @@ class MainWindow(QMainWindow):
         from trainlab.pluginhost import registry
 
         self._setup_began = time.perf_counter()
+        self._build_log_dock()
         self.log_panel = LogPanel(self.log_dock)
         self.log_panel.attach()
         self.log_dock.setWidget(self.log_panel)
-        if not self.settings.window_state:
-            self.resizeDocks([self.log_dock], [170], Qt.Orientation.Vertical)
         self.registry = registry()
+        self._check_system_theme()
+
+    def _build_log_dock(self) -> None:
+        Qt = QtCore.Qt
+        dock = QDockWidget(self.tr("Log"), self)
+        dock.setObjectName("log_dock")
+        dock.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
+        self.log_dock = dock
+        # where the last session left it (restoreState kept its part for it)
+        if not self.restoreDockWidget(dock):
+            self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+            dock.hide()
+            self.resizeDocks([dock], [170], Qt.Orientation.Vertical)
+        self.log_action.setChecked(dock.isVisible())
+        self.log_action.toggled.connect(dock.setVisible)
+        dock.visibilityChanged.connect(self._log_dock_visibility)
+
+    def _log_dock_visibility(self, visible: bool) -> None:
+        if not self.isMinimized():  # minimising hides docks too: that is not the user closing it
+            self.log_action.setChecked(visible)
+
+    def _check_system_theme(self) -> None:
+        """At start-up "system" was judged from the palette alone (style.py);
+        now that the window shows, ask the desktop, and switch if it differs."""
+        if self.settings.theme != "system":
+            return
+        from trainlab.desktop.style import resolve_theme
+
+        if resolve_theme("system") != self.resolved_theme:
+            self.set_theme("system")
 
     def _setup_done(self) -> None:
         started = self._setup_began
@@ -341,7 +365,7 @@ class MainWindow(QMainWindow):
         from trainlab.desktop.run_controls import RunControls
         from trainlab.desktop.plots import plot_colors
 
-        page = QSplitter(Qt.Orientation.Horizontal, self.stack)
+        page = QSplitter(QtCore.Qt.Orientation.Horizontal, self.stack)
         page.setObjectName("train_page")
         page.setChildrenCollapsible(False)
 
@@ -358,7 +382,7 @@ class MainWindow(QMainWindow):
             label = f"{entry.spec.title}  \u2014  {plugin.name} {plugin.version}".rstrip()
             self.task_combo.addItem(label, task_id)
             tip = entry.spec.description or entry.spec.title
-            self.task_combo.setItemData(self.task_combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+            self.task_combo.setItemData(self.task_combo.count() - 1, tip, QtCore.Qt.ItemDataRole.ToolTipRole)
         column.addWidget(self.task_combo)
         self.task_info = QLabel(setup)
         self.task_info.setProperty("role", "muted")
@@ -392,7 +416,7 @@ class MainWindow(QMainWindow):
         self.controls.set_mode(self.settings.run_mode)
         self.controls.modeChanged.connect(lambda mode: setattr(self.settings, "run_mode", mode))
         live_layout.addWidget(self.controls)
-        curves_split = QSplitter(Qt.Orientation.Vertical, live)
+        curves_split = QSplitter(QtCore.Qt.Orientation.Vertical, live)
         self.plots = LivePlots(curves_split, plot_colors(self.resolved_theme))
         self.plots.setMinimumHeight(320)
         curves_split.addWidget(self.plots)
@@ -757,13 +781,15 @@ class MainWindow(QMainWindow):
         if tb:
             log.error("%s", tb.rstrip())
         self.controls.show_message(self.tr("The run failed: %s") % message)
+        from PySide6.QtWidgets import QMessageBox
+
         box = QMessageBox(QMessageBox.Icon.Critical, self.tr("The run failed"), message, QMessageBox.StandardButton.Close, self)
         box.setObjectName("run_error_box")
         box.setInformativeText(self.tr("The window stays usable: fix the cause and start again. The details are in the log panel."))
         if tb:
             box.setDetailedText(tb)
-        box.setWindowModality(Qt.WindowModality.NonModal)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setWindowModality(QtCore.Qt.WindowModality.NonModal)
+        box.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
         if not self._close_when_stopped:
             box.open()
         self._error_box = box
@@ -1041,13 +1067,10 @@ class MainWindow(QMainWindow):
     def show_plugins(self) -> None:
         if self.registry is None:
             return
-        try:
-            from trainlab.desktop.plugins_dialog import PluginsDialog
-        except ImportError:
-            QMessageBox.information(self, self.tr("Plugins"), self.tr("The plugins dialog is not available in this build."))
-            return
+        from trainlab.desktop.plugins_dialog import PluginsDialog
+
         dialog = PluginsDialog(self.registry, self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
         self.plugins_dialog = dialog
         dialog.open()
 
@@ -1055,7 +1078,7 @@ class MainWindow(QMainWindow):
         from trainlab.desktop.about import AboutDialog
 
         dialog = AboutDialog(self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
         self.about_dialog = dialog
         dialog.open()
 
@@ -1074,6 +1097,8 @@ class MainWindow(QMainWindow):
 
     def set_language(self, language: str | None) -> None:
         self.settings.language = language
+        from PySide6.QtWidgets import QMessageBox
+
         QMessageBox.information(
             self, self.tr("Language"), self.tr("The new language is used the next time TrainLab starts.")
         )
@@ -1090,6 +1115,8 @@ class MainWindow(QMainWindow):
         event.accept()
 
     def _ask_close(self) -> None:
+        from PySide6.QtWidgets import QMessageBox
+
         box = QMessageBox(
             QMessageBox.Icon.Question,
             self.tr("Stop the run and quit?"),
@@ -1104,7 +1131,7 @@ class MainWindow(QMainWindow):
         quit_button = box.addButton(self.tr("Stop and quit"), QMessageBox.ButtonRole.AcceptRole)
         box.addButton(QMessageBox.StandardButton.Cancel)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
 
         def answered(_result: int) -> None:
             if box.clickedButton() is quit_button:

@@ -4,11 +4,17 @@ Fusion is used on every platform: it honours a QPalette fully, so the two
 themes look the same on Linux, Windows and macOS and both can be checked in
 offscreen screenshots.  "system" follows the desktop's colour scheme where
 Qt can read it (Qt 6.5+ ``styleHints().colorScheme()``).
+
+Nothing here touches PySide's ``Qt`` namespace before the window is shown:
+the first use of ``Qt`` makes PySide create its ~90 Python enums, 11 ms of a
+start-up of about 120 (``bench/gui_latency.py``, ``window_vs_bare``).  So at
+start-up "system" is judged from the palette Qt chose for the desktop
+(``palette_looks_dark``), and the window checks ``colorScheme()`` once it is
+on screen (``MainWindow._check_system_theme``).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -88,16 +94,38 @@ def dark_palette() -> QPalette:
 
 
 def system_prefers_dark() -> bool:
+    from PySide6.QtCore import Qt  # creates PySide's Qt enums: not before the window shows
+
     hints = QGuiApplication.styleHints()
     scheme = getattr(hints, "colorScheme", None)
     if scheme is None:  # Qt < 6.5
-        return False
-    return scheme() == Qt.ColorScheme.Dark
+        return palette_looks_dark()
+    value = scheme()
+    if value == Qt.ColorScheme.Unknown:
+        return palette_looks_dark()
+    return value == Qt.ColorScheme.Dark
 
 
-def resolve_theme(theme: str) -> str:
-    """``"light"`` or ``"dark"`` for a theme setting (``system`` resolved)."""
+def palette_looks_dark() -> bool:
+    """Whether the palette Qt made for this desktop is a dark one.
+
+    Read before ``apply_theme`` sets ours: Qt derives its default palette
+    from the platform theme, which follows the desktop's light or dark
+    scheme (Fusion's standard palette too, since Qt 6.5).
+    """
+    window = QGuiApplication.palette().color(QPalette.ColorRole.Window)
+    return window.lightnessF() < 0.5
+
+
+def resolve_theme(theme: str, quick: bool = False) -> str:
+    """``"light"`` or ``"dark"`` for a theme setting (``system`` resolved).
+
+    ``quick``: judge "system" from the palette alone (``palette_looks_dark``);
+    for start-up, before the window shows.
+    """
     if theme == "system" or theme not in THEMES:
+        if quick:
+            return "dark" if palette_looks_dark() else "light"
         return "dark" if system_prefers_dark() else "light"
     return theme
 
@@ -127,12 +155,22 @@ QListWidget#navigation {
 }
 QListWidget#navigation::item { padding: 8px 10px; border-radius: 6px; margin: 1px 6px; }
 QListWidget#navigation::item:selected { background: palette(highlight); color: palette(highlighted-text); }
+QListWidget#navigation { qproperty-focusPolicy: TabFocus; }
+"""
+# Set through the style sheet rather than in code, so the start view uses no
+# Qt enum before it is shown (see the module's docstring).
+STYLE_SHEET += """
+QLabel[align="center"] { qproperty-alignment: AlignCenter; }
+QLabel[align="top"] { qproperty-alignment: 'AlignTop | AlignLeft'; }
 """
 
 
-def apply_theme(app: QApplication, theme: str) -> str:
-    """Apply ``theme`` (system, light or dark) to ``app``; returns light or dark."""
-    resolved = resolve_theme(theme)
+def apply_theme(app: QApplication, theme: str, quick: bool = False) -> str:
+    """Apply ``theme`` (system, light or dark) to ``app``; returns light or dark.
+
+    ``quick``: see ``resolve_theme`` (call it before setting any palette).
+    """
+    resolved = resolve_theme(theme, quick)
     app.setPalette(dark_palette() if resolved == "dark" else light_palette())
     app.setStyleSheet(STYLE_SHEET)
     return resolved

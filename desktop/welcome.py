@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QSize, Qt, Signal
+from PySide6 import QtCore
+from PySide6.QtCore import QCoreApplication, QSize, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -78,7 +79,7 @@ class _Card(QFrame):
         body.setWordWrap(True)
         body.setProperty("role", "muted")
         body.setMinimumHeight(body.fontMetrics().lineSpacing() * 3)
-        body.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        body.setProperty("align", "top")  # STYLE_SHEET: no Qt enum before the window shows
         layout.addWidget(heading)
         layout.addWidget(body, 1)
         row = QHBoxLayout()
@@ -184,7 +185,7 @@ class WelcomeView(QWidget):
         self.recent.clear()
         for row in rows[:limit]:
             item = QListWidgetItem(describe_run(row))
-            item.setData(Qt.ItemDataRole.UserRole, row.get("run_dir", ""))
+            item.setData(QtCore.Qt.ItemDataRole.UserRole, row.get("run_dir", ""))
             item.setToolTip(str(row.get("run_dir", "")))
             self.recent.addItem(item)
         has_runs = self.recent.count() > 0
@@ -192,6 +193,6 @@ class WelcomeView(QWidget):
         self.recent_empty.setVisible(not has_runs)
 
     def _activated(self, item: QListWidgetItem) -> None:
-        run_dir = item.data(Qt.ItemDataRole.UserRole)
+        run_dir = item.data(QtCore.Qt.ItemDataRole.UserRole)
         if run_dir:
             self.runOpened.emit(str(run_dir))

@@ -464,3 +464,19 @@ def test_a_broken_plugin_is_reported_and_the_plugins_dialog_opens(qtbot, toy_plu
     win.plugins_action.trigger()
     assert win.plugins_dialog.isVisible()
     win.plugins_dialog.close()
+
+
+def test_system_theme_is_checked_with_the_desktop_once_shown(qtbot, window, monkeypatch):
+    """At start-up "system" is judged from Qt's palette only; once the window
+    shows it asks the desktop's colour scheme, and switches when they differ."""
+    from trainlab.desktop import style
+
+    window.settings.theme = "system"
+    assert window.resolved_theme == "light"
+    monkeypatch.setattr(style, "system_prefers_dark", lambda: True)
+    try:
+        window._check_system_theme()
+        assert window.resolved_theme == "dark"
+        assert window.palette().color(window.palette().ColorRole.Window).lightnessF() < 0.5
+    finally:
+        window.set_theme("light")  # later tests expect the light palette

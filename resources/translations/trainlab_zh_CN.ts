@@ -626,14 +626,6 @@
         <translation>打开运行文件夹</translation>
     </message>
     <message>
-        <source>Plugins</source>
-        <translation>插件</translation>
-    </message>
-    <message>
-        <source>The plugins dialog is not available in this build.</source>
-        <translation>此版本不提供插件对话框。</translation>
-    </message>
-    <message>
         <source>Language</source>
         <translation>语言</translation>
     </message>
