@@ -480,3 +480,24 @@ def test_system_theme_is_checked_with_the_desktop_once_shown(qtbot, window, monk
         assert window.palette().color(window.palette().ColorRole.Window).lightnessF() < 0.5
     finally:
         window.set_theme("light")  # later tests expect the light palette
+
+
+def test_log_panel_comes_back_where_it_was_left(qtbot, window):
+    """The log dock is built after the window shows; the saved layout still applies to it."""
+    assert window.log_dock is not None and not window.log_dock.isVisible()
+    window.log_action.trigger()  # Ctrl+L
+    assert window.log_dock.isVisible() and window.log_action.isChecked()
+    window._save_geometry()
+
+    from trainlab.desktop.main_window import MainWindow
+
+    again = MainWindow(resolved_theme="light")
+    qtbot.addWidget(again)
+    again.show()
+    qtbot.waitExposed(again)
+    assert again.log_dock is None  # not before the setup
+    again.finish_setup()
+    assert again.log_dock.isVisible() and again.log_action.isChecked()
+    again.log_action.trigger()
+    assert not again.log_dock.isVisible()
+    again._shutdown()
