@@ -84,8 +84,46 @@ def write_rows(path: Path, rows: int) -> Path:
 # -- in this process: the window, a run, the timer ------------------------------
 
 
+class Ticker:
+    """A 10 ms precise timer on the GUI thread recording how late each tick came.
+
+    ``samples``: (seconds since ``start()``, lateness in ms); ``now()``: the
+    same clock.
+    """
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+
+        self.samples: list[tuple[float, float]] = []
+        self.clock = QElapsedTimer()
+        self.timer = QTimer()
+        self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self._tick)
+        self._last = 0
+
+    def start(self) -> None:
+        self.clock.start()
+        self._last = self.clock.nsecsElapsed()
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+
+    def now(self) -> float:
+        return self.clock.nsecsElapsed() / 1e9
+
+    def _tick(self) -> None:
+        now = self.clock.nsecsElapsed()
+        self.samples.append((now / 1e9, (now - self._last) / 1e6 - 10.0))
+        self._last = now
+
+    def between(self, start: float, end: float) -> list[float]:
+        return [ms for t, ms in self.samples if start <= t <= end]
+
+
 def measure_run(seconds: float, mode: str = "thread") -> dict:
-    from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+    from PySide6.QtCore import QTimer
 
     from trainlab.desktop.app import make_application
     from trainlab.desktop.main_window import MainWindow
@@ -101,19 +139,7 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
     window.params_form.set_values({"epochs": "1000", "batch_size": "8", "hidden": "8", "log_interval": "0"})
     window.controls.set_mode(mode)
 
-    lateness: list[tuple[float, float]] = []  # (seconds since the clock started, lateness in ms)
-    clock = QElapsedTimer()
-    ticker = QTimer()
-    ticker.setTimerType(Qt.TimerType.PreciseTimer)
-    ticker.setInterval(10)
-    last = [0]
-
-    def tick() -> None:
-        now = clock.nsecsElapsed()
-        lateness.append((now / 1e9, (now - last[0]) / 1e6 - 10.0))
-        last[0] = now
-
-    ticker.timeout.connect(tick)
+    ticker = Ticker()
     marks: dict[str, float] = {}
     batches = [0]
     events = [0]
@@ -132,7 +158,7 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
         batches[0] += 1
         events[0] += batch.received
         if batch.train and "first_step" not in marks:
-            marks["first_step"] = clock.nsecsElapsed() / 1e9
+            marks["first_step"] = ticker.now()
             marks["gui_cpu_first_step"] = time.thread_time()
             QTimer.singleShot(int(seconds * 1000), stop)
 
@@ -146,25 +172,23 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
         window.gpu_panel.refresh = timed(window.gpu_panel.refresh)
     finished: list[dict] = []
     window.runFinished.connect(finished.append)
-    clock.start()
-    last[0] = clock.nsecsElapsed()
     ticker.start()
 
     # 1. choose the data: the task checks it, torch and the engine load in the background
-    marks["data"] = clock.nsecsElapsed() / 1e9
+    marks["data"] = ticker.now()
     window.data_panel.set_path(str(data))
     loop_until(app, lambda: not window.data_panel.checking and window.prewarmed, timeout_s=180)
-    marks["checked"] = clock.nsecsElapsed() / 1e9
+    marks["checked"] = ticker.now()
     assert not window.start_blockers(), window.start_blockers()
 
     # 2. the event loop with nothing running: how noisy this machine is now
-    marks["idle_from"] = clock.nsecsElapsed() / 1e9
-    loop_until(app, lambda: clock.nsecsElapsed() / 1e9 - marks["idle_from"] > 3.0, timeout_s=10, poll_ms=10)
-    marks["idle_to"] = clock.nsecsElapsed() / 1e9
+    marks["idle_from"] = ticker.now()
+    loop_until(app, lambda: ticker.now() - marks["idle_from"] > 3.0, timeout_s=10, poll_ms=10)
+    marks["idle_to"] = ticker.now()
 
     # 3. press Start, measure until the first step, then a run at full speed
     def press() -> None:
-        marks["start"] = clock.nsecsElapsed() / 1e9
+        marks["start"] = ticker.now()
         window.controls.start_action.trigger()
         window.worker.eventBatch.connect(on_batch)
 
@@ -174,10 +198,10 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
     result = finished[0] if finished else {"status": "timeout"}
     start, first = marks.get("start", 0.0), marks.get("first_step", float("inf"))
     stop_at = first + seconds
-    idle = [ms for t, ms in lateness if marks["idle_from"] < t <= marks["idle_to"]]
-    check_phase = [ms for t, ms in lateness if marks["data"] <= t <= marks["checked"]]
-    start_phase = [ms for t, ms in lateness if start <= t <= first]
-    running = [ms for t, ms in lateness if first < t <= stop_at]
+    idle = ticker.between(marks["idle_from"], marks["idle_to"])
+    check_phase = ticker.between(marks["data"], marks["checked"])
+    start_phase = ticker.between(start, first)
+    running = [ms for t, ms in ticker.samples if first < t <= stop_at]
     steps = result.get("steps") or 0
     window._shutdown()
     window.deleteLater()
@@ -205,27 +229,12 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
 
 def lateness_while(app, start, done, timeout_s: float) -> list[float]:
     """Call ``start()``, run the event loop until ``done()``; the 10 ms timer's lateness meanwhile."""
-    from PySide6.QtCore import QElapsedTimer, Qt, QTimer
-
-    lateness: list[float] = []
-    clock = QElapsedTimer()
-    ticker = QTimer()
-    ticker.setTimerType(Qt.TimerType.PreciseTimer)
-    ticker.setInterval(10)
-    last = [0]
-
-    def tick() -> None:
-        now = clock.nsecsElapsed()
-        lateness.append((now - last[0]) / 1e6 - 10.0)
-        last[0] = now
-
-    ticker.timeout.connect(tick)
-    clock.start()
+    ticker = Ticker()
     ticker.start()
     start()
     loop_until(app, done, timeout_s, poll_ms=10)
     ticker.stop()
-    return lateness
+    return [ms for _, ms in ticker.samples]
 
 
 def loop_until(app, done, timeout_s: float, poll_ms: int = 50) -> None:

@@ -36,6 +36,8 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QGraphicsItem
 
+from trainlab.desktop.formatting import format_offset
+
 
 def blend(color: QColor, background: QColor) -> QColor:
     """``color`` drawn with its alpha over an opaque ``background``, as an opaque colour."""
@@ -97,7 +99,7 @@ class ElapsedAxis(GridAxis):
     """Seconds since the start, written as m:ss or h:mm:ss."""
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
-        return [format_duration(v * scale) for v in values]
+        return [format_offset(v * scale) for v in values]
 
 
 class EpochAxis(GridAxis):
@@ -184,13 +186,3 @@ def grid_below(plot: pg.PlotItem, background, alpha: float) -> None:
         # grid and labels, as a pixmap (measured: a full repaint of the live
         # plots 3.4 -> 2.8 ms).
         axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-
-
-def format_duration(seconds: float) -> str:
-    """``m:ss`` or ``h:mm:ss``; negative durations keep their sign."""
-    seconds = int(round(seconds))
-    sign = "-" if seconds < 0 else ""
-    seconds = abs(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{sign}{hours}:{minutes:02d}:{secs:02d}" if hours else f"{sign}{minutes}:{secs:02d}"

@@ -51,6 +51,7 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.api import UsageError
+from trainlab.desktop.formatting import format_duration
 from trainlab.events import Event, Finished, event_from_json
 from trainlab.runs import RunStore
 
@@ -118,15 +119,6 @@ class MetricsTail:
         except (ValueError, TypeError, UnicodeDecodeError):
             self.bad_lines += 1  # an unknown event kind from a newer TrainLab, say
             return None
-
-
-def format_duration(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "\u2014"
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def format_metric(monitor: str | None, value: float | None) -> str:

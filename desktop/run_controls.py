@@ -24,14 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-
-def format_eta(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "\u2013"
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+from trainlab.desktop.formatting import format_duration
 
 
 def format_rate(value: float | None) -> str:
@@ -207,7 +200,7 @@ class RunControls(QWidget):
         parts = [
             self.tr("Epoch %1 of %2").replace("%1", str(max(progress.epoch, 1))).replace("%2", str(progress.epochs or "?")),
             self.tr("step %1 of %2").replace("%1", f"{progress.step:,}").replace("%2", f"{progress.total_steps:,}"),
-            self.tr("ETA %s") % format_eta(progress.eta_seconds),
+            self.tr("ETA %s") % format_duration(progress.eta_seconds, missing="\u2013"),
             self.tr("%s samples/s") % format_rate(progress.samples_per_second),
         ]
         if phase:

@@ -150,11 +150,33 @@ def write_toy_csv(path: Path, rows: int = 240, classes: int = 3, features: int =
 
 @pytest.fixture
 def toy_plugin(monkeypatch):
-    """Put the toy fixture plugin on sys.path (discovered through its entry point)."""
+    """The toy fixture plugin, discoverable (through its entry point) in this
+    process and in child processes."""
     monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
+    paths = [str(FIXTURE_PLUGINS)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
     return FIXTURE_PLUGINS
 
 
 @pytest.fixture
 def toy_csv(tmp_path):
     return write_toy_csv(tmp_path / "toy.csv")
+
+
+@pytest.fixture
+def window(qtbot, toy_plugin):
+    """The real main window, set up (plugins found, pages built), with the toy task."""
+    from trainlab.desktop.app import make_application
+    from trainlab.desktop.main_window import MainWindow
+
+    make_application(language="en", theme="light")
+    win = MainWindow(resolved_theme="light")
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    win.finish_setup()
+    yield win
+    if win.running:
+        win.worker.request_stop()
+        win.worker.wait(60_000)
+    win._shutdown()

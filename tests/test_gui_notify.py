@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ pytest.importorskip("pytestqt")
 pytest.importorskip("jeepney")
 
 from conftest import TESTS
-from test_gui_window import prepare, start_and_finish, toy_csv, toy_plugin, window  # noqa: F401 - fixtures
+from test_gui_window import prepare, start_and_finish
 
 from trainlab.desktop import notify as notify_module
 from trainlab.desktop.notify import KeepAwake, notify
@@ -38,14 +38,9 @@ class FakeDesktop:
         entries = [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines() if line]
         return [e for e in entries if member is None or e["member"] == member]
 
-    def wait_for(self, member: str, timeout: float = 10.0) -> list[dict]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.calls(member)
-            if found:
-                return found
-            time.sleep(0.02)
-        raise AssertionError(f"the desktop never saw {member}: {self.calls()}")
+    def wait_for(self, qtbot, member: str, timeout_ms: int = 10_000) -> list[dict]:
+        qtbot.waitUntil(lambda: bool(self.calls(member)), timeout=timeout_ms)
+        return self.calls(member)
 
 
 def _start_desktop(tmp_path, monkeypatch, *args: str):
@@ -86,9 +81,9 @@ def desktop_without_logind(tmp_path, monkeypatch):
     daemon.wait(10)
 
 
-def test_notification_reaches_the_desktop_with_our_name_and_icon(qapp, fake_desktop):
+def test_notification_reaches_the_desktop_with_our_name_and_icon(qtbot, fake_desktop):
     assert notify("Training finished", "toy-run: accuracy 0.97", None, "/icons/trainlab-128.png") == "dbus"
-    (call,) = fake_desktop.wait_for("Notify")
+    (call,) = fake_desktop.wait_for(qtbot, "Notify")
     assert call["interface"] == "org.freedesktop.Notifications"
     assert call["signature"] == "susssasa{sv}i"
     app_name, replaces, icon, summary, body, actions, hints, timeout = call["body"]
@@ -97,26 +92,26 @@ def test_notification_reaches_the_desktop_with_our_name_and_icon(qapp, fake_desk
     assert hints == {"desktop-entry": ["s", "org.trainlab.TrainLab"]}
 
 
-def test_keep_awake_holds_a_logind_lock_until_released(qapp, fake_desktop):
+def test_keep_awake_holds_a_logind_lock_until_released(qtbot, fake_desktop):
     keep = KeepAwake()
     assert keep.acquire("A training run is in progress") == "logind"
     (call,) = fake_desktop.calls("Inhibit")
     assert call["interface"] == "org.freedesktop.login1.Manager"
     assert call["body"] == ["sleep:idle", "TrainLab", "A training run is in progress", "block"]
-    time.sleep(0.2)
-    assert not fake_desktop.calls("LockReleased")  # held while the run goes on
+    os.fstat(keep._fd.fileno())  # held (still open on our side) while the run goes on
+    assert not fake_desktop.calls("LockReleased")
     keep.release()
-    fake_desktop.wait_for("LockReleased")  # the descriptor was closed: logind lets the machine sleep
+    fake_desktop.wait_for(qtbot, "LockReleased")  # the descriptor was closed: logind lets the machine sleep
     assert not keep.active
 
 
-def test_keep_awake_falls_back_to_the_session_screensaver(qapp, desktop_without_logind):
+def test_keep_awake_falls_back_to_the_session_screensaver(qtbot, desktop_without_logind):
     keep = KeepAwake()
     assert keep.acquire("A training run is in progress") == "screensaver"
     inhibit = [c for c in desktop_without_logind.calls("Inhibit") if c["interface"] == "org.freedesktop.ScreenSaver"]
     assert inhibit and inhibit[0]["body"] == ["TrainLab", "A training run is in progress"]
     keep.release()
-    (release,) = desktop_without_logind.wait_for("UnInhibit")
+    (release,) = desktop_without_logind.wait_for(qtbot, "UnInhibit")
     assert release["body"] == [42]  # the cookie the screensaver gave
 
 
@@ -136,7 +131,7 @@ def test_a_run_in_the_window_keeps_the_machine_awake_and_notifies_at_the_end(qtb
     assert result["status"] == "completed", result
     inhibit = fake_desktop.calls("Inhibit")
     assert inhibit and inhibit[0]["interface"] == "org.freedesktop.login1.Manager"
-    fake_desktop.wait_for("LockReleased")
-    (note,) = fake_desktop.wait_for("Notify")
+    fake_desktop.wait_for(qtbot, "LockReleased")
+    (note,) = fake_desktop.wait_for(qtbot, "Notify")
     assert note["body"][3] == "Training finished"
     assert note["body"][4] == "Finished: accuracy %.4f" % result["metrics"]["accuracy"]

@@ -36,36 +36,8 @@ def write_toy_csv(path: Path, rows: int = 240, seed: int = 0, label_column: str 
 
 
 @pytest.fixture
-def toy_plugin(monkeypatch):
-    """The toy plugin discoverable in this process and in child processes."""
-    monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
-    import os
-
-    paths = [str(FIXTURE_PLUGINS)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
-
-
-@pytest.fixture
 def toy_csv(tmp_path):
     return write_toy_csv(tmp_path / "toy.csv")
-
-
-@pytest.fixture
-def window(qtbot, toy_plugin):
-    from trainlab.desktop.app import make_application
-    from trainlab.desktop.main_window import MainWindow
-
-    make_application(language="en", theme="light")
-    win = MainWindow(resolved_theme="light")
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitExposed(win)
-    win.finish_setup()
-    yield win
-    if win.running:
-        win.worker.request_stop()
-        win.worker.wait(60_000)
-    win._shutdown()
 
 
 def prepare(qtbot, win, data: Path, **params) -> None:
