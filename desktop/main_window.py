@@ -1,8 +1,8 @@
 """The main window: start view, training page, history, results, try it.
 
 Start-up is in two steps so the window is on screen before anything heavy
-loads: ``MainWindow()`` builds the shell (navigation, start view, menus, log
-panel); ``start_setup()``, called by the app right after the window is
+loads: ``MainWindow()`` builds the shell (navigation, start view, menus,
+status bar); ``start_setup()``, called by the app right after the window is
 shown, imports pyqtgraph and numpy and discovers the plugins in a background
 thread, then builds the pages one per turn of the event loop, so the window
 answers input meanwhile.  ``finish_setup()`` does the same at once (tests,
