@@ -129,6 +129,11 @@ class SteadyViewBox(pg.ViewBox):
     """
 
     LOOSE = 2.0  # refit once the range is this many times wider than it needs to be
+    # With steady off, a range that holds the data and is at most this share
+    # wider than the exact fit stays: a downsampled, clipped curve's bounds
+    # depend on the view, and the fit otherwise wobbles by a fraction of a
+    # percent every frame, redrawing the axes each time.
+    JITTER = 0.02
 
     def __init__(self, *args, headroom=((0.05, 0.25), (0.1, 0.1)), **kwargs) -> None:
         self.headroom = headroom
@@ -137,10 +142,11 @@ class SteadyViewBox(pg.ViewBox):
 
     def setRange(self, rect=None, xRange=None, yRange=None, padding=None, update=True,  # noqa: N802,N803
                  disableAutoRange=True):
-        if self.steady and rect is None and not disableAutoRange:  # pyqtgraph's auto-range asking
+        if rect is None and not disableAutoRange:  # pyqtgraph's auto-range asking
             current = self.viewRange()
-            xRange = self._steady(0, current[0], xRange)
-            yRange = self._steady(1, current[1], yRange)
+            choose = self._steady if self.steady else self._exact
+            xRange = choose(0, current[0], xRange)
+            yRange = choose(1, current[1], yRange)
             if xRange is None and yRange is None:
                 return
         super().setRange(rect, xRange, yRange, padding, update, disableAutoRange)
@@ -158,6 +164,16 @@ class SteadyViewBox(pg.ViewBox):
             return None
         below, above = self.headroom[axis]
         return [low - below * span, high + above * span]
+
+    def _exact(self, axis: int, current, wanted):
+        """pyqtgraph's exact fit, without the wobble (``JITTER``)."""
+        if wanted is None:
+            return None
+        low, high = float(wanted[0]), float(wanted[1])
+        holds = current[0] <= low and high <= current[1]
+        if holds and (current[1] - current[0]) - (high - low) <= self.JITTER * (high - low):
+            return None
+        return wanted
 
     def set_steady(self, steady: bool) -> None:
         """Steps with headroom (a live run) or an exact fit (pyqtgraph's own)."""
