@@ -1,0 +1,58 @@
+"""The live curves' data and plots when a loss goes NaN or infinite (a diverging run)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from trainlab.desktop.curves import RunCurves, Smoother
+from trainlab.events import TrainStep
+
+T0 = 1_800_000_000.0
+LOSSES = [2.0, 1.8, math.nan, 1.5, math.inf, -math.inf, 1.2, 1.1]
+
+
+def steps(losses):
+    return [TrainStep(time=T0 + i, step=i + 1, loss=loss, lr=1e-3) for i, loss in enumerate(losses)]
+
+
+def test_inf_becomes_a_gap_and_the_average_skips_it():
+    curves = RunCurves(smoothing=0.5)
+    curves.add_train(steps(LOSSES))
+    loss = curves.train.column("loss")
+    assert curves.train.nonfinite
+    assert np.isnan(loss[[2, 4, 5]]).all() and np.isfinite(loss[[0, 1, 3, 6, 7]]).all()
+    smooth = curves.train.column("smooth")
+    assert np.isfinite(smooth).all()  # carried over the gaps
+    # debiased EMA of the finite values only: 2.0, 1.8, 1.5, 1.2, 1.1
+    reference = Smoother(0.5)(v for v in LOSSES if math.isfinite(v))
+    assert smooth[[0, 1, 3, 6, 7]] == pytest.approx(reference)
+    assert smooth[2] == smooth[1] and smooth[5] == smooth[3]
+
+
+def test_plots_keep_finite_ranges_and_draw_around_the_gaps(qtbot):
+    from trainlab.desktop.plots import LivePlots
+
+    plots = LivePlots()
+    qtbot.addWidget(plots)
+    plots.resize(900, 600)
+    plots.show()
+    qtbot.waitExposed(plots)
+    plots.start_live()
+    plots.curves.add_train(steps(LOSSES))
+    plots.refresh()
+    plots.view.viewport().repaint()  # drawing NaN and inf raises nothing
+    x, y = plots.loss_raw.getOriginalDataset()
+    assert len(x) == len(LOSSES) and np.isnan(y[[2, 4, 5]]).all()
+    for plot in (plots.loss_plot, plots.lr_plot):
+        plot.getViewBox().updateAutoRange()
+        (x0, x1), (y0, y1) = plot.getViewBox().viewRange()
+        assert all(map(math.isfinite, (x0, x1, y0, y1)))
+    (_, _), (y0, y1) = plots.loss_plot.getViewBox().viewRange()
+    assert y0 <= 1.1 and y1 >= 2.0 and y1 - y0 < 10  # the finite losses, not a range blown up by inf
+    plots.stop_live()
+    plots.view.viewport().repaint()
