@@ -433,8 +433,13 @@ class Task:
         """
         raise NotImplementedError(f"task {self.spec.id} cannot reload its exported model; keep checkpoints")
 
-    def load_predictor(self, model_dir: Path, device: Any) -> Callable[[list[str], int], list[list[tuple[str, float]]]]:
-        """A function (inputs, top_k) -> per input [(label, probability)]."""
+    def load_predictor(self, model_dir: Path, device: Any) -> Callable[[list[str], int], list[list[tuple[str, float]] | DataError]]:
+        """A function (inputs, top_k) -> per input [(label, probability)].
+
+        An input that cannot be used (an unreadable image) gets a ``DataError``
+        naming it in its place, rather than failing the whole call: the other
+        inputs keep their predictions.
+        """
         raise NotImplementedError
 
     def expand_inputs(self, inputs: Iterable[str]) -> list[str]:  # optional

@@ -335,7 +335,11 @@ def cmd_predict(args, out: Output) -> int:
     if args.top_k < 1:
         raise UsageError("--top-k must be at least 1")
     results = predict(args.run_dir, args.inputs, args.top_k, device=args.device)
+    errors = [item for item in results if item.get("error")]
     for item in results:
+        if item.get("error"):
+            out.say(f"{item['input']}\terror: {item['error']}")
+            continue
         preds = ", ".join(f"{p['label']} {p['probability']:.3f}" for p in item["predictions"])
         out.say(f"{item['input']}\t{preds}")
     written = None
@@ -348,17 +352,24 @@ def cmd_predict(args, out: Output) -> int:
                 header = ["input"]
                 for k in range(1, args.top_k + 1):
                     header += [f"label_{k}", f"probability_{k}"]
-                writer.writerow(header)
+                writer.writerow(header + ["error"])
+                width = len(header)
                 for item in results:
                     row = [item["input"]]
                     for p in item["predictions"]:
                         row += [p["label"], f"{p['probability']:.6f}"]
-                    writer.writerow(row)
+                    row += [""] * (width - len(row))  # top_k may exceed the number of labels
+                    writer.writerow(row + [item.get("error", "")])
 
         atomic_write(_path(args.out), write)
         written = str(_path(args.out).resolve())
         out.note(f"wrote {len(results)} predictions to {written}")
-    out.result({"run_dir": args.run_dir, "predictions": results, "out": written})
+    out.result({"run_dir": args.run_dir, "predictions": results, "out": written, "errors": len(errors)})
+    if errors:
+        # every other input was predicted (and written); the exit code says not all were
+        out.note(f"{len(errors)} of {len(results)} input(s) could not be used: {errors[0]['error']}"
+                 + (" (and more, see above)" if len(errors) > 1 else ""))
+        return EXIT_USAGE
     return EXIT_OK
 
 

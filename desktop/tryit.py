@@ -56,6 +56,9 @@ class _PredictJob(QRunnable):
             from trainlab.engine.runner import predict  # imports torch here, off the GUI thread
 
             results = predict(self.run_dir, [self.item], self.top_k)
+            if results and results[0].get("error"):  # this input could not be used (an unreadable image)
+                self._emit(self.signals.failed, self.request_id, results[0]["error"], "")
+                return
             predictions = results[0]["predictions"] if results else []
         except Exception as exc:  # noqa: BLE001 - shown in the panel, never fatal
             message = str(exc) if exc.__class__.__name__ in ("UsageError", "DataError") else f"{type(exc).__name__}: {exc}"

@@ -59,8 +59,23 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
     assert all(len(p["predictions"]) == 3 for p in preds)
     assert all(p["predictions"][0]["probability"] >= p["predictions"][1]["probability"] for p in preds)
     rows = list(csv.reader(table.open(encoding="utf-8")))
-    assert rows[0][:3] == ["input", "label_1", "probability_1"] and len(rows) == 153
+    assert rows[0][:3] == ["input", "label_1", "probability_1"] and rows[0][-1] == "error" and len(rows) == 153
     assert rows[3][0] == str(SAMPLE / "triangle" / "triangle_0000.jpg")
+
+    # one unreadable file among good ones: it is named, the others are still predicted, exit 2
+    broken = truncated_jpeg(tmp_path / "broken.jpg")
+    pred = cli("predict", out, star, broken, ring, "--out", table, "--json")
+    assert pred.returncode == 2, pred.stderr
+    answer = js(pred)
+    assert answer["errors"] == 1
+    good, bad, also_good = answer["predictions"]
+    assert good["input"] == str(star) and good["predictions"] and "error" not in good
+    assert also_good["input"] == str(ring) and also_good["predictions"]
+    assert bad["input"] == str(broken) and bad["predictions"] == [] and str(broken) in bad["error"]
+    assert str(broken) in pred.stderr
+    rows = list(csv.reader(table.open(encoding="utf-8")))
+    assert [row[0] for row in rows[1:]] == [str(star), str(broken), str(ring)]
+    assert rows[2][-1] == bad["error"] and rows[1][-1] == "" and rows[1][1]
 
     ev = cli("eval", out, "--json")
     assert ev.returncode == 0, ev.stderr

@@ -586,7 +586,11 @@ _predictors_lock = threading.Lock()
 
 
 def predict(run_dir: str, inputs: Sequence[str], top_k: int = 5, *, device: str = "auto") -> list[dict[str, Any]]:
-    """Top-k predictions of a trained run for each input (paths or texts)."""
+    """Top-k predictions of a trained run for each input (paths or texts).
+
+    Each result is ``{"input", "predictions": [{"label", "probability"}]}``;
+    an input the task could not use has empty predictions and an ``"error"``.
+    """
     rd = RunDir(run_dir)
     if not rd.model_dir.is_dir():
         raise UsageError(f"{rd.path}: has no model/ folder (the run did not complete)")
@@ -604,7 +608,10 @@ def predict(run_dir: str, inputs: Sequence[str], top_k: int = 5, *, device: str 
         raise UsageError("nothing to predict: no inputs")
     with lock:
         results = predictor(items, int(top_k))
-    return [
-        {"input": item, "predictions": [{"label": label, "probability": float(p)} for label, p in preds]}
-        for item, preds in zip(items, results)
-    ]
+    out: list[dict[str, Any]] = []
+    for item, preds in zip(items, results):
+        if isinstance(preds, Exception):  # this input only (an unreadable file); see Task.load_predictor
+            out.append({"input": item, "predictions": [], "error": str(preds)})
+        else:
+            out.append({"input": item, "predictions": [{"label": label, "probability": float(p)} for label, p in preds]})
+    return out

@@ -30,25 +30,30 @@ def make_predictor(model_dir: str | Path, device: Any) -> Callable[[list[str], i
     labels = list(meta["label_names"])
     side = int(pre["resize"])
 
-    def load(path: str) -> torch.Tensor:
+    def load(path: str) -> torch.Tensor | DataError:
         try:
             return transform(load_rgb(path, side))
         except (UnreadableImage, OSError) as exc:
-            raise DataError(f"cannot read image {path}: {exc}") from None
+            return DataError(f"cannot read image {path}: {exc}")  # this input only
 
-    def predict(inputs: list[str], top_k: int) -> list[list[tuple[str, float]]]:
+    def predict(inputs: list[str], top_k: int) -> list[list[tuple[str, float]] | DataError]:
         k = max(1, min(int(top_k), len(labels)))
-        results: list[list[tuple[str, float]]] = []
+        results: list[list[tuple[str, float]] | DataError] = []
         # PIL releases the GIL while decoding, so a few threads keep the model fed.
         with ThreadPoolExecutor(max_workers=4) as pool:
             for start in range(0, len(inputs), BATCH):
-                pixels = torch.stack(list(pool.map(load, inputs[start : start + BATCH])))
-                with torch.inference_mode():
-                    logits = model(normalise(pixels.to(device), pre["mean"], pre["std"]))
-                    probs = torch.softmax(logits.float(), dim=1)
-                    values, indices = probs.topk(k, dim=1)
-                for row_values, row_indices in zip(values.tolist(), indices.tolist()):
-                    results.append([(labels[i], float(p)) for p, i in zip(row_values, row_indices)])
+                loaded = list(pool.map(load, inputs[start : start + BATCH]))
+                images = [x for x in loaded if isinstance(x, torch.Tensor)]
+                rows: list[list[tuple[str, float]]] = []
+                if images:
+                    with torch.inference_mode():
+                        logits = model(normalise(torch.stack(images).to(device), pre["mean"], pre["std"]))
+                        probs = torch.softmax(logits.float(), dim=1)
+                        values, indices = probs.topk(k, dim=1)
+                    rows = [[(labels[i], float(p)) for p, i in zip(vs, ix)]
+                            for vs, ix in zip(values.tolist(), indices.tolist())]
+                rows_left = iter(rows)
+                results.extend(x if isinstance(x, DataError) else next(rows_left) for x in loaded)
         return results
 
     return predict
