@@ -57,7 +57,8 @@ def test_train_eval_predict_runs_end_to_end(cli, toy_csv, tmp_path):
     preds = js(pred)["predictions"]
     assert len(preds) == 2 and len(preds[0]["predictions"]) == 2
     rows = list(csv.reader(csv_out.open(encoding="utf-8")))
-    assert rows[0] == ["input", "label_1", "probability_1", "label_2", "probability_2"] and len(rows) == 3
+    assert rows[0] == ["input", "label_1", "probability_1", "label_2", "probability_2", "error"] and len(rows) == 3
+    assert rows[1][-1] == "" and rows[2][-1] == ""
 
 
 def test_bad_usage_is_exit_2_with_a_reason(cli, toy_csv, tmp_path):
