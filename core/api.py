@@ -306,6 +306,10 @@ class RunContext:
     class_weights: Any = None  # torch.Tensor on device, or None
     multiprocessing_context: str | None = None  # start method for DataLoader workers
     purpose: str = "train"  # why the task is prepared: "train", "resume" or "evaluate"
+    # evaluate: the data is not the run's own, so all of it is evaluated (no
+    # train/validation split); on its own data a run is evaluated on the same
+    # validation split it was trained with
+    whole_data: bool = False
 
     @property
     def is_cuda(self) -> bool:

@@ -548,6 +548,8 @@ def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto")
     if not Path(data_path).exists():
         raise UsageError(f"--data {data_path}: no such file or folder")
     ctx.purpose = "evaluate"
+    own = Path(record["data"]["path"]).expanduser().resolve()
+    ctx.whole_data = Path(data_path).expanduser().resolve() != own
     task.prepare(str(data_path), ctx, label_names=record["label_names"])
     split = "val"
     if data and "val" not in task.splits():

@@ -58,25 +58,6 @@ def auto_workers(cores: int, decode_ms: float, cuda: bool) -> int:
     return min(cores // 4, 4)
 
 
-def _evaluating_other_data(data_path: str, ctx: RunContext) -> bool:
-    """True when a trained run is being evaluated on data other than its own.
-
-    The engine calls prepare() with the run's label names both to resume a
-    run (no run folder in the context yet) and to evaluate it (run folder
-    set).  Other data is evaluated whole; the run's own data is split exactly
-    as in training, so its validation images are the same.
-    """
-    if ctx.run_dir is None:
-        return False
-    from trainlab.runs import RunDir
-
-    try:
-        own = RunDir(ctx.run_dir).read().get("data", {}).get("path", "")
-    except UsageError:
-        return True
-    return not own or Path(own).resolve() != Path(data_path).expanduser().resolve()
-
-
 class ImageClassificationTask(ClassificationTask):
     """A folder of class folders -> a CNN; see docs/tasks/image-classification.md."""
 
@@ -144,7 +125,7 @@ class ImageClassificationTask(ClassificationTask):
             val_fraction=float(self.params.get("val_fraction", 0.2)),
             seed=int(ctx.seed),
             label_names=label_names,
-            whole=label_names is not None and _evaluating_other_data(data_path, ctx),
+            whole=ctx.whole_data,  # other data than the run's own: evaluate all of it
         )
         self.label_names = list(found.label_names)
         self._items = found.items

@@ -6,7 +6,6 @@ so torch and transformers may load here.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -46,9 +45,8 @@ class TextClassificationTask(ClassificationTask):
 
     # -- data ---------------------------------------------------------------
     def prepare(self, data_path: str, ctx: RunContext, label_names: Sequence[str] | None = None) -> DataSummary:
-        purpose = _purpose(data_path, ctx, label_names)
         exported = Path(ctx.run_dir) / "model" if ctx.run_dir is not None else None
-        if purpose.startswith("evaluate") and exported is not None and (exported / "config.json").is_file():
+        if ctx.purpose == "evaluate" and exported is not None and (exported / "config.json").is_file():
             # evaluating a finished run: its own model folder has the tokenizer,
             # even if the pretrained model it started from is gone from the store
             self.source = models.ModelSource("folder", str(exported), exported)
@@ -61,7 +59,7 @@ class TextClassificationTask(ClassificationTask):
                 f"use --set max_length={limit} or less"
             )
         fraction = float(self.params.get("val_fraction") or 0.2)
-        self.data = read_data(data_path, self.columns, fraction, ctx.seed, whole=purpose == "evaluate-new")
+        self.data = read_data(data_path, self.columns, fraction, ctx.seed, whole=ctx.whole_data)
         trained = label_names is not None
         if trained:
             self.label_names = list(label_names)
@@ -268,26 +266,6 @@ def describe_summary(summary: DataSummary) -> list[str]:
     if summary.extra.get("model"):
         lines.append(f"model: {summary.extra['model']}")
     return lines
-
-
-def _purpose(data_path: str, ctx: RunContext, label_names: Sequence[str] | None) -> str:
-    """Why the engine prepares data: train, resume, evaluate-own or evaluate-new.
-
-    The engine passes the trained label names both when resuming (before the
-    run folder is known: ``ctx.run_dir`` is None) and when evaluating (with
-    the run folder).  A single file is split as in training, except when a
-    run is evaluated on other data than its own: then all of it is evaluated.
-    """
-    if label_names is None:
-        return "train"
-    if ctx.run_dir is None:
-        return "resume"
-    try:
-        record = json.loads((Path(ctx.run_dir) / "run.json").read_text(encoding="utf-8"))
-        own = Path(record["data"]["path"]).resolve() == Path(data_path).expanduser().resolve()
-    except (OSError, ValueError, KeyError, TypeError):
-        own = False
-    return "evaluate-own" if own else "evaluate-new"
 
 
 class TextPredictor:
