@@ -180,16 +180,22 @@ def _csv_rows(path: Path, text: str, delimiter: str, columns: Columns) -> Iterat
         yield line, row[index["text"]], row[index["label"]], row[index["pair"]] if "pair" in index else None
 
 
-def _jsonl_rows(path: Path, text: str, columns: Columns) -> Iterator[tuple[int, Any, Any, Any]]:
-    seen_keys: list[str] | None = None
+def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded value) of each non-blank line of a JSON-lines text."""
     # split on "\n" only: a JSON string may hold U+2028, which splitlines breaks at
     for line, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            value = json.loads(raw)
         except ValueError as exc:
             raise DataError(f"{path}: line {line}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+        yield line, value
+
+
+def _jsonl_rows(path: Path, text: str, columns: Columns) -> Iterator[tuple[int, Any, Any, Any]]:
+    seen_keys: list[str] | None = None
+    for line, record in _json_lines(path, text):
         if not isinstance(record, dict):
             raise DataError(f"{path}: line {line}: expected a JSON object like {{\"text\": ..., \"label\": ...}}")
         if seen_keys is None:
@@ -394,13 +400,7 @@ def read_texts(path: Path, columns: Columns) -> list[str]:
 
 
 def _json_records(path: Path, text: str) -> Iterator[tuple[int, dict]]:
-    for line, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError as exc:
-            raise DataError(f"{path}: line {line}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    for line, record in _json_lines(path, text):
         if isinstance(record, str):
             record = {"text": record}
         if not isinstance(record, dict):
