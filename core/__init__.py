@@ -8,6 +8,8 @@ This module is also the public plugin API: plugin authors import from
 ``trainlab`` only (see ``docs/plugins.md``)::
 
     from trainlab import hookimpl, TaskSpec, Param, Preset, ClassificationTask
+
+``docs/plugins.md`` ("What to import") describes every public name.
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ for _key, _value in _OFFLINE_ENV.items():
 
 # The public API is imported on first use (PEP 562), so that ``import
 # trainlab`` stays cheap for the window's start-up and the CLI's --version.
+# Every module named here must itself import no torch, numpy or Qt
+# (tests/test_public_api.py checks it).  Plugins reach TrainLab only through
+# these names: an import-linter contract in pyproject.toml forbids them every
+# other trainlab module.
 _API = {
+    # Declaring a task: descriptors, the runtime base classes, errors.
     "PLUGIN_API_VERSION": "trainlab.api",
     "ClassificationTask": "trainlab.api",
     "DataError": "trainlab.api",
@@ -43,6 +50,24 @@ _API = {
     "TaskSpec": "trainlab.api",
     "UsageError": "trainlab.api",
     "hookimpl": "trainlab.hookspecs",
+    # Engine callbacks (trainlab_run_callbacks) and the log event they emit.
+    "Callback": "trainlab.engine.callbacks",
+    "RunControl": "trainlab.engine.callbacks",
+    "RunState": "trainlab.engine.callbacks",
+    "Log": "trainlab.events",
+    # Files a plugin writes into a run or a model folder: complete or absent,
+    # never half-written (temporary file, fsync, rename).
+    "atomic_write": "trainlab.fileio",
+    "atomic_write_json": "trainlab.fileio",
+    "atomic_write_text": "trainlab.fileio",
+    "read_json": "trainlab.fileio",
+    # Models on this machine, found without the network.
+    "FolderCheck": "trainlab.modelstore",
+    "check_text_model_folder": "trainlab.modelstore",
+    "model_store_dir": "trainlab.paths",
+    "resolve_model": "trainlab.modelstore",
+    # Files shipped inside TrainLab (sample data, vocabularies).
+    "resource_path": "trainlab.resources",
 }
 
 
@@ -61,18 +86,4 @@ def __dir__():
     return sorted([*globals(), *_API])
 
 
-__all__ = [
-    "PLUGIN_API_VERSION",
-    "ClassificationTask",
-    "DataError",
-    "DataSummary",
-    "EvalBatch",
-    "Param",
-    "Preset",
-    "RunContext",
-    "Task",
-    "TaskSpec",
-    "UsageError",
-    "__version__",
-    "hookimpl",
-]
+__all__ = sorted([*_API, "__version__"])

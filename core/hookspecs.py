@@ -9,8 +9,9 @@ A plugin is a module (or object) named by an entry point in the group
 * run time: ``trainlab_run_callbacks``
 
 Discovery hooks must be cheap: no torch, no model loading.  Each call into a
-plugin is isolated by the host; an exception marks that plugin ``failed`` and
-the others go on.  ``tests/test_hookspecs.py`` checks that every hook here has
+plugin is isolated by the host: it calls one plugin's implementation at a
+time (so no hook here is ``firstresult``), and an exception marks that plugin
+``failed`` while the others go on.  ``tests/test_hookspecs.py`` checks that every hook here has
 the ``trainlab_`` prefix, a docstring and annotations.
 """
 
@@ -22,6 +23,7 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlab.api import Preset, TaskSpec
+    from trainlab.engine.callbacks import Callback
 
 PROJECT = "trainlab"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -31,7 +33,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 # -- declaration ---------------------------------------------------------------
 
 
-@hookspec(firstresult=True)
+@hookspec
 def trainlab_api_version() -> str:
     """The plugin API version this plugin was built for, as ``"MAJOR.MINOR"``.
 
@@ -67,9 +69,13 @@ def trainlab_presets(task_id: str) -> Sequence[Preset]:
 
 
 @hookspec
-def trainlab_run_callbacks(task_id: str, params: Mapping[str, Any]) -> Sequence[Any]:
-    """Engine callbacks (``trainlab.engine.Callback`` instances) for a run.
+def trainlab_run_callbacks(task_id: str, params: Mapping[str, Any]) -> Sequence[Callback]:
+    """Engine callbacks (``trainlab.Callback`` instances) for a run.
 
-    Called when a run starts, in the process that trains.  Use it for
-    loggers or custom stopping rules; return an empty sequence to add none.
+    Called when a run starts, in the process that trains, with the run's
+    resolved parameters.  Use it for loggers or custom stopping rules: a
+    callback reads the run through ``trainlab.RunState``, steers it only
+    through ``state.control`` (a ``trainlab.RunControl``) and may add a line
+    to the run's log with ``state.emit(trainlab.Log(message=...))``.  Return
+    an empty sequence to add none.
     """

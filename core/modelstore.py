@@ -435,3 +435,8 @@ def resolve(name: str) -> Path:
         f"model {name!r} is not available offline (models on this machine: {listing}; "
         f"presets such as tiny-bert need no download); {staging_help(name)}"
     )
+
+
+# The public name plugins use (``trainlab.resolve_model``); ``resolve`` stays
+# for TrainLab's own callers.
+resolve_model = resolve

@@ -1,6 +1,8 @@
 """The hookspec module is the plugin API reference: check it stays one."""
 
+import importlib
 import inspect
+import re
 
 import trainlab
 from trainlab import hookspecs
@@ -34,3 +36,36 @@ def test_public_api_is_importable_from_trainlab():
     for name in ("hookimpl", "TaskSpec", "Param", "Preset", "Task", "ClassificationTask", "PLUGIN_API_VERSION"):
         assert hasattr(trainlab, name), name
     assert trainlab.PLUGIN_API_VERSION[0] >= 1
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``trainlab.X.Y`` names a module or an attribute that exists."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def test_every_name_a_hook_docstring_gives_exists():
+    """A plugin author copies these names: each must import (a docstring once named a class that did not)."""
+    texts = [hookspecs.__doc__] + [inspect.getdoc(func) for _, func in specs()]
+    named = sorted({m for text in texts for m in re.findall(r"\btrainlab(?:\.[A-Za-z_]\w*)+", text)})
+    assert named, "the docstrings name no trainlab API at all"
+    missing = [name for name in named if not _resolves(name)]
+    assert missing == []
+
+
+def test_no_hookspec_claims_a_calling_convention_the_host_ignores():
+    """The host calls each plugin's implementation on its own, so firstresult or historic would have no effect."""
+    for name, func in specs():
+        opts = func.trainlab_spec
+        assert not opts.get("firstresult") and not opts.get("historic"), name

@@ -16,8 +16,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 import trainlab
-from trainlab import UsageError
-from trainlab.fileio import atomic_write, atomic_write_json, atomic_write_text, read_json
+from trainlab import UsageError, atomic_write, atomic_write_json, atomic_write_text, read_json
 from trainlab.plugins.image.models import WEIGHT_ENUMS, build_architecture
 
 FORMAT = "trainlab-image-classifier"

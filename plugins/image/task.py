@@ -11,7 +11,16 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import torch
 
-from trainlab import ClassificationTask, DataError, DataSummary, RunContext, TaskSpec, UsageError
+from trainlab import (
+    ClassificationTask,
+    DataError,
+    DataSummary,
+    RunContext,
+    TaskSpec,
+    UsageError,
+    model_store_dir,
+    read_json,
+)
 from trainlab.plugins.image import MODELS
 from trainlab.plugins.image.dataset import ImageBatchCollator, ImageFolderDataset
 from trainlab.plugins.image.export import META_FILE, WEIGHTS_FILE, load_model_folder, save_model_folder
@@ -102,12 +111,8 @@ class ImageClassificationTask(ClassificationTask):
         """(architecture, weights file of a model folder to fine-tune or "")."""
         if value in MODELS:
             return value, ""
-        from trainlab.paths import model_store_dir
-
         for folder in (Path(value).expanduser(), model_store_dir() / value):
             if (folder / META_FILE).is_file():
-                from trainlab.fileio import read_json
-
                 meta = read_json(folder / META_FILE)
                 arch = meta.get("architecture")
                 if arch not in MODELS:

@@ -1,8 +1,8 @@
 """Which model a run uses, and building, saving and loading it offline.
 
 ``model`` is the ``tiny-bert`` preset (a small BERT, randomly initialised,
-with the vocabulary shipped in ``trainlab.resources``), a folder holding a
-transformers model, or a name that ``trainlab.modelstore`` resolves from the
+with the vocabulary shipped inside TrainLab), a folder holding a
+transformers model, or a name that ``trainlab.resolve_model`` finds in the
 model store or the Hugging Face cache.  Everything loads with
 ``local_files_only=True``: the hub is never asked.
 """
@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from trainlab import UsageError
-from trainlab import modelstore
-from trainlab.resources import resource_path
+from trainlab import UsageError, check_text_model_folder, resolve_model, resource_path
 
 TINY_BERT = "tiny-bert"
 # Small enough to train from scratch on a CPU in a minute or two; 512
@@ -64,7 +62,7 @@ def resolve_source(model: str) -> ModelSource:
         return ModelSource("preset", model, tiny_bert_vocab_dir())
     candidate = Path(model).expanduser()
     if candidate.is_dir():
-        check = modelstore.check_text_model_folder(candidate)
+        check = check_text_model_folder(candidate)
         if not check.usable:
             raise UsageError(f"model folder {candidate} cannot be used: missing {check.describe_missing()}")
         return ModelSource("folder", model, candidate.resolve())
@@ -73,12 +71,12 @@ def resolve_source(model: str) -> ModelSource:
     if model.startswith((".", "~", os.sep)) or model.count("/") > 1:
         raise UsageError(f"model folder {candidate}: no such folder")
     try:
-        path = modelstore.resolve(model)
+        path = resolve_model(model)
     except UsageError as exc:
         if "/" in model:
             raise UsageError(f"{exc} (nor is there a folder {candidate.resolve()})") from None
         raise
-    check = modelstore.check_text_model_folder(path)
+    check = check_text_model_folder(path)
     if not check.usable:
         raise UsageError(f"model {model!r} ({path}) cannot be used: missing {check.describe_missing()}")
     return ModelSource("folder", model, path)

@@ -1,24 +1,9 @@
-"""GPU and system telemetry: NVML and psutil readings as ``SystemSample`` events.
+"""The sampler: GPUs through NVML, this process's torch CUDA memory, CPU, RAM, disk.
 
-``TelemetrySampler`` reads every NVIDIA GPU through NVML (nvidia-ml-py,
-imported as ``pynvml``): utilisation, memory, temperature, power, SM clock,
-fan and the processes using it; plus this process's torch CUDA memory (only
-when torch is already imported and CUDA initialised: the sampler never imports
-torch), and CPU, RAM and free disk through psutil.
-
-Every GPU field is optional: many GPUs answer NotSupported for some (no fan on
-passively cooled data-centre cards, no per-process memory under Windows WDDM),
-and such a field is simply ``None`` and not asked again.  Without NVML, a
-driver or a GPU the sampler is in one state, ``gpu_status`` = "no NVIDIA GPU:
-<reason>", and CPU and RAM are still sampled.  A query that fails, or a GPU
-that falls off the bus mid-run, is reported once (``problems``, the log, the
-``on_problem`` listeners) and sampling goes on.
-
-``TelemetryCallback`` runs a sampler beside a training run and writes its
-samples into the run's ``metrics.jsonl`` as ``system`` events.
-
-NVML is injected at the import boundary: pass any object that quacks like the
-``pynvml`` module (tests pass a fake one).
+One ``SystemSample`` per ``sample()``, or one every ``interval`` seconds from
+a daemon thread (``start(sink)``).  It knows nothing of runs: the window's
+GPU panel uses it alone, and ``TelemetryCallback`` (``callback.py``) puts it
+beside a training run.
 """
 
 from __future__ import annotations
@@ -28,34 +13,29 @@ import os
 import sys
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from trainlab.api import UsageError
-from trainlab.engine.callbacks import Callback, RunState
-from trainlab.events import Finished, Log, SystemSample
+from trainlab.events import SystemSample
+from trainlab.telemetry.nvml import (
+    bare_uuid,
+    constant,
+    decode,
+    error_code,
+    import_nvml,
+    init_failure_reason,
+    return_code,
+)
 
-log = logging.getLogger(__name__)
+# The log users and docs/telemetry.md know, whichever module of the package writes.
+log = logging.getLogger("trainlab.telemetry")
 
 MIN_INTERVAL = 0.5
 MAX_INTERVAL = 5.0
 DEFAULT_INTERVAL = 1.0
 OK = "ok"
 NO_GPU = "no NVIDIA GPU"
-
-# NVML return codes (nvml.h), for modules that do not define them.
-_CODES = {
-    "NVML_ERROR_UNINITIALIZED": 1,
-    "NVML_ERROR_NOT_SUPPORTED": 3,
-    "NVML_ERROR_NO_PERMISSION": 4,
-    "NVML_ERROR_DRIVER_NOT_LOADED": 9,
-    "NVML_ERROR_LIBRARY_NOT_FOUND": 12,
-    "NVML_ERROR_FUNCTION_NOT_FOUND": 13,
-    "NVML_ERROR_GPU_IS_LOST": 15,
-    "NVML_ERROR_RESET_REQUIRED": 16,
-    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": 18,
-}
 
 # Keys of every GPU entry, always present (None when unknown) so readers of
 # metrics.jsonl see one schema whatever the GPU supports.
@@ -91,48 +71,6 @@ def check_interval(seconds: float) -> float:
         raise UsageError(f"telemetry interval {value:g} s: must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} s")
     return value
 
-
-# -- NVML at the import boundary ----------------------------------------------------
-
-
-def _code(nvml: Any, name: str) -> int:
-    return int(getattr(nvml, name, _CODES[name]))
-
-
-def _error_code(nvml: Any, exc: BaseException) -> int | None:
-    error_type = getattr(nvml, "NVMLError", None)
-    if isinstance(error_type, type) and isinstance(exc, error_type):
-        return getattr(exc, "value", None)
-    return None
-
-
-def import_nvml(nvml: Any = None) -> tuple[Any, str]:
-    """The NVML module (``nvml`` if given, else ``pynvml``) and "" or why not."""
-    if nvml is not None:
-        return nvml, ""
-    try:
-        import pynvml
-    except ImportError as exc:
-        return None, f"nvidia-ml-py is not installed ({exc})"
-    return pynvml, ""
-
-
-def init_failure_reason(nvml: Any, exc: BaseException) -> str:
-    """Why ``nvmlInit`` failed, in a user's words."""
-    code = _error_code(nvml, exc)
-    if code == _code(nvml, "NVML_ERROR_LIBRARY_NOT_FOUND"):
-        return "the NVIDIA driver is not installed (NVML library not found)"
-    if code == _code(nvml, "NVML_ERROR_DRIVER_NOT_LOADED"):
-        return "the NVIDIA driver is not loaded"
-    if code == _code(nvml, "NVML_ERROR_NO_PERMISSION"):
-        return "no permission to query the NVIDIA driver"
-    if code == _code(nvml, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"):
-        return "the NVIDIA driver library and kernel module differ in version (reboot after the driver update)"
-    return f"NVML could not start ({type(exc).__name__}: {exc})"
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class _Gpu:
@@ -224,8 +162,8 @@ class TelemetrySampler:
                 self._report(("handle", index), f"GPU {index}: NVML cannot open it ({exc}); it is not sampled")
                 continue
             gpu = _Gpu(index, handle, f"GPU {index}", "")
-            gpu.name = _text(self._query(gpu, "nvmlDeviceGetName") or gpu.name)
-            gpu.uuid = _text(self._query(gpu, "nvmlDeviceGetUUID") or "")
+            gpu.name = decode(self._query(gpu, "nvmlDeviceGetName") or gpu.name)
+            gpu.uuid = decode(self._query(gpu, "nvmlDeviceGetUUID") or "")
             self._gpus.append(gpu)
         if not self._gpus:
             self._no_gpu("the NVIDIA driver reports no GPU" if count == 0 else "NVML cannot open any GPU")
@@ -347,13 +285,13 @@ class TelemetrySampler:
         if memory is not None:
             entry["memory_used_bytes"] = int(memory.used)
             entry["memory_total_bytes"] = int(memory.total)
-        temperature = self._query(gpu, "nvmlDeviceGetTemperature", _code_or(nvml, "NVML_TEMPERATURE_GPU", 0))
+        temperature = self._query(gpu, "nvmlDeviceGetTemperature", constant(nvml, "NVML_TEMPERATURE_GPU", 0))
         entry["temperature_c"] = None if temperature is None else int(temperature)
         power = self._query(gpu, "nvmlDeviceGetPowerUsage")
         entry["power_w"] = None if power is None else power / 1000.0  # NVML answers milliwatts
         limit = self._query(gpu, "nvmlDeviceGetEnforcedPowerLimit")
         entry["power_limit_w"] = None if limit is None else limit / 1000.0
-        clock = self._query(gpu, "nvmlDeviceGetClockInfo", _code_or(nvml, "NVML_CLOCK_SM", 1))
+        clock = self._query(gpu, "nvmlDeviceGetClockInfo", constant(nvml, "NVML_CLOCK_SM", 1))
         entry["sm_clock_mhz"] = None if clock is None else int(clock)
         fan = self._query(gpu, "nvmlDeviceGetFanSpeed")
         entry["fan_percent"] = None if fan is None else int(fan)
@@ -378,17 +316,17 @@ class TelemetrySampler:
         try:
             return getattr(nvml, name)(gpu.handle, *args)
         except Exception as exc:  # noqa: BLE001 - sort NVML's answers below
-            code = _error_code(nvml, exc)
+            code = error_code(nvml, exc)
             what = name.removeprefix("nvmlDeviceGet")
             if isinstance(exc, AttributeError) or code in (
-                _code(nvml, "NVML_ERROR_NOT_SUPPORTED"),
-                _code(nvml, "NVML_ERROR_FUNCTION_NOT_FOUND"),
+                return_code(nvml, "NVML_ERROR_NOT_SUPPORTED"),
+                return_code(nvml, "NVML_ERROR_FUNCTION_NOT_FOUND"),
             ):
                 gpu.unsupported.add(name)  # a fact about this GPU or driver: stop asking
-            elif code in (_code(nvml, "NVML_ERROR_GPU_IS_LOST"), _code(nvml, "NVML_ERROR_RESET_REQUIRED")):
+            elif code in (return_code(nvml, "NVML_ERROR_GPU_IS_LOST"), return_code(nvml, "NVML_ERROR_RESET_REQUIRED")):
                 gpu.lost = str(exc) or "GPU is lost"
                 self._report(("lost", gpu.index), f"{gpu.label} is lost ({gpu.lost}); it is no longer sampled")
-            elif code == _code(nvml, "NVML_ERROR_NO_PERMISSION"):
+            elif code == return_code(nvml, "NVML_ERROR_NO_PERMISSION"):
                 gpu.unsupported.add(name)
                 self._report(("permission", gpu.index, name), f"{gpu.label}: no permission to read {what}")
             else:
@@ -455,13 +393,13 @@ class TelemetrySampler:
         # NVML numbers GPUs by PCI bus and ignores CUDA_VISIBLE_DEVICES; torch
         # does neither, so match the two by UUID.
         cuda = sys.modules["torch"].cuda
-        by_uuid = {_bare_uuid(g.uuid): g.index for g in self._gpus if g.uuid}
+        by_uuid = {bare_uuid(g.uuid): g.index for g in self._gpus if g.uuid}
         mapping: dict[int, int] = {}
         try:
             for i in range(cuda.device_count()):
                 uuid = getattr(cuda.get_device_properties(i), "uuid", None)
-                if uuid is not None and _bare_uuid(str(uuid)) in by_uuid:
-                    mapping[by_uuid[_bare_uuid(str(uuid))]] = i
+                if uuid is not None and bare_uuid(str(uuid)) in by_uuid:
+                    mapping[by_uuid[bare_uuid(str(uuid))]] = i
         except Exception:  # noqa: BLE001 - mapping is a nicety
             pass
         if not mapping and len(self._gpus) == 1 and cuda.device_count() == 1:
@@ -530,18 +468,6 @@ class TelemetrySampler:
                 log.exception("telemetry problem listener failed")
 
 
-def _code_or(nvml: Any, name: str, default: int) -> int:
-    return int(getattr(nvml, name, default))
-
-
-def _bare_uuid(uuid: str) -> str:
-    uuid = uuid.strip().lower()
-    for prefix in ("gpu-", "mig-"):
-        if uuid.startswith(prefix):
-            return uuid[len(prefix) :]
-    return uuid
-
-
 def _cpu_total(times: Any) -> float:
     total = sum(times)
     # On Linux guest time is already counted in user/nice (as psutil does).
@@ -550,83 +476,3 @@ def _cpu_total(times: Any) -> float:
 
 def _cpu_idle(times: Any) -> float:
     return times.idle + getattr(times, "iowait", 0.0)
-
-
-def has_gpu(sample: SystemSample) -> bool:
-    return bool(sample.gpus) and not sample.gpu_status.startswith(NO_GPU)
-
-
-def alive_gpus(sample: SystemSample) -> Iterator[dict[str, Any]]:
-    return (dict(g) for g in sample.gpus if g.get("status", "ok") == "ok")
-
-
-# -- in a run ------------------------------------------------------------------------------
-
-
-class TelemetryCallback(Callback):
-    """Writes ``system`` events into a run while it trains.
-
-    A sampler thread starts with the run and stops at its end (or exception);
-    one sample every ``every`` seconds (default 5; 0 turns telemetry off) goes
-    to ``state.emit``, so ``metrics.jsonl`` keeps the run's GPU history and
-    every other callback (the window's bridge) sees it.  Problems (a GPU lost,
-    a query failing) go into the run once each, as warning ``log`` events.
-    """
-
-    def __init__(self, every: float = 5.0, *, nvml: Any = None, processes: bool = True) -> None:
-        every = float(every)
-        if every and every < MIN_INTERVAL:
-            raise UsageError(f"telemetry every {every:g} s: must be 0 (off) or at least {MIN_INTERVAL:g} s")
-        self.every = every
-        self._nvml = nvml
-        self._processes = processes
-        self.sampler: TelemetrySampler | None = None
-        self._state: RunState | None = None
-        self._last_written: float | None = None
-        self._finished = False
-
-    def on_run_start(self, state: RunState) -> None:
-        if not self.every:
-            return
-        self._state = state
-        self._last_written = None
-        self._finished = False
-        self.sampler = TelemetrySampler(
-            min(self.every, MAX_INTERVAL), path=state.run_dir, nvml=self._nvml, processes=self._processes
-        )
-        self.sampler.on_problem(self._problem)
-        self.sampler.start(self._sample)
-
-    def on_event(self, event: Any) -> None:
-        # The engine emits Finished before on_run_end: nothing is written after
-        # it.  Only a flag here: this runs under the engine's event lock, which
-        # the sampler thread may be waiting for, so joining it would deadlock.
-        if isinstance(event, Finished):
-            self._finished = True
-
-    def _sample(self, sample: SystemSample) -> None:
-        state, sampler = self._state, self.sampler
-        if state is None or sampler is None or self._finished:
-            return
-        # With every > 5 s the sampler runs at 5 s and every n-th is written;
-        # half an interval of slack absorbs the thread's timing jitter.
-        if self._last_written is not None and sample.time - self._last_written < self.every - sampler.interval / 2:
-            return
-        self._last_written = sample.time
-        state.emit(replace(sample, step=state.step, epoch=state.epoch))
-
-    def _problem(self, message: str) -> None:
-        state = self._state
-        if state is not None and not self._finished:
-            state.emit(Log(level="warning", message=f"telemetry: {message}", step=state.step, epoch=state.epoch))
-
-    def _close(self) -> None:
-        if self.sampler is not None:
-            self.sampler.close()
-        self._state = None
-
-    def on_run_end(self, state: RunState) -> None:
-        self._close()
-
-    def on_exception(self, state: RunState, exc: BaseException) -> None:
-        self._close()
