@@ -37,14 +37,18 @@ class RunTrace:
         folder = RunDir(run_dir)
         self.run_dir = run_dir
         self.problem = ""  # what is wrong with its run.json, shown beside its name
+        # A run that ended without its "finished" event (killed, interrupted)
+        # is not live either: run.json says it is over.
+        ended = False
         try:
-            self.title = folder.read_record().title
+            record = folder.read_record()
+            self.title, ended = record.title, record.finished
         except UsageError as exc:
             self.title, self.problem = folder.path.name, str(exc)
         self.color = color
         self.curves = RunCurves()
         self.tail = folder.tail()
-        self.finished = False
+        self.finished = ended
         self.items: dict[str, Any] = {}
         self.seen: dict[str, int] = {}
 

@@ -269,6 +269,8 @@ def test_an_interrupted_or_damaged_run_reads_the_same_in_every_view(qtbot, two_r
     record.update(status="failed", error=INTERRUPTED_ERROR)
     (Path(first) / "run.json").write_text(json.dumps(record))
     RunStore().record(record, Path(first))
+    metrics = Path(first) / "metrics.jsonl"  # killed: no "finished" event at the end
+    metrics.write_text("".join(l for l in metrics.read_text().splitlines(True) if '"finished"' not in l))
     (Path(second) / "run.json").write_text("{damaged")
     history.refresh()
 
@@ -277,6 +279,8 @@ def test_an_interrupted_or_damaged_run_reads_the_same_in_every_view(qtbot, two_r
     assert "Interrupted" in describe_run(row)
     index = history.proxy.index(row_of(history, first), 0)
     assert index.data(Qt.ItemDataRole.ToolTipRole) == INTERRUPTED_ERROR
+    history.table.selectRow(row_of(history, first))
+    assert history.curves.following() == [] and "(live)" not in history.curves.legend.text()
 
     history.table.selectRow(row_of(history, second))
     legend = history.curves.legend.text()
