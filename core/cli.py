@@ -380,7 +380,9 @@ def _path(value: str):
 
 
 def cmd_runs(args, out: Output) -> int:
+    from trainlab.formats import MISSING, format_duration, format_metric
     from trainlab.runs import RunStore
+    from trainlab.status import status_word
 
     runs = RunStore().list()
     if args.limit:
@@ -400,10 +402,11 @@ def cmd_runs(args, out: Output) -> int:
                 "run_dir": r["run_dir"],
             }
         )
-        start = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r["started"] else "-"
-        duration = f"{r['duration']:.0f}s" if r["duration"] else "-"
-        best = f"{r['monitor']} {r['best_metric']:.4f}" if r["best_metric"] is not None else "-"
-        out.say(f"{r['id']:<44} {r['status']:<10} {start:<17} {duration:>8}  {best:<20} {r['run_dir']}")
+        start = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r["started"] else MISSING
+        duration = format_duration(r["duration"], missing=MISSING)
+        best = f"{r['monitor']} {format_metric(r['monitor'], r['best_metric'])}" if r["best_metric"] is not None else MISSING
+        status = status_word(r["status"], r.get("error"))
+        out.say(f"{r['id']:<44} {status:<11} {start:<17} {duration:>8}  {best:<20} {r['run_dir']}")
     if not rows:
         out.say("no runs yet")
     out.result({"runs": rows})

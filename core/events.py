@@ -143,15 +143,8 @@ def event_from_json(line: str) -> Event:
 
 
 def read_events(path, *, tolerate_truncated: bool = True) -> Iterator[Event]:
-    """Events of a ``metrics.jsonl``; a truncated last line is skipped."""
-    with open(path, encoding="utf-8") as handle:
-        lines = handle.readlines()
-    for index, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            yield event_from_json(line)
-        except (ValueError, TypeError):
-            if tolerate_truncated and index == len(lines) - 1:
-                return
-            raise
+    """Events of a ``metrics.jsonl``: the one tolerant reader, ``trainlab.tail``
+    (a damaged line or a half-written last line is skipped)."""
+    from trainlab.tail import read_events as tail_read_events  # tail imports this module
+
+    return tail_read_events(path, tolerate_truncated=tolerate_truncated)

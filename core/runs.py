@@ -17,14 +17,17 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from trainlab import paths
 from trainlab.api import UsageError
-from trainlab.events import Event, read_events
-from trainlab.fileio import atomic_write_json, read_json
+from trainlab.events import Event
+from trainlab.fileio import atomic_write_json
+from trainlab.records import RUN_SCHEMA_VERSION, EvalRecord, RunFileError, RunRecord, read_json_object, run_title
+from trainlab.status import FAILED, INTERRUPTED_ERROR, RUNNING
+from trainlab.tail import MetricsTail
 
-RUN_SCHEMA_VERSION = 1
+__all__ = ["RUN_SCHEMA_VERSION", "MetricsWriter", "RunDir", "RunFileError", "RunStore", "new_run_id"]
 NETWORK_FILESYSTEMS = {"nfs", "nfs4", "cifs", "smbfs", "smb3", "sshfs", "fuse.sshfs", "9p", "afs", "ceph", "glusterfs", "lustre"}
 
 
@@ -33,7 +36,14 @@ def new_run_id(task: str) -> str:
 
 
 class RunDir:
-    """Paths and files of one run folder."""
+    """Paths and files of one run folder: the one reader (and writer) of it.
+
+    ``read_record()`` and ``read_eval()`` give typed records
+    (``trainlab.records``), ``events()`` and ``tail()`` read ``metrics.jsonl``
+    through the one tolerant tail (``trainlab.tail``), ``title()`` is what the
+    run is called.  A file that is there but unusable raises ``RunFileError``
+    (a ``UsageError``) naming it.
+    """
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path).expanduser().resolve()
@@ -49,15 +59,21 @@ class RunDir:
     def exists(self) -> bool:
         return self.run_json.is_file()
 
+    # -- run.json ---------------------------------------------------------------
     def read(self) -> dict[str, Any]:
+        """``run.json`` as a plain dict (scripts, and the engine until it writes records)."""
         try:
-            return read_json(self.run_json)
+            return read_json_object(self.run_json)
         except FileNotFoundError:
-            raise UsageError(f"{self.path} is not a TrainLab run folder (no run.json)") from None
-        except ValueError as exc:
-            raise UsageError(f"{self.run_json} is not valid JSON: {exc}") from None
+            raise RunFileError(
+                self.run_json, "not found", f"{self.path} is not a TrainLab run folder (no run.json)"
+            ) from None
 
-    def write(self, data: dict[str, Any]) -> None:
+    def read_record(self) -> RunRecord:
+        return RunRecord.from_json(self.read(), self.run_json)
+
+    def write(self, record: RunRecord | Mapping[str, Any]) -> None:
+        data = record.to_json() if isinstance(record, RunRecord) else dict(record)
         atomic_write_json(self.run_json, data)
 
     def update(self, **changes: Any) -> dict[str, Any]:
@@ -66,16 +82,36 @@ class RunDir:
         self.write(data)
         return data
 
-    def events(self) -> Iterator[Event]:
-        if not self.metrics_jsonl.exists():
-            return iter(())
-        return read_events(self.metrics_jsonl)
-
-    def read_eval(self) -> dict[str, Any] | None:
+    def title(self) -> str:
+        """The run's name, else its id, else its folder's name (also when run.json is unreadable)."""
         try:
-            return read_json(self.eval_json)
-        except (FileNotFoundError, ValueError):
+            record = self.read_record()
+        except UsageError:
+            return self.path.name
+        return run_title(record.name, record.id, self.path)
+
+    # -- evaluations --------------------------------------------------------------
+    def eval_files(self) -> list[Path]:
+        """``eval.json`` (the run's own), then the ``eval-<time>.json`` of ``trainlab eval``, oldest first."""
+        own = [self.eval_json] if self.eval_json.is_file() else []
+        return own + sorted(p for p in self.path.glob("eval-*.json") if p.is_file())
+
+    def read_eval(self, file: str | os.PathLike[str] | None = None) -> EvalRecord | None:
+        """``eval.json`` (or ``file``, a name in this folder or a path); None when it is not there."""
+        path = self.eval_json if file is None else self.path / file
+        try:
+            return EvalRecord.from_json(read_json_object(path), path)
+        except FileNotFoundError:
             return None
+
+    # -- metrics.jsonl ------------------------------------------------------------
+    def tail(self) -> MetricsTail:
+        """A tail of ``metrics.jsonl`` from its start (follow it with ``read_new``)."""
+        return MetricsTail(self.metrics_jsonl)
+
+    def events(self) -> Iterator[Event]:
+        """Every event written so far; damaged lines and a half-written last line are skipped."""
+        return iter(self.tail().read_all())
 
 
 class MetricsWriter:
@@ -129,7 +165,7 @@ def _on_network_fs(path: Path) -> bool:
 class RunStore:
     """The SQLite run index (WAL where the filesystem supports it)."""
 
-    COLUMNS = ("id", "run_dir", "name", "task", "status", "started", "finished", "duration", "best_metric", "monitor", "pid", "host", "proc_start", "updated")
+    COLUMNS = ("id", "run_dir", "name", "task", "status", "started", "finished", "duration", "best_metric", "monitor", "pid", "host", "proc_start", "updated", "error")
 
     def __init__(self, db_path: Path | None = None):
         self.db_path = Path(db_path) if db_path else paths.index_path()
@@ -142,8 +178,17 @@ class RunStore:
                 """CREATE TABLE IF NOT EXISTS runs (
                     id TEXT PRIMARY KEY, run_dir TEXT UNIQUE NOT NULL, name TEXT, task TEXT,
                     status TEXT, started REAL, finished REAL, duration REAL, best_metric REAL,
-                    monitor TEXT, pid INTEGER, host TEXT, proc_start REAL, updated REAL)"""
+                    monitor TEXT, pid INTEGER, host TEXT, proc_start REAL, updated REAL, error TEXT)"""
             )
+            # Indexes written before the error column (it tells an interrupted run
+            # from a failed one without opening every run.json).
+            present = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+            if "error" not in present:
+                try:
+                    db.execute("ALTER TABLE runs ADD COLUMN error TEXT")
+                except sqlite3.OperationalError as exc:  # another process added it meanwhile
+                    if "duplicate column" not in str(exc):
+                        raise
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -155,8 +200,10 @@ class RunStore:
         finally:
             db.close()
 
-    def record(self, run: dict[str, Any], run_dir: Path) -> None:
+    def record(self, run: RunRecord | Mapping[str, Any], run_dir: Path) -> None:
         """Insert or update a run from its run.json content."""
+        if isinstance(run, RunRecord):
+            run = run.to_json()
         pid = os.getpid() if run.get("status") == "running" else None
         row = {
             "id": run["id"],
@@ -173,6 +220,7 @@ class RunStore:
             "host": socket.gethostname(),
             "proc_start": _process_start(pid) if pid else None,
             "updated": time.time(),
+            "error": str(run.get("error") or "")[:500],
         }
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
@@ -208,14 +256,16 @@ class RunStore:
                     stale.append(dict(row))
         for row in stale:
             run_dir = RunDir(row["run_dir"])
-            message = "interrupted: the training process ended without finishing the run"
             with contextlib.suppress(UsageError, OSError):
                 data = run_dir.read()
-                if data.get("status") == "running":
-                    data.update(status="failed", error=message)
+                if data.get("status") == RUNNING:
+                    data.update(status=FAILED, error=INTERRUPTED_ERROR)
                     run_dir.write(data)
             with self._connect() as db:
-                db.execute("UPDATE runs SET status='failed', pid=NULL, updated=? WHERE id=?", (time.time(), row["id"]))
+                db.execute(
+                    "UPDATE runs SET status=?, error=?, pid=NULL, updated=? WHERE id=?",
+                    (FAILED, INTERRUPTED_ERROR, time.time(), row["id"]),
+                )
         return len(stale)
 
     def rename(self, run_id: str, name: str) -> None:

@@ -1,26 +1,33 @@
-"""Small text formats the window shares (no Qt)."""
+"""Text the window shows for a run's values: the one place for each form.
+
+Numbers read as ``trainlab.formats`` says (the command line shares it);
+status words are ``trainlab.status``'s vocabulary, translated here once for
+every view (history, results, start page, status bar).
+"""
 
 from __future__ import annotations
 
-import math
+from PySide6.QtCore import QCoreApplication
+
+from trainlab.formats import MISSING, format_duration, format_metric, format_offset, metric_kind
+from trainlab.status import CANCELLED, COMPLETED, FAILED, INTERRUPTED, RUNNING, UNKNOWN, shown_status
+
+__all__ = ["MISSING", "format_duration", "format_metric", "format_offset", "metric_kind", "status_title"]
 
 
-def format_duration(seconds: float | None, missing: str = "\u2014") -> str:
-    """``m:ss`` or ``h:mm:ss``; ``missing`` for no value or a negative one
-    (an ETA, a run's duration)."""
-    return _duration(seconds, missing, signed=False)
+def status_title(status: str | None, error: str | None = "") -> str:
+    """A run's state as the window shows it, in the window's language.
 
-
-def format_offset(seconds: float) -> str:
-    """A duration that may be negative: ``-0:05`` (time-axis ticks)."""
-    return _duration(seconds, "", signed=True)
-
-
-def _duration(seconds: float | None, missing: str, signed: bool) -> str:
-    if seconds is None or not math.isfinite(seconds) or (seconds < 0 and not signed):
-        return missing
-    whole = int(round(seconds))
-    sign = "-" if whole < 0 else ""
-    hours, rest = divmod(abs(whole), 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{sign}{hours}:{minutes:02d}:{secs:02d}" if hours else f"{sign}{minutes}:{secs:02d}"
+    ``error`` tells an interrupted run (its process vanished) from a failed
+    one; a state this version does not know is shown as stored.
+    """
+    shown = shown_status(status, error)
+    titles = {
+        RUNNING: QCoreApplication.translate("RunStatus", "Running"),
+        COMPLETED: QCoreApplication.translate("RunStatus", "Completed"),
+        FAILED: QCoreApplication.translate("RunStatus", "Failed"),
+        CANCELLED: QCoreApplication.translate("RunStatus", "Stopped"),
+        INTERRUPTED: QCoreApplication.translate("RunStatus", "Interrupted"),
+        UNKNOWN: QCoreApplication.translate("RunStatus", "Unknown"),
+    }
+    return titles.get(shown, shown)

@@ -1000,7 +1000,7 @@ class MainWindow(QMainWindow):
         self.show_page("results" if (path / "eval.json").is_file() and self.results is not None else "train")
 
     def _follow(self, metrics: Path) -> None:
-        from trainlab.desktop.follow import MetricsTail
+        from trainlab.tail import MetricsTail
 
         self._follow_tail = MetricsTail(metrics)
         if getattr(self, "_follow_timer", None) is None:

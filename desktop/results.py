@@ -1,23 +1,20 @@
 """Results of a run: metrics, per-class table, confusion matrix, the examples behind a cell.
 
-The state is a plain ``EvalReport`` parsed from the run's ``eval.json``
-(CONTRACT.md "Run directory"); the widgets only show it.  Clicking a cell of
-the confusion matrix lists the examples of that (true, predicted) pair, most
-confident first: the confident mistakes are the ones that teach something
-(a mislabelled image, a missing class, a shortcut the model learned).
+The state is a plain ``RunResults`` (``results_model.load_results``): the
+run's record and its evaluations, read through ``RunDir``; the widgets only
+show it.  Clicking a cell of the confusion matrix lists the examples of that
+(true, predicted) pair, most confident first: the confident mistakes are the
+ones that teach something (a mislabelled image, a missing class, a shortcut
+the model learned).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
 
-from PySide6.QtCore import QModelIndex, QObject, QRect, QRunnable, QSize, Qt, QThreadPool, QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QIcon, QImage, QImageReader, QPainter, QPalette, QPixmap
+from PySide6.QtCore import QSize, Qt, QThreadPool, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QIcon, QImage, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -30,8 +27,6 @@ from PySide6.QtWidgets import (
     QMenu,
     QSplitter,
     QStackedWidget,
-    QStyledItemDelegate,
-    QStyleOptionViewItem,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -39,199 +34,18 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.desktop.confusion import ConfusionMatrixView
+from trainlab.desktop.formatting import format_metric, status_title
+from trainlab.desktop.results_model import EvalExample, ReportSource, RunResults, SplitReport, is_image_example, load_results
+from trainlab.desktop.results_widgets import (
+    THUMBNAIL_SIZE,
+    NumberItem,
+    ScoreBarDelegate,
+    ThumbnailJob,
+    placeholder_icon,
+    section_label,
+)
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"}
-THUMBNAIL_SIZE = 96
 MAX_LISTED = 500  # a cell with thousands of examples: the most confident are what matter
-
-
-# -- the plain model -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Example:
-    """One evaluated example as eval.json lists it."""
-
-    key: Any
-    example: str  # an image path or a text
-    true: str
-    predicted: str
-    confidence: float
-
-    @property
-    def correct(self) -> bool:
-        return self.true == self.predicted
-
-
-@dataclass
-class EvalReport:
-    """One split's evaluation, from eval.json."""
-
-    split: str
-    label_names: list[str]
-    metrics: dict[str, float]
-    per_class: list[dict[str, Any]]
-    confusion_matrix: list[list[int]]
-    misclassified: list[Example] = field(default_factory=list)
-    correct_examples: list[Example] = field(default_factory=list)
-    has_correct_list: bool = False
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], split: str = "val") -> "EvalReport":
-        labels = [str(x) for x in data.get("label_names") or []]
-        matrix = [[int(v) for v in row] for row in data.get("confusion_matrix") or []]
-        per_class_raw = data.get("per_class") or []
-        if isinstance(per_class_raw, Mapping):  # {label: {...}} also accepted
-            per_class_raw = [{"label": k, **dict(v)} for k, v in per_class_raw.items()]
-        per_class = [dict(row) for row in per_class_raw]
-        metrics = {}
-        for key in ("accuracy", "macro_f1", "top5_accuracy", "loss", "samples"):
-            value = data.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                metrics[key] = float(value)
-        correct_key = next((k for k in ("correct_examples", "correct") if k in data), None)
-        return cls(
-            split=str(data.get("split") or split),
-            label_names=labels,
-            metrics=metrics,
-            per_class=per_class,
-            confusion_matrix=matrix,
-            misclassified=_examples(data.get("misclassified")),
-            correct_examples=_examples(data.get(correct_key)) if correct_key else [],
-            has_correct_list=correct_key is not None,
-        )
-
-    def examples_for(self, true_label: str, predicted_label: str) -> list[Example]:
-        """The listed examples of one confusion-matrix cell, most confident first."""
-        source = self.correct_examples if true_label == predicted_label else self.misclassified
-        found = [e for e in source if e.true == true_label and e.predicted == predicted_label]
-        return sorted(found, key=lambda e: -e.confidence)
-
-    def cell_count(self, true_label: str, predicted_label: str) -> int:
-        try:
-            return self.confusion_matrix[self.label_names.index(true_label)][self.label_names.index(predicted_label)]
-        except (ValueError, IndexError):
-            return 0
-
-    @property
-    def misclassified_count(self) -> int:
-        if self.confusion_matrix:
-            return sum(v for i, row in enumerate(self.confusion_matrix) for j, v in enumerate(row) if i != j)
-        return len(self.misclassified)
-
-
-def _examples(items: Any) -> list[Example]:
-    out = []
-    for item in items or []:
-        try:
-            confidence = float(item.get("confidence", 0.0))
-        except (TypeError, ValueError):
-            confidence = 0.0
-        out.append(
-            Example(
-                key=item.get("key"),
-                example=str(item.get("example", item.get("key", ""))),
-                true=str(item.get("true", "")),
-                predicted=str(item.get("predicted", "")),
-                confidence=confidence if math.isfinite(confidence) else 0.0,
-            )
-        )
-    return out
-
-
-def load_reports(eval_json: Path) -> dict[str, EvalReport]:
-    """Every split in an eval.json: a flat report, or ``{split: report}``."""
-    data = json.loads(Path(eval_json).read_text(encoding="utf-8"))
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{eval_json}: expected a JSON object")
-    if "confusion_matrix" in data or "label_names" in data:
-        reports = {str(data.get("split") or "val"): EvalReport.from_json(data)}
-        # A flat report may carry other splits beside it (e.g. "test": {...}).
-        for key, value in data.items():
-            if isinstance(value, Mapping) and "confusion_matrix" in value:
-                reports[str(key)] = EvalReport.from_json(value, key)
-        return reports
-    nested = data.get("splits", data)
-    reports = {
-        str(key): EvalReport.from_json(value, key)
-        for key, value in nested.items()
-        if isinstance(value, Mapping) and ("confusion_matrix" in value or "accuracy" in value)
-    }
-    if not reports:
-        raise ValueError(f"{eval_json}: no evaluation found (no confusion_matrix)")
-    return reports
-
-
-def is_image_example(text: str) -> bool:
-    return Path(text).suffix.lower() in IMAGE_SUFFIXES and os.path.isfile(text)
-
-
-# -- thumbnails off the GUI thread ------------------------------------------------
-
-
-class _ThumbnailSignals(QObject):
-    loaded = Signal(int, str, QImage)  # generation, path, image
-
-
-class _ThumbnailJob(QRunnable):
-    """Decode and scale images in a pool thread; QImage is safe there, QPixmap is not."""
-
-    def __init__(self, generation: int, paths: list[str], size: int) -> None:
-        super().__init__()
-        self.generation = generation
-        self.paths = paths
-        self.size = size
-        self.signals = _ThumbnailSignals()
-
-    def run(self) -> None:
-        for path in self.paths:
-            reader = QImageReader(path)
-            reader.setAutoTransform(True)
-            original = reader.size()
-            if original.isValid():
-                # Let the decoder downscale (JPEG decodes at 1/2, 1/4 ... for free).
-                reader.setScaledSize(original.scaled(self.size, self.size, Qt.AspectRatioMode.KeepAspectRatio))
-            image = reader.read()
-            try:
-                self.signals.loaded.emit(self.generation, path, image)
-            except RuntimeError:  # the view went away meanwhile
-                return
-
-
-# -- widgets --------------------------------------------------------------------------
-
-
-class _BarDelegate(QStyledItemDelegate):
-    """A 0..1 score with a thin bar under it: scanning a column for the weak class."""
-
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
-        value = index.data(Qt.ItemDataRole.UserRole)
-        super().paint(painter, option, index)
-        if not isinstance(value, (int, float)):
-            return
-        painter.save()
-        rect = option.rect.adjusted(6, option.rect.height() - 5, -6, -2)
-        track = option.palette.color(QPalette.ColorRole.Mid)
-        track.setAlpha(60)
-        painter.fillRect(rect, track)
-        fill = QColor("#2f6fde") if value >= 0.5 else QColor("#e0493e")
-        painter.fillRect(QRect(rect.left(), rect.top(), round(rect.width() * max(0.0, min(1.0, value))), rect.height()), fill)
-        painter.restore()
-
-
-class _NumberItem(QTableWidgetItem):
-    """Sorts by its number, not its text."""
-
-    def __init__(self, text: str, value: float) -> None:
-        super().__init__(text)
-        self.setData(Qt.ItemDataRole.UserRole, value)
-        self.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        mine, theirs = self.data(Qt.ItemDataRole.UserRole), other.data(Qt.ItemDataRole.UserRole)
-        if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
-            return mine < theirs
-        return super().__lt__(other)
 
 
 class ResultsView(QWidget):
@@ -244,9 +58,10 @@ class ResultsView(QWidget):
         super().__init__(parent)
         self.setObjectName("ResultsView")
         self.run_dir: str | None = None
-        self.reports: dict[str, EvalReport] = {}
-        self.report: EvalReport | None = None
-        self.listed: list[Example] = []
+        self.results: RunResults | None = None
+        self.reports: dict[str, SplitReport] = {}
+        self.report: SplitReport | None = None
+        self.listed: list[EvalExample] = []
         self._thumb_generation = 0
         self._thumb_pool = QThreadPool(self)
         self._thumb_pool.setMaxThreadCount(1)
@@ -267,6 +82,13 @@ class ResultsView(QWidget):
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        # A file of the run that could not be read, named, above what could be.
+        self.notice = QLabel()
+        self.notice.setObjectName("resultsNotice")
+        self.notice.setWordWrap(True)
+        self.notice.setProperty("role", "warning")
+        self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notice.setVisible(False)
 
         self.metrics_table = QTableWidget(0, 2)
         self.metrics_table.setObjectName("metricsTable")
@@ -288,7 +110,7 @@ class ResultsView(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column in range(1, 5):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        bars = _BarDelegate(self.class_table)
+        bars = ScoreBarDelegate(self.class_table)
         for column in (1, 2, 3):
             self.class_table.setItemDelegateForColumn(column, bars)
         self.class_table.cellDoubleClicked.connect(self._class_row_activated)
@@ -331,15 +153,15 @@ class ResultsView(QWidget):
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(_section(self.tr("Metrics")))
+        left_layout.addWidget(section_label(self.tr("Metrics")))
         left_layout.addWidget(self.metrics_table)
-        left_layout.addWidget(_section(self.tr("Per class")))
+        left_layout.addWidget(section_label(self.tr("Per class")))
         left_layout.addWidget(self.class_table, 1)
 
         matrix_box = QWidget()
         matrix_layout = QVBoxLayout(matrix_box)
         matrix_layout.setContentsMargins(0, 0, 0, 0)
-        matrix_layout.addWidget(_section(self.tr("Confusion matrix")))
+        matrix_layout.addWidget(section_label(self.tr("Confusion matrix")))
         matrix_layout.addWidget(self.confusion, 1)
         examples_box = QWidget()
         examples_layout = QVBoxLayout(examples_box)
@@ -373,6 +195,7 @@ class ResultsView(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(head)
+        layout.addWidget(self.notice)
         layout.addWidget(self.message)
         layout.addWidget(self.body, 1)
         self._show_message(self.tr("No run selected."))
@@ -387,33 +210,39 @@ class ResultsView(QWidget):
 
     # -- loading ------------------------------------------------------------------
     def load_run(self, run_dir: str) -> bool:
-        """Show a run's eval.json; False (with a message in the view) if it has none."""
+        """Show a run's evaluations; False (with a message in the view) if it has none.
+
+        A damaged run.json or eval.json never raises: the view says which file
+        is unreadable and why, and shows whatever else could be read.
+        """
         self.run_dir = str(run_dir)
-        run_path = Path(run_dir)
-        info = _read_run_json(run_path / "run.json")
-        name = info.get("name") or info.get("id") or run_path.name
-        self.title.setText(str(name))
-        details = [str(info.get("task", ""))]
-        status = info.get("status")
-        if status:
-            details.append(self._status_text(str(status)))
+        results = load_results(run_dir)
+        self.results = results
+        self.title.setText(results.title)
+        details = [results.task]
+        if results.status and (results.task or not results.problems):
+            details.append(status_title(results.status, results.error))
         self.subtitle.setText(" \u00b7 ".join(d for d in details if d))
-        eval_json = run_path / "eval.json"
-        if not eval_json.is_file():
-            if status == "running":
+        problems = "\n".join(self.tr("Cannot read {problem}").format(problem=p) for p in results.problems)
+        self.notice.setText(problems)
+        self.notice.setVisible(bool(problems))
+        self.reports = dict(results.reports)
+        if not self.reports:
+            if problems and results.has_eval_files:
+                self._show_message(problems)
+            elif results.running:
                 self._show_message(self.tr("This run is still training; results appear when its first evaluation is written."))
+            elif results.has_eval_files:
+                self._show_message(self.tr("This run's eval.json holds no evaluation of a split."))
             else:
                 self._show_message(self.tr("This run has no evaluation (no eval.json)."))
             return False
-        try:
-            self.reports = load_reports(eval_json)
-        except (OSError, ValueError) as exc:
-            self._show_message(self.tr("Cannot read {file}: {error}").format(file=str(eval_json), error=str(exc)))
-            return False
         self.split_box.blockSignals(True)
         self.split_box.clear()
-        for split in self.reports:
-            self.split_box.addItem(self._split_title(split), split)
+        for key, source in results.sources.items():
+            self.split_box.addItem(self._source_title(source), key)
+            if source.data:
+                self.split_box.setItemData(self.split_box.count() - 1, source.data, Qt.ItemDataRole.ToolTipRole)
         self.split_box.blockSignals(False)
         several = len(self.reports) > 1
         self.split_box.setVisible(several)
@@ -422,16 +251,15 @@ class ResultsView(QWidget):
         self.loaded.emit(self.run_dir)
         return True
 
-    def _status_text(self, status: str) -> str:
-        return {
-            "running": self.tr("running"),
-            "completed": self.tr("completed"),
-            "failed": self.tr("failed"),
-            "cancelled": self.tr("stopped"),
-        }.get(status, status)
-
     def _split_title(self, split: str) -> str:
         return {"val": self.tr("Validation"), "test": self.tr("Test"), "train": self.tr("Training")}.get(split, split)
+
+    def _source_title(self, source: ReportSource) -> str:
+        if source.own:
+            return self._split_title(source.split)
+        when = source.evaluated_at
+        stamp = when.strftime("%Y-%m-%d %H:%M") if when else source.file
+        return self.tr("{split}, evaluated {when}").format(split=self._split_title(source.split), when=stamp)
 
     def _show_message(self, text: str) -> None:
         self.message.setText(text)
@@ -466,20 +294,22 @@ class ResultsView(QWidget):
         if worst is not None:
             self.confusion.select_cell(worst[1], worst[2])
 
-    def _fill_metrics(self, report: EvalReport) -> None:
-        rows: list[tuple[str, str]] = []
-        m = report.metrics
-        if "accuracy" in m:
-            rows.append((self.tr("Accuracy"), f"{m['accuracy']:.2%}"))
-        if "macro_f1" in m:
-            rows.append((self.tr("Macro F1"), f"{m['macro_f1']:.3f}"))
-        if "top5_accuracy" in m:
-            rows.append((self.tr("Top-5 accuracy"), f"{m['top5_accuracy']:.2%}"))
-        if "loss" in m:
-            rows.append((self.tr("Loss"), f"{m['loss']:.4g}"))
-        samples = int(m["samples"]) if "samples" in m else sum(map(sum, report.confusion_matrix))
-        rows.append((self.tr("Examples"), f"{samples:,}"))
-        rows.append((self.tr("Misclassified"), f"{report.misclassified_count:,}"))
+    def _metric_title(self, name: str) -> str:
+        return {
+            "accuracy": self.tr("Accuracy"),
+            "macro_f1": self.tr("Macro F1"),
+            "top5_accuracy": self.tr("Top-5 accuracy"),
+            "loss": self.tr("Loss"),
+        }.get(name, name)
+
+    def _fill_metrics(self, report: SplitReport) -> None:
+        known = ("accuracy", "macro_f1", "top5_accuracy")
+        names = [n for n in known if n in report.metrics] + [n for n in report.metrics if n not in known]
+        if report.loss is not None:
+            names.append("loss")
+        rows = [(self._metric_title(n), format_metric(n, report.value(n), detail=True)) for n in names]
+        rows.append((self.tr("Examples"), format_metric("samples", report.example_count)))
+        rows.append((self.tr("Misclassified"), format_metric("samples", report.misclassified_count)))
         rows.append((self.tr("Classes"), str(len(report.label_names))))
         self.metrics_table.setRowCount(len(rows))
         for row, (name, value) in enumerate(rows):
@@ -493,17 +323,17 @@ class ResultsView(QWidget):
         )
         self.metrics_table.setFixedHeight(height + 2 * self.metrics_table.frameWidth())
 
-    def _fill_classes(self, report: EvalReport) -> None:
+    def _fill_classes(self, report: SplitReport) -> None:
         self.class_table.setSortingEnabled(False)
         self.class_table.setRowCount(len(report.per_class))
         for row, entry in enumerate(report.per_class):
             label = QTableWidgetItem(str(entry.get("label", "")))
             self.class_table.setItem(row, 0, label)
-            for column, key in ((1, "precision"), (2, "recall"), (3, "f1")):
-                value = float(entry.get(key, 0.0) or 0.0)
-                self.class_table.setItem(row, column, _NumberItem(f"{value:.3f}", value))
-            support = int(entry.get("support", 0) or 0)
-            self.class_table.setItem(row, 4, _NumberItem(f"{support:,}", support))
+            for column, key in ((1, "precision"), (2, "recall"), (3, "f1"), (4, "support")):
+                value = entry.get(key)
+                number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+                item = NumberItem(format_metric(key, number), number)
+                self.class_table.setItem(row, column, item)
         # Label order (the order of eval.json) until the user sorts by a column.
         self.class_table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.class_table.setSortingEnabled(True)
@@ -560,8 +390,8 @@ class ResultsView(QWidget):
             self._list_texts(self.listed)
             self.examples_stack.setCurrentWidget(self.text_table)
 
-    def _list_images(self, examples: list[Example]) -> None:
-        placeholder = _placeholder_icon(self.palette())
+    def _list_images(self, examples: list[EvalExample]) -> None:
+        placeholder = placeholder_icon(self.palette())
         paths = []
         for example in examples:
             caption = f"{example.predicted} \u00b7 {example.confidence:.0%}"
@@ -578,7 +408,7 @@ class ResultsView(QWidget):
             paths.append(example.example)
         self._thumb_pending = set(paths)
         if paths:
-            job = _ThumbnailJob(self._thumb_generation, list(dict.fromkeys(paths)), THUMBNAIL_SIZE)
+            job = ThumbnailJob(self._thumb_generation, list(dict.fromkeys(paths)), THUMBNAIL_SIZE)
             job.signals.loaded.connect(self._thumbnail_loaded)
             self._thumb_pool.start(job)
 
@@ -596,10 +426,10 @@ class ResultsView(QWidget):
         """How many listed images are still waiting for their thumbnail."""
         return len(self._thumb_pending)
 
-    def _list_texts(self, examples: list[Example]) -> None:
+    def _list_texts(self, examples: list[EvalExample]) -> None:
         self.text_table.setRowCount(len(examples))
         for row, example in enumerate(examples):
-            self.text_table.setItem(row, 0, _NumberItem(f"{example.confidence:.1%}", example.confidence))
+            self.text_table.setItem(row, 0, NumberItem(f"{example.confidence:.1%}", example.confidence))
             self.text_table.setItem(row, 1, QTableWidgetItem(example.predicted))
             text = QTableWidgetItem(example.example)
             text.setToolTip(example.example)
@@ -632,37 +462,4 @@ class ResultsView(QWidget):
             )
         widget = self.examples_stack.currentWidget()
         menu.popup(widget.viewport().mapToGlobal(position))
-
-
-def _section(text: str) -> QLabel:
-    label = QLabel(text)
-    # Styled by the window's style sheet (desktop/style.py); bold without it.
-    label.setProperty("role", "subheading")
-    font = label.font()
-    font.setBold(True)
-    label.setFont(font)
-    label.setContentsMargins(0, 6, 0, 2)
-    return label
-
-
-_placeholders: dict[int, QIcon] = {}
-
-
-def _placeholder_icon(palette: QPalette) -> QIcon:
-    color = palette.color(QPalette.ColorRole.Mid)
-    key = color.rgba()
-    if key not in _placeholders:
-        pixmap = QPixmap(THUMBNAIL_SIZE, THUMBNAIL_SIZE)
-        color.setAlpha(50)
-        pixmap.fill(color)
-        _placeholders[key] = QIcon(pixmap)
-    return _placeholders[key]
-
-
-def _read_run_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 

@@ -9,7 +9,6 @@ requests cannot pile up threads; only the newest answer is shown.
 
 from __future__ import annotations
 
-import json
 import random
 import traceback
 from pathlib import Path
@@ -32,6 +31,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from trainlab.api import UsageError
+from trainlab.records import EvalExample, RunRecord
+from trainlab.runs import RunDir
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 PREVIEW_SIZE = 280
@@ -74,9 +77,9 @@ class _PredictJob(QRunnable):
             pass
 
 
-def input_kind(run: dict[str, Any]) -> str:
+def input_kind(task: str) -> str:
     """"image" or "text": what a run's task takes as input."""
-    task = str(run.get("task", ""))
+    task = str(task or "")
     if "image" in task or "vision" in task:
         return "image"
     return "text"
@@ -107,7 +110,7 @@ class TryItPanel(QWidget):
         self.setObjectName("TryItPanel")
         self.setAcceptDrops(True)
         self.run_dir: str | None = None
-        self.run: dict[str, Any] = {}
+        self.record: RunRecord | None = None
         self.kind = "text"
         self.current_input: str | None = None
         self.predictions: list[dict[str, Any]] = []
@@ -161,7 +164,8 @@ class TryItPanel(QWidget):
         self.input_stack.addWidget(text_page)
 
         self.sample_button = QPushButton(self.tr("Random Validation Example"))
-        self.sample_button.setToolTip(self.tr("Try an example from this run's evaluation and compare with its true label"))
+        self._sample_tip = self.tr("Try an example from this run's evaluation and compare with its true label")
+        self.sample_button.setToolTip(self._sample_tip)
         self.sample_button.clicked.connect(self.try_random_example)
         self.top_k = QSpinBox()
         self.top_k.setRange(1, 20)
@@ -234,26 +238,31 @@ class TryItPanel(QWidget):
         self.drop_area.clear()
         self.drop_area.setText(self.tr("Drop an image here\nor choose one"))
         if not self.run_dir:
-            self.run = {}
+            self.record = None
             self.run_label.clear()
             self._set_enabled(False)
             self.status.setText(self.tr("Choose a finished run to try it."))
             return
+        folder = RunDir(self.run_dir)
         try:
-            self.run = json.loads((Path(self.run_dir) / "run.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            self.run = {}
-        self.kind = input_kind(self.run)
+            self.record = folder.read_record()
+        except UsageError as exc:  # a damaged run.json: say which file, and why
+            self.record = None
+            self.run_label.setText(folder.path.name)
+            self._set_enabled(False)
+            self.status.setText(self.tr("Cannot read {problem}").format(problem=str(exc)))
+            return
+        self.kind = input_kind(self.record.task)
         self.input_stack.setCurrentIndex(0 if self.kind == "image" else 1)
         self.choose_button.setVisible(self.kind == "image")
-        name = self.run.get("name") or self.run.get("id") or Path(self.run_dir).name
         self.run_label.setText(
             self.tr("{name} · {task} · {count} labels").format(
-                name=name, task=self.run.get("task", "?"), count=len(self.run.get("label_names") or [])
+                name=self.record.title, task=self.record.task or "?", count=len(self.record.label_names)
             )
         )
         has_model = (Path(self.run_dir) / "model").is_dir()
         self._set_enabled(has_model)
+        self.sample_button.setToolTip(self._sample_tip)
         self.sample_button.setEnabled(has_model and bool(self._eval_examples()))
         if has_model:
             hint = self.tr("Drop or choose an image.") if self.kind == "image" else self.tr("Type a text and press Predict.")
@@ -297,16 +306,20 @@ class TryItPanel(QWidget):
         if self.current_input is not None:
             self.submit(self.current_input, self._true_label)
 
-    def _eval_examples(self) -> list[dict[str, Any]]:
+    def _eval_examples(self) -> list[EvalExample]:
         if not self.run_dir:
             return []
         try:
-            report = json.loads((Path(self.run_dir) / "eval.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            evaluation = RunDir(self.run_dir).read_eval()
+        except UsageError as exc:  # the results view says more; here the button only explains itself
+            self.sample_button.setToolTip(self.tr("Cannot read {problem}").format(problem=str(exc)))
             return []
-        examples = list(report.get("misclassified") or []) + list(report.get("correct_examples") or [])
+        report = evaluation.primary if evaluation is not None else None
+        if report is None:
+            return []
+        examples = list(report.misclassified) + list(report.correct_examples)
         if self.kind == "image":
-            examples = [e for e in examples if Path(str(e.get("example", ""))).is_file()]
+            examples = [e for e in examples if Path(e.example).is_file()]
         return examples
 
     def try_random_example(self) -> None:
@@ -314,8 +327,8 @@ class TryItPanel(QWidget):
         if not examples:
             return
         example = random.choice(examples)
-        text = str(example.get("example", ""))
-        truth = str(example.get("true", "")) or None
+        text = example.example
+        truth = example.true or None
         if self.kind == "image":
             self.predict_image(text, truth)
         else:

@@ -25,17 +25,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from trainlab.desktop.formatting import format_metric, status_title
+from trainlab.records import run_title
+
 SAMPLE_TASKS = ("image-classification", "text-classification")
-
-
-def status_title(status: str) -> str:
-    titles = {
-        "running": QCoreApplication.translate("WelcomeView", "running"),
-        "completed": QCoreApplication.translate("WelcomeView", "completed"),
-        "failed": QCoreApplication.translate("WelcomeView", "failed"),
-        "cancelled": QCoreApplication.translate("WelcomeView", "stopped"),
-    }
-    return titles.get(status, status)
 
 
 def metric_title(name: str) -> str:
@@ -51,19 +44,18 @@ def metric_title(name: str) -> str:
 
 def describe_run(row: dict[str, Any]) -> str:
     """One line for a run of the index: name or id, task, status, when, best."""
-    name = row.get("name") or row.get("id") or ""
     started = row.get("started")
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else ""
-    parts = [str(name), str(row.get("task") or ""), status_title(str(row.get("status") or ""))]
+    parts = [
+        run_title(row.get("name"), row.get("id"), row.get("run_dir")),
+        str(row.get("task") or ""),
+        status_title(row.get("status"), row.get("error")),
+    ]
     if when:
         parts.append(when)
     best, monitor = row.get("best_metric"), row.get("monitor")
     if best is not None and monitor:
-        if isinstance(best, (int, float)):
-            value = f"{best:.1%}" if str(monitor).endswith("accuracy") else f"{best:.3f}"
-        else:
-            value = str(best)
-        parts.append(f"{metric_title(str(monitor))} {value}")
+        parts.append(f"{metric_title(str(monitor))} {format_metric(str(monitor), best)}")
     return "  \u00b7  ".join(p for p in parts if p)
 
 

@@ -240,7 +240,7 @@ def test_follows_a_run_started_from_the_command_line(qtbot, history, toy, tmp_pa
 
 
 def test_metrics_tail_holds_back_a_half_written_line(tmp_path):
-    from trainlab.desktop.history import MetricsTail
+    from trainlab.tail import MetricsTail
     from trainlab.events import EvalResult, TrainStep
 
     path = tmp_path / "metrics.jsonl"
@@ -256,3 +256,46 @@ def test_metrics_tail_holds_back_a_half_written_line(tmp_path):
     assert tail.read_new() == []
     path.write_text(first + "\n", encoding="utf-8")  # replaced by a shorter file
     assert [e.step for e in tail.read_new()] == [1] and tail.restarted
+
+
+def test_an_interrupted_or_damaged_run_reads_the_same_in_every_view(qtbot, two_runs, history):
+    """One status vocabulary; a damaged run.json is named, never raised into the event loop."""
+    from trainlab.desktop.welcome import describe_run
+    from trainlab.runs import RunStore
+    from trainlab.status import INTERRUPTED_ERROR
+
+    first, second = two_runs
+    record = json.loads((Path(first) / "run.json").read_text())
+    record.update(status="failed", error=INTERRUPTED_ERROR)
+    (Path(first) / "run.json").write_text(json.dumps(record))
+    RunStore().record(record, Path(first))
+    metrics = Path(first) / "metrics.jsonl"  # killed: no "finished" event at the end
+    metrics.write_text("".join(l for l in metrics.read_text().splitlines(True) if '"finished"' not in l))
+    (Path(second) / "run.json").write_text("{damaged")
+    history.refresh()
+
+    assert cell_text(history, first, "status") == "Interrupted"
+    row = history.model.run_at(history.model.row_of(record["id"]))
+    assert "Interrupted" in describe_run(row)
+    index = history.proxy.index(row_of(history, first), 0)
+    assert index.data(Qt.ItemDataRole.ToolTipRole) == INTERRUPTED_ERROR
+    history.table.selectRow(row_of(history, first))
+    assert history.curves.following() == [] and "(live)" not in history.curves.legend.text()
+
+    history.table.selectRow(row_of(history, second))
+    legend = history.curves.legend.text()
+    assert str(Path(second) / "run.json") in legend and "is not valid JSON" in legend
+    assert Path(second).name in legend  # named by its folder
+    assert history.curves.point_counts()[second]["accuracy"] == 3  # its curves still show
+
+
+def test_the_window_opens_a_run_with_a_damaged_run_json(qtbot, window, trained, tmp_path):
+    import shutil
+
+    run = tmp_path / "damaged"
+    shutil.copytree(trained[0], run)
+    (run / "run.json").write_text("[1, 2, 3]")
+    window.open_run(str(run))
+    if window.results is not None:
+        assert window.current_page() == "results"
+        assert str(run / "run.json") in window.results.notice.text()

@@ -188,3 +188,57 @@ def test_a_report_with_a_test_split_offers_both(qtbot, results, tmp_path):
     assert metric(results, "Accuracy") == "80.00%"
     results.split_box.setCurrentIndex(1)
     assert metric(results, "Accuracy") == "50.00%"
+
+
+def test_a_damaged_run_json_is_named_and_the_results_still_show(qtbot, results, tmp_path):
+    run = write_run(tmp_path / "run", images=False)
+    (run / "run.json").write_text("[1, 2, 3]")
+    with qtbot.waitSignal(results.loaded):
+        assert results.load_run(str(run))
+    assert results.title.text() == "run"  # the folder's name
+    assert results.notice.isVisible()
+    assert str(run / "run.json") in results.notice.text() and "not a JSON object" in results.notice.text()
+    assert metric(results, "Accuracy") == "80.00%"
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [("{not json", "is not valid JSON"), (json.dumps({"label_names": ["a"], "confusion_matrix": "x"}), "'confusion_matrix'")],
+)
+def test_a_damaged_eval_json_is_named_in_the_view(qtbot, results, tmp_path, content, reason):
+    run = write_run(tmp_path / "run", images=False)
+    (run / "eval.json").write_text(content)
+    assert not results.load_run(str(run))
+    assert results.message.isVisible() and not results.body.isVisible()
+    assert str(run / "eval.json") in results.message.text() and reason in results.message.text()
+
+
+def test_an_early_report_and_later_evaluations_on_other_data_open(qtbot, results, tmp_path):
+    run = write_run(tmp_path / "run", images=False)
+    data = json.loads((run / "eval.json").read_text())
+    data["per_class"] = {row["label"]: {k: v for k, v in row.items() if k != "label"} for row in data["per_class"]}
+    data["correct"] = data.pop("correct_examples")  # how early reports named them
+    (run / "eval.json").write_text(json.dumps({"val": data}))
+    other = dict(data, accuracy=0.25, split="train", data="/elsewhere/rows.csv")
+    (run / "eval-20250102-101500.json").write_text(json.dumps(other))
+    results.load_run(str(run))
+    assert results.split_box.isVisible()
+    titles = [results.split_box.itemText(i) for i in range(results.split_box.count())]
+    assert titles == ["Validation", "Training, evaluated 2025-01-02 10:15"]
+    assert results.split_box.itemData(1, Qt.ItemDataRole.ToolTipRole) == "/elsewhere/rows.csv"
+    assert [results.class_table.item(r, 0).text() for r in range(3)] == LABELS
+    click_cell(qtbot, results, 1, 1)
+    assert len(results.listed) == 10  # the correct examples, under their early name
+    results.split_box.setCurrentIndex(1)
+    assert metric(results, "Accuracy") == "25.00%"
+
+
+def test_the_status_reads_as_in_the_history(qtbot, results, tmp_path):
+    run = write_run(tmp_path / "run", images=False, task="text-classification")
+    info = json.loads((run / "run.json").read_text())
+    for status, error, word in (("completed", "", "Completed"), ("cancelled", "interrupted", "Stopped"),
+                                ("failed", "interrupted: the training process ended without finishing the run",
+                                 "Interrupted")):
+        (run / "run.json").write_text(json.dumps(dict(info, status=status, error=error)))
+        results.load_run(str(run))
+        assert results.subtitle.text() == f"text-classification · {word}"

@@ -133,3 +133,12 @@ def test_the_desktop_views_import_neither_torch_nor_pyqtgraph():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_damaged_run_json_is_named_and_nothing_can_be_tried(qtbot, panel, tmp_path):
+    run = tmp_path / "damaged"
+    (run / "model").mkdir(parents=True)
+    (run / "run.json").write_text('{"id": "x", "task": ')
+    panel.set_run(str(run))
+    assert not panel.input_stack.isEnabled() and not panel.sample_button.isEnabled()
+    assert str(run / "run.json") in panel.status.text() and "is not valid JSON" in panel.status.text()

@@ -939,32 +939,20 @@
         <translation>未选择运行。</translation>
     </message>
     <message>
+        <source>Cannot read {problem}</source>
+        <translation>无法读取 {problem}</translation>
+    </message>
+    <message>
         <source>This run is still training; results appear when its first evaluation is written.</source>
         <translation>此运行仍在训练中；写入第一次评估后将显示结果。</translation>
     </message>
     <message>
+        <source>This run&apos;s eval.json holds no evaluation of a split.</source>
+        <translation>此运行的 eval.json 中没有任何数据划分的评估结果。</translation>
+    </message>
+    <message>
         <source>This run has no evaluation (no eval.json).</source>
         <translation>此运行没有评估结果（缺少 eval.json）。</translation>
-    </message>
-    <message>
-        <source>Cannot read {file}: {error}</source>
-        <translation>无法读取 {file}：{error}</translation>
-    </message>
-    <message>
-        <source>running</source>
-        <translation>运行中</translation>
-    </message>
-    <message>
-        <source>completed</source>
-        <translation>已完成</translation>
-    </message>
-    <message>
-        <source>failed</source>
-        <translation>失败</translation>
-    </message>
-    <message>
-        <source>stopped</source>
-        <translation>已停止</translation>
     </message>
     <message>
         <source>Validation</source>
@@ -977,6 +965,10 @@
     <message>
         <source>Training</source>
         <translation>训练</translation>
+    </message>
+    <message>
+        <source>{split}, evaluated {when}</source>
+        <translation>{split}，评估于 {when}</translation>
     </message>
     <message>
         <source>Accuracy</source>
@@ -1220,22 +1212,6 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
         <translation>最佳</translation>
     </message>
     <message>
-        <source>Running</source>
-        <translation>运行中</translation>
-    </message>
-    <message>
-        <source>Completed</source>
-        <translation>已完成</translation>
-    </message>
-    <message>
-        <source>Failed</source>
-        <translation>失败</translation>
-    </message>
-    <message>
-        <source>Stopped</source>
-        <translation>已停止</translation>
-    </message>
-    <message>
         <source>Best validation {metric}</source>
         <translation>最佳验证 {metric}</translation>
     </message>
@@ -1340,6 +1316,33 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     </message>
 </context>
 <context>
+    <name>RunStatus</name>
+    <message>
+        <source>Running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>Completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>Interrupted</source>
+        <translation>已中断</translation>
+    </message>
+    <message>
+        <source>Unknown</source>
+        <translation>未知</translation>
+    </message>
+</context>
+<context>
     <name>TryItPanel</name>
     <message>
         <source>Try it</source>
@@ -1392,6 +1395,10 @@ or choose one</source>
         <translation>请选择一个已完成的运行进行试用。</translation>
     </message>
     <message>
+        <source>Cannot read {problem}</source>
+        <translation>无法读取 {problem}</translation>
+    </message>
+    <message>
         <source>{name} · {task} · {count} labels</source>
         <translation>{name} · {task} · {count} 个标签</translation>
     </message>
@@ -1436,22 +1443,6 @@ or choose one</source>
 </context>
 <context>
     <name>WelcomeView</name>
-    <message>
-        <source>running</source>
-        <translation>运行中</translation>
-    </message>
-    <message>
-        <source>completed</source>
-        <translation>已完成</translation>
-    </message>
-    <message>
-        <source>failed</source>
-        <translation>失败</translation>
-    </message>
-    <message>
-        <source>stopped</source>
-        <translation>已停止</translation>
-    </message>
     <message>
         <source>accuracy</source>
         <translation>准确率</translation>
