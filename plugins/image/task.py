@@ -124,6 +124,7 @@ class ImageClassificationTask(ClassificationTask):
             seed=int(ctx.seed),
             label_names=label_names,
             whole=ctx.whole_data,  # other data than the run's own: evaluate all of it
+            should_stop=ctx.should_stop,
         )
         self.label_names = list(found.label_names)
         self._items = found.items
