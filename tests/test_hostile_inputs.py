@@ -164,14 +164,11 @@ def test_an_exported_text_model_carries_a_checksum_and_is_readable_by_colleagues
     tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
     model = AutoModelForSequenceClassification.from_pretrained(str(source), local_files_only=True)
     out = tmp_path / "run" / "model"
-    mask = os.umask(0o022)
-    try:
-        models.save_model_folder(model, tokenizer, out, {"max_length": 32})
-    finally:
-        os.umask(mask)
+    models.save_model_folder(model, tokenizer, out, {"max_length": 32})
     weights = out / "model.safetensors"
     assert verify_safetensors(weights) == "verified"
-    assert weights.stat().st_mode & 0o777 == 0o666 & ~mask
+    for file in out.iterdir():
+        assert file.stat().st_mode & 0o777 == 0o666 & ~_umask(), file  # transformers' safetensors writes 0600
     AutoModelForSequenceClassification.from_pretrained(str(out), local_files_only=True)  # plain transformers
     with open(weights, "r+b") as handle:
         handle.seek(weights.stat().st_size - 100)
@@ -223,16 +220,27 @@ def test_a_model_json_naming_weights_outside_its_folder_is_refused(image_model_f
         task.prepare(str(shapes(tmp_path / "data", classes=2, per_class=4)), cpu_ctx(params))
 
 
-def test_a_damaged_image_model_is_refused_by_predict(image_model_folder):
-    from trainlab.plugins.image.predictor import make_predictor
-
-    weights = image_model_folder / "model.safetensors"
-    assert weights.stat().st_mode & 0o777 == 0o666 & ~_umask()
-    data = bytearray(weights.read_bytes())
-    data[-12] ^= 0x40
-    weights.write_bytes(bytes(data))
-    with pytest.raises(DamagedFileError, match=f"{weights} is damaged"):
-        make_predictor(image_model_folder, "cpu")
+@pytest.mark.skipif(os.name == "nt", reason="POSIX file modes")
+def test_an_image_run_is_readable_by_colleagues_and_a_damaged_model_is_refused(tmp_path):
+    data = shapes(tmp_path / "data", classes=2, per_class=6)
+    run = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "trainlab", "train", "image-classification", "--data", str(data), "--epochs", "1",
+         "--set", "image_size=32", "--out", str(run), "--json"],
+        capture_output=True, text=True, timeout=240, env=subprocess_env(), preexec_fn=lambda: os.umask(0o022),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    files = [p for p in run.rglob("*") if p.is_file()]
+    assert {"model.safetensors", "model.pt2", "last.safetensors", "best.safetensors"} <= {p.name for p in files}
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in files} == {p.name: "0o644" for p in files}
+    image = next(data.rglob("*.png"), None) or next(data.rglob("*.jpg"))
+    assert run_cli("predict", run, image, "--json").returncode == 0
+    weights = run / "model" / "model.safetensors"
+    raw = bytearray(weights.read_bytes())
+    raw[-12] ^= 0x40
+    weights.write_bytes(bytes(raw))
+    predicted = run_cli("predict", run, image, "--json")
+    assert predicted.returncode == 2 and f"{weights} is damaged" in json_of(predicted)["error"]
 
 
 def _umask() -> int:
