@@ -46,6 +46,7 @@ _API = {
     "Param": "trainlab.api",
     "Preset": "trainlab.api",
     "RunContext": "trainlab.api",
+    "StopRequested": "trainlab.api",
     "Task": "trainlab.api",
     "TaskSpec": "trainlab.api",
     "UsageError": "trainlab.api",
@@ -61,11 +62,21 @@ _API = {
     "atomic_write_json": "trainlab.fileio",
     "atomic_write_text": "trainlab.fileio",
     "read_json": "trainlab.fileio",
+    # Weights a plugin exports: safetensors carrying their checksum, verified
+    # on load (a damaged file is a one-line error naming it).
+    "add_checksum": "trainlab.fileio",
+    "save_safetensors": "trainlab.fileio",
+    "verify_safetensors": "trainlab.fileio",
     # Models on this machine, found without the network.
     "FolderCheck": "trainlab.modelstore",
     "check_text_model_folder": "trainlab.modelstore",
     "model_store_dir": "trainlab.paths",
     "resolve_model": "trainlab.modelstore",
+    # Pickled weights are read only with weights_only=True; these refuse the
+    # rest in one line that names the file and what it tried to call.
+    "check_weights": "trainlab.modelstore",
+    "refuse_pickle": "trainlab.modelstore",
+    "weight_files": "trainlab.modelstore",
     # Files shipped inside TrainLab (sample data, vocabularies).
     "resource_path": "trainlab.resources",
 }

@@ -45,6 +45,20 @@ class RunFailed(Exception):
     exit_code = 1
 
 
+class StopRequested(KeyboardInterrupt):
+    """Raised by task code that honoured ``RunContext.should_stop`` (a long data scan).
+
+    A KeyboardInterrupt, so that ``except Exception`` in task code lets it
+    through and whatever handles Ctrl-C handles it too (exit 130).
+    """
+
+    exit_code = 130
+
+
+def _never() -> bool:
+    return False
+
+
 # --------------------------------------------------------------------------
 # Parameters
 
@@ -310,6 +324,9 @@ class RunContext:
     # train/validation split); on its own data a run is evaluated on the same
     # validation split it was trained with
     whole_data: bool = False
+    # True once the user asked the run to stop: long work before the loop (a
+    # data scan in prepare) asks it now and then and raises StopRequested
+    should_stop: Callable[[], bool] = _never
 
     @property
     def is_cuda(self) -> bool:

@@ -14,6 +14,12 @@ names and small JSON files, so ``trainlab models`` stays instant.  Only
 ``import_model`` asks transformers whether a model type can classify
 sequences.  Image checkpoints in ``$TORCH_HOME/hub/checkpoints`` are listed
 too, for the image task.
+
+Before a folder is imported or used, its weights are checked without being
+loaded (``check_weights``): safetensors headers and checksums, and for
+pickled ``.bin`` weights the pickle alone, which must hold nothing but
+tensors.  The refusal of a pickle is the same one line wherever weights are
+read (``refuse_pickle``).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from trainlab.api import UsageError
+from trainlab.fileio import verify_safetensors
 from trainlab.paths import model_store_dir
 
 METADATA_FILE = "trainlab-model.json"
@@ -130,18 +137,24 @@ def check_folder(path: Path) -> FolderCheck:
 
 
 def _has_weights(path: Path) -> bool:
-    if any((path / name).is_file() for name in WEIGHT_FILES):
-        return True
-    for index_name in WEIGHT_INDEXES:
-        index = path / index_name
+    return bool(weight_files(path))
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The weights transformers would load from ``folder``: safetensors first, else pickled ``.bin``."""
+    folder = Path(folder)
+    for single, index_name in zip(WEIGHT_FILES, WEIGHT_INDEXES):
+        if (folder / single).is_file():
+            return [folder / single]
+        index = folder / index_name
         if index.is_file():
             try:
-                shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+                shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 continue
-            if shards and all((path / shard).is_file() for shard in shards):
-                return True
-    return False
+            if shards and all((folder / shard).is_file() for shard in shards):
+                return [folder / shard for shard in shards]
+    return []
 
 
 def supports_sequence_classification(model_type: str) -> bool:
@@ -160,6 +173,101 @@ def check_text_model_folder(path: Path) -> FolderCheck:
             "which transformers cannot use for text classification)"
         )
     return result
+
+
+# --------------------------------------------------------------------------
+# Weights that are safe to load
+
+
+class UnsafeWeightsError(UsageError):
+    """Pickled weights that would run code, or more than tensors, when loaded (exit 2)."""
+
+
+# Lines of torch's weights_only message that are advice, not the reason.
+_TORCH_ADVICE = ("Weights only load failed", "Please file an issue", "Check the documentation", "In PyTorch 2.6")
+
+
+def check_weights(folder: Path, *, pickles: bool = True) -> None:
+    """Refuse a model folder whose weights are damaged or would run code when loaded.
+
+    Reads safetensors headers (and hashes files that carry a checksum, once
+    per file version) and, with ``pickles``, the pickle of ``.bin`` files;
+    never their tensors.
+    """
+    folder = Path(folder)
+    for file in weight_files(folder):
+        if file.suffix == ".safetensors":
+            verify_safetensors(file)
+        elif pickles:
+            check_pickle_weights(file, model_folder=folder)
+
+
+def check_pickle_weights(path: Path, *, model_folder: Path | None = None) -> None:
+    """UnsafeWeightsError unless ``torch.load(path, weights_only=True)`` accepts the file.
+
+    torch's own zip format (torch.save since 1.6) is memory-mapped, so only
+    the pickle is read; the legacy format has to be read whole.
+    """
+    import pickle
+    import warnings
+    import zipfile
+
+    import torch
+
+    path = Path(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns about pickle protocols it did not write
+            torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
+    except pickle.UnpicklingError as exc:
+        raise refuse_pickle(path, exc, model_folder=model_folder) from None
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is bad input
+        raise UsageError(f"cannot read weights file {path}: {type(exc).__name__}: {_one_line(str(exc))}") from None
+
+
+def refuse_pickle(path: Path, exc: BaseException, *, model_folder: Path | None = None) -> UnsafeWeightsError:
+    """The one-line refusal of a pickle that ``torch.load(weights_only=True)`` rejected.
+
+    Names the file and what the pickle would have called (from torch's
+    message), and how to convert it on a machine where it may run; never
+    torch's advice to load it with ``weights_only=False`` here.
+    """
+    if model_folder is None:
+        target = Path(path).with_suffix(".safetensors")
+        how = (
+            "python -c \"import torch; from safetensors.torch import save_file; "
+            f"save_file(torch.load('{path}', weights_only=False), '{target}')\" and use {target.name}"
+        )
+    else:
+        how = (
+            "python -c \"from transformers import AutoModel; "
+            f"AutoModel.from_pretrained('{model_folder}', weights_only=False).save_pretrained('{model_folder}')\" "
+            f"(it writes model.safetensors there) and delete {Path(path).name}"
+        )
+    return UnsafeWeightsError(
+        f"cannot read weights file {path}: it is a pickle that {_refusal_reason(str(exc))} when loaded, and "
+        f"TrainLab loads pickled weights only if they hold nothing but tensors; if you trust the file, convert it "
+        f"to safetensors on a trusted machine: {how}"
+    )
+
+
+def _refusal_reason(message: str) -> str:
+    found = re.search(r"GLOBAL ([\w.]+)", message)
+    if found:
+        return f"would call {found.group(1)}"
+    found = re.search(r"reduce for unrecognized function (.+?)(?: which belongs to|$)", message, re.MULTILINE)
+    if found:
+        return f"would call {found.group(1).strip()}"
+    found = re.search(r"Unsupported operand (\d+)", message)
+    if found:
+        return f"uses pickle instruction {found.group(1)}, which loading only tensors does not allow,"
+    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.strip().startswith(_TORCH_ADVICE)]
+    detail = lines[0].removeprefix("WeightsUnpickler error:").strip() if lines else ""
+    return f"holds more than tensors ({_one_line(detail)})" if detail else "holds more than tensors"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 # --------------------------------------------------------------------------
@@ -276,6 +384,7 @@ def import_model(src_dir: str | os.PathLike[str], name: str | None = None) -> di
     check = check_text_model_folder(src)
     if not check.usable:
         raise UsageError(f"{src} is not a model folder TrainLab can use: missing {check.describe_missing()}")
+    check_weights(src)
     name = (name or src.name).strip()
     if not _NAME_RE.match(name):
         raise UsageError(f"model name {name!r}: use letters, digits, '.', '_', '-' and at most one '/'")

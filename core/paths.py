@@ -47,6 +47,16 @@ def log_dir() -> Path:
     return Path(platformdirs.user_log_dir(APP, appauthor=False))
 
 
+def cache_dir() -> Path:
+    """Disposable per-user state (deleting it costs only time), e.g. checksum verdicts."""
+    home = _home()
+    if home is not None:
+        return home / "cache"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP, appauthor=False))
+
+
 def runs_dir() -> Path:
     return data_dir() / "runs"
 

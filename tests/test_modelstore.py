@@ -16,7 +16,9 @@ def model_folder(path, *, weights="model.safetensors", tokenizer="vocab.txt", mo
     if tokenizer:
         (path / tokenizer).write_text("[PAD]\n[UNK]\n")
     if weights:
-        (path / weights).write_bytes(b"\0" * 64)
+        # a valid safetensors file holding no tensors (an 8-byte header "{}" and padding): import checks headers
+        empty_safetensors = (8).to_bytes(8, "little") + b"{}      "
+        (path / weights).write_bytes(empty_safetensors if weights.endswith(".safetensors") else b"\0" * 64)
     for name in extra:
         (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_bytes(b"\0" * 32)

@@ -5,6 +5,11 @@ wholly there or not at all: model weights, optimizer tensors and RNG states as
 tensors; optimizer hyper-parameters, scheduler, gradient scaler, Python and
 NumPy RNG states and the loop position as JSON in the safetensors metadata.
 Nothing in it needs pickle, so nothing needs ``weights_only=False``.
+
+Each file carries its checksum in its header (``trainlab.fileio``) and is
+verified before it is used: flipped bytes must not resume or evaluate as if
+nothing happened.  ``verify_checkpoint`` checks one without loading it, so
+that resume can choose between the kept checkpoints.
 """
 
 from __future__ import annotations
@@ -15,14 +20,20 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from trainlab.api import RunFailed
-from trainlab.fileio import atomic_write
+from trainlab.api import DataError, RunFailed
+from trainlab.fileio import DamagedFileError, save_safetensors, verify_safetensors
 
 FORMAT = "trainlab-checkpoint/1"
+META_KEY = "trainlab"
 
 
 class CheckpointError(RunFailed):
-    pass
+    """A checkpoint could not be written (the run fails: exit 1)."""
+
+
+class DamagedCheckpoint(DamagedFileError, CheckpointError):
+    """A checkpoint that cannot be used: unreadable, damaged, of an unknown
+    format.  Bad input (exit 2), the message naming the file."""
 
 
 def _model_tensors(model: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -131,8 +142,6 @@ def save_checkpoint(
     full: bool = True,
 ) -> None:
     """Write ``path`` atomically.  ``full=False`` keeps only the weights."""
-    from safetensors.torch import save_file
-
     tensors, aliases = _model_tensors(model)
     tensors = {f"model.{k}": v for k, v in tensors.items()}
     plain: dict[str, Any] = {"format": FORMAT, "aliases": aliases, "meta": meta}
@@ -149,8 +158,7 @@ def save_checkpoint(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     ensure_free_space(path.parent, tensors)
-    metadata = {"trainlab": json.dumps(plain, default=_json_default)}
-    atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+    save_safetensors(path, tensors, {META_KEY: json.dumps(plain, default=_json_default)})
 
 
 def _json_default(value: Any) -> Any:
@@ -161,21 +169,50 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} in a checkpoint")
 
 
-def read_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(tensors, plain) of a checkpoint file; CheckpointError if unreadable."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file
+def verify_checkpoint(path: Path) -> str:
+    """Whether ``path`` is a usable checkpoint, without loading its tensors.
+
+    Returns ``"verified"`` (its checksum matches) or ``"unverified"`` (written
+    by a TrainLab from before checksums); raises DamagedCheckpoint naming the
+    file otherwise.  A verified file version is not hashed again.
+    """
+    return _check(Path(path))[0]
+
+
+def _check(path: Path) -> tuple[str, dict[str, Any]]:
+    try:
+        verdict = verify_safetensors(path)
+    except DataError as exc:
+        raise DamagedCheckpoint(f"checkpoint {exc}") from None
+    from safetensors import SafetensorError, safe_open
 
     try:
         with safe_open(str(path), framework="pt") as handle:
             metadata = handle.metadata() or {}
+        plain = json.loads(metadata[META_KEY])
+    except (OSError, KeyError, ValueError, RuntimeError, SafetensorError) as exc:
+        raise DamagedCheckpoint(f"checkpoint {path} is unreadable: {_one_line(exc)}") from None
+    if not isinstance(plain, dict) or plain.get("format") != FORMAT:
+        found = plain.get("format") if isinstance(plain, dict) else None
+        raise DamagedCheckpoint(f"checkpoint {path} has unknown format {found!r} (this TrainLab reads {FORMAT})")
+    return verdict, plain
+
+
+def read_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(tensors, plain) of a checkpoint file, verified; DamagedCheckpoint if unusable."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    _, plain = _check(Path(path))
+    try:
         tensors = load_file(str(path), device="cpu")
-        plain = json.loads(metadata["trainlab"])
-    except (OSError, KeyError, ValueError, RuntimeError) as exc:
-        raise CheckpointError(f"checkpoint {path} is unreadable: {exc}") from exc
-    if plain.get("format") != FORMAT:
-        raise CheckpointError(f"checkpoint {path} has unknown format {plain.get('format')!r}")
+    except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
+        raise DamagedCheckpoint(f"checkpoint {path} is unreadable: {_one_line(exc)}") from None
     return tensors, plain
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def load_model_weights(model: Any, tensors: dict[str, Any], plain: dict[str, Any]) -> None:

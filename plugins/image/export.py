@@ -4,6 +4,9 @@ Every program is checked before it is kept: the folder's weights are loaded
 into a fresh model on the CPU, the program is run on the same batch, and the
 outputs must agree within ``TOLERANCE``.  An export that fails or disagrees is
 left out and its error recorded in ``model.json``; the weights always stay.
+
+The weights file carries its checksum (``trainlab.fileio``), verified when
+the folder is loaded; ``model.json`` may only name weights inside its folder.
 """
 
 from __future__ import annotations
@@ -16,7 +19,16 @@ from typing import Any, Callable, Mapping
 import torch
 
 import trainlab
-from trainlab import UsageError, atomic_write, atomic_write_json, atomic_write_text, read_json
+from trainlab import (
+    DataError,
+    UsageError,
+    atomic_write,
+    atomic_write_json,
+    atomic_write_text,
+    read_json,
+    save_safetensors,
+    verify_safetensors,
+)
 from trainlab.plugins.image.models import WEIGHT_ENUMS, build_architecture
 
 FORMAT = "trainlab-image-classifier"
@@ -40,19 +52,54 @@ def cpu_state_dict(model: torch.nn.Module, arch: str, num_classes: int) -> dict[
     return {k: (v.float() if v.is_floating_point() else v) for k, v in state.items() if k in reference}
 
 
-def load_model_folder(model_dir: str | Path, device: Any = "cpu") -> tuple[torch.nn.Module, dict[str, Any]]:
-    """(model in eval mode on ``device``, its model.json) from a model folder."""
-    from safetensors.torch import load_file
+def read_model_description(model_dir: str | Path) -> tuple[dict[str, Any], Path]:
+    """(model.json's content, the weights file it names) of a model folder.
 
+    The weights must lie inside the folder: a ``model.json`` naming
+    ``../../evil.pth``, an absolute path or a symlink that leads out is refused.
+    """
     folder = Path(model_dir)
     meta_path = folder / META_FILE
     if not meta_path.is_file():
         raise UsageError(f"{folder} is not a TrainLab image model folder (no {META_FILE})")
-    meta = read_json(meta_path)
-    if meta.get("format") != FORMAT:
-        raise UsageError(f"{meta_path} is not a TrainLab image model description (format {meta.get('format')!r})")
-    model = build_architecture(meta["architecture"], len(meta["label_names"]), int(meta["preprocessing"]["image_size"]))
-    model.load_state_dict(load_file(str(folder / meta["files"]["weights"]), device="cpu"), strict=True)
+    try:
+        meta = read_json(meta_path)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{meta_path} is unreadable: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise UsageError(f"{meta_path} is not a TrainLab image model description (format {found!r})")
+    files = meta.get("files")
+    name = files.get("weights", WEIGHTS_FILE) if isinstance(files, dict) else WEIGHTS_FILE
+    if not isinstance(name, str) or not name.strip():
+        raise DataError(f"{meta_path}: files.weights is not a file name ({name!r})")
+    weights = folder / name
+    inside = not Path(name).is_absolute() and ".." not in Path(name).parts
+    if not inside or not weights.resolve().is_relative_to(folder.resolve()):
+        raise DataError(f"{meta_path}: the weights file {name!r} lies outside the model folder; refused")
+    return meta, weights
+
+
+def load_model_folder(model_dir: str | Path, device: Any = "cpu") -> tuple[torch.nn.Module, dict[str, Any]]:
+    """(model in eval mode on ``device``, its model.json) from a model folder."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    meta, weights = read_model_description(model_dir)
+    meta_path = Path(model_dir) / META_FILE
+    try:
+        model = build_architecture(meta["architecture"], len(meta["label_names"]), int(meta["preprocessing"]["image_size"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"{meta_path} lacks or garbles {exc}: architecture, label_names and preprocessing.image_size are needed") from None
+    if not weights.is_file():
+        raise DataError(f"{meta_path} names the weights file {weights.name}, which is missing")
+    verify_safetensors(weights)
+    try:
+        model.load_state_dict(load_file(str(weights), device="cpu"), strict=True)
+    except (OSError, SafetensorError) as exc:
+        raise DataError(f"{weights} is unreadable: {exc}") from None
+    except RuntimeError as exc:
+        raise DataError(f"{weights} does not fit the {meta['architecture']} that {meta_path.name} describes: {' '.join(str(exc).split())[:300]}") from None
     return model.to(device).eval(), meta
 
 
@@ -125,13 +172,11 @@ def save_model_folder(
     onnx: bool | None = None,
 ) -> dict[str, Any]:
     """Write weights, exports and model.json into ``out_dir``; returns model.json's content."""
-    from safetensors.torch import save_file
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     num_classes = len(label_names)
     state = cpu_state_dict(model, arch, num_classes)
-    atomic_write(out_dir / WEIGHTS_FILE, lambda tmp: save_file(state, str(tmp), metadata={"format": "pt"}))
+    save_safetensors(out_dir / WEIGHTS_FILE, state, {"format": "pt"})
 
     # Every export runs on a model rebuilt from the file just written, so what
     # is verified is what a user will load.

@@ -4,6 +4,13 @@ The scan opens every candidate file with PIL, which parses the header only
 (format, size, mode) and leaves the pixels on disk, so 100,000 files take
 seconds, not minutes.  Header reads run on a few threads because on network
 disks the time goes into waiting for the file system, not the GIL.
+
+Nothing found is dropped without a word: files that are not images, class
+folders whose names cannot be labels, and folders reached a second time
+through a symlink (each folder is entered once, by device and inode, so a
+``self -> .`` link neither repeats images nor loops) are counted as skipped.
+The scan asks ``should_stop`` between folders and files and raises
+``StopRequested`` when told to.
 """
 
 from __future__ import annotations
@@ -15,9 +22,9 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from trainlab import DataError
+from trainlab import DataError, StopRequested
 
 # Extensions PIL reads out of the box; everything else in a class folder is
 # counted as "not an image" rather than opened.
@@ -29,6 +36,7 @@ IMAGE_EXTENSIONS = frozenset(
 )  # fmt: skip
 SPLIT_ALIASES = {"train": ("train", "training"), "val": ("val", "valid", "validation"), "test": ("test", "testing")}
 SKIP_EXAMPLES = 20
+SEEN_BEFORE = "folder reached again through a symlink (a loop or a second link)"
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,7 @@ class ScanResult:
     skipped: Counter = field(default_factory=Counter)
     skipped_examples: list[tuple[str, str]] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)  # class folders, sorted
+    refused_folders: list[tuple[str, str]] = field(default_factory=list)  # (folder name, why it is no class)
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped[reason] += 1
@@ -73,15 +82,42 @@ def _is_hidden(name: str) -> bool:
     return name.startswith(".") or name.startswith("__MACOSX")
 
 
-def _walk_files(folder: Path) -> Iterable[str]:
-    """Every non-hidden file below ``folder``, in a stable order."""
+def _label_problem(name: str) -> str | None:
+    """Why a folder name cannot be a class label, or None."""
+    if name.startswith(".."):
+        return "starts with '..'"
+    if any(sep and sep in name for sep in ("/", "\\", os.sep, os.altsep)):
+        return "contains a path separator"
+    return None
+
+
+def _folder_key(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the folder ``path`` leads to, symlinks followed."""
+    try:
+        stat = os.stat(path)  # not DirEntry.stat(): it has no inode on Windows
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _never() -> bool:
+    return False
+
+
+def _walk_files(
+    folder: Path, visited: set[tuple[int, int]], result: ScanResult, should_stop: Callable[[], bool] = _never
+) -> Iterable[str]:
+    """Every non-hidden file below ``folder``, in a stable order, each folder entered once."""
     stack = [str(folder)]
     while stack:
+        if should_stop():
+            raise StopRequested(f"the scan of {folder} was stopped on request")
         current = stack.pop()
         try:
             with os.scandir(current) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            result.skip(current, f"unreadable folder ({exc.strerror or type(exc).__name__})")
             continue
         subdirs = []
         for entry in entries:
@@ -89,6 +125,11 @@ def _walk_files(folder: Path) -> Iterable[str]:
                 continue
             try:
                 if entry.is_dir():
+                    key = _folder_key(entry.path)
+                    if key is None or key in visited:
+                        result.skip(entry.path, SEEN_BEFORE if key else "unreadable folder")
+                        continue
+                    visited.add(key)
                     subdirs.append(entry.path)
                 elif entry.is_file():
                     yield entry.path
@@ -116,34 +157,69 @@ def read_header(path: str) -> tuple[int, int, str, str] | str:
         return f"unreadable ({exc.__class__.__name__}: {exc})"
 
 
-def scan_class_folders(root: Path, threads: int = 8) -> ScanResult:
-    """Read ``root/<label>/**/<image>`` headers; files elsewhere are counted as skipped."""
+def scan_class_folders(root: Path, threads: int = 8, should_stop: Callable[[], bool] | None = None) -> ScanResult:
+    """Read ``root/<label>/**/<image>`` headers; files elsewhere are counted as skipped.
+
+    ``should_stop``: asked between folders and files; when it returns True
+    the scan raises StopRequested.
+    """
+    stop = should_stop or _never
     result = ScanResult()
     candidates: list[tuple[str, str]] = []
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError as exc:
         raise DataError(f"cannot read the data folder {root}: {exc.strerror or exc}") from None
+    visited = {key for key in [_folder_key(str(root))] if key}
+    folders: list[tuple[os.DirEntry, str | None]] = []
     for entry in entries:
-        if _is_hidden(entry.name):
+        problem = _label_problem(entry.name)
+        if _is_hidden(entry.name) and problem is None:
             continue
-        if entry.is_dir():
-            result.labels.append(entry.name)
-            for path in _walk_files(Path(entry.path)):
-                if os.path.splitext(path)[1].lower() in IMAGE_EXTENSIONS:
-                    candidates.append((path, entry.name))
-                else:
-                    result.skip(path, "not an image file")
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            folders.append((entry, problem))
         else:
             result.skip(entry.path, "not inside a class folder")
+    # Every class folder is marked before any is walked, so that a link into
+    # another class is not walked as this one; real folders before links, so
+    # that a second link to a class never takes its images.
+    classes = []
+    for entry, problem in sorted(folders, key=lambda item: item[0].is_symlink()):
+        key = _folder_key(entry.path)
+        if key is None or key in visited:
+            result.skip(entry.path, SEEN_BEFORE if key else "unreadable folder")
+            continue
+        visited.add(key)
+        classes.append((entry, problem))
+    for entry, problem in sorted(classes, key=lambda item: item[0].name):
+        if problem:
+            result.refused_folders.append((entry.name, problem))
+        else:
+            result.labels.append(entry.name)
+        for path in _walk_files(Path(entry.path), visited, result, stop):
+            if problem:
+                result.skip(path, f"in a class folder whose name {problem}")
+            elif os.path.splitext(path)[1].lower() in IMAGE_EXTENSIONS:
+                candidates.append((path, entry.name))
+            else:
+                result.skip(path, "not an image file")
     if candidates:
-        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-            headers = pool.map(read_header, (p for p, _ in candidates), chunksize=256)
+        pool = ThreadPoolExecutor(max_workers=max(1, threads))
+        try:
+            headers = pool.map(read_header, (p for p, _ in candidates))
             for (path, label), header in zip(candidates, headers):
+                if stop():
+                    raise StopRequested(f"the scan of {root} was stopped on request")
                 if isinstance(header, str):
                     result.skip(path, header)
                 else:
                     result.records.append(ImageRecord(path, label, *header))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)  # a stop must not wait for every header
     return result
 
 
@@ -191,6 +267,7 @@ def read_dataset(
     seed: int,
     label_names: Sequence[str] | None = None,
     whole: bool = False,
+    should_stop: Callable[[], bool] | None = None,
 ) -> Splits:
     """Scan ``data_path`` and return its splits; DataError names what is wrong.
 
@@ -198,7 +275,8 @@ def read_dataset(
     fixes the classes and their order; the data may lack some of them but
     must not hold others.  ``whole`` (evaluating on other data): a plain
     folder of class folders becomes one ``val`` split, and of a folder with
-    split folders only val/ and test/ are read.
+    split folders only val/ and test/ are read.  ``should_stop``: see
+    ``scan_class_folders``.
     """
     root = Path(data_path).expanduser()
     if not root.exists():
@@ -215,15 +293,18 @@ def read_dataset(
             f"{root} has {'/'.join(sorted(f.name for f in folders.values()))} but no train/ folder; "
             "add train/ (with one sub-folder per class) or use a plain folder of class folders"
         )
-    scans = {split: scan_class_folders(folder) for split, folder in folders.items()}
+    scans = {split: scan_class_folders(folder, should_stop=should_stop) for split, folder in folders.items()}
     if not folders:
-        scans["val" if whole else "all"] = scan_class_folders(root)
+        scans["val" if whole else "all"] = scan_class_folders(root, should_stop=should_stop)
     skipped: Counter = Counter()
     examples: list[tuple[str, str]] = []
-    for scan in scans.values():
+    notes: list[str] = []
+    for split, scan in scans.items():
         skipped.update(scan.skipped)
         examples += scan.skipped_examples
-    notes: list[str] = []
+        if scan.refused_folders:
+            named = ", ".join(f"{name!r} ({why})" for name, why in scan.refused_folders)
+            notes.append(f"class folders in {folders.get(split, root)} not used, their names cannot be labels: {named}; rename them")
 
     # The classes: from the training data, or the run's own.
     source = scans.get("train", scans.get("all"))

@@ -10,13 +10,14 @@ keys stay torchvision's: a trained ``model.safetensors`` loads straight into
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import torch
 from torch import nn
 
-from trainlab import UsageError
+from trainlab import UsageError, refuse_pickle, verify_safetensors
 
 # The final Linear layer of each architecture (replaced for the class count;
 # the only trainable part with freeze_backbone).
@@ -119,7 +120,11 @@ def missing_checkpoint_message(arch: str) -> str:
 
 
 def read_weights_file(path: str | os.PathLike) -> dict[str, torch.Tensor]:
-    """A state dict from .safetensors, or from .pth/.pt/.bin with weights_only=True."""
+    """A state dict from .safetensors (its checksum verified when it has one),
+    or from .pth/.pt/.bin with weights_only=True: a pickle that holds more than
+    tensors is refused with one line saying what it would have called."""
+    import pickle
+
     path = Path(path).expanduser()
     if not path.is_file():
         raise UsageError(f"weights file {path} does not exist")
@@ -127,11 +132,19 @@ def read_weights_file(path: str | os.PathLike) -> dict[str, torch.Tensor]:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
 
+            verify_safetensors(path)
             state: Any = load_file(str(path), device="cpu")
         else:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - report any unreadable file as bad input
-        raise UsageError(f"cannot read weights file {path}: {type(exc).__name__}: {exc}") from None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # torch warns about pickle protocols it did not write
+                state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise refuse_pickle(path, exc) from None
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is bad input (garbage gives KeyError)
+        detail = " ".join(str(exc).split())[:300]
+        raise UsageError(f"cannot read weights file {path}: {type(exc).__name__}: {detail}") from None
     # Training scripts often wrap the weights: {"state_dict": ...} or {"model": ...}.
     for key in ("state_dict", "model_state_dict", "model"):
         if isinstance(state, Mapping) and isinstance(state.get(key), Mapping):

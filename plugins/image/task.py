@@ -19,11 +19,10 @@ from trainlab import (
     TaskSpec,
     UsageError,
     model_store_dir,
-    read_json,
 )
 from trainlab.plugins.image import MODELS
 from trainlab.plugins.image.dataset import ImageBatchCollator, ImageFolderDataset
-from trainlab.plugins.image.export import META_FILE, WEIGHTS_FILE, load_model_folder, save_model_folder
+from trainlab.plugins.image.export import META_FILE, load_model_folder, read_model_description, save_model_folder
 from trainlab.plugins.image.folder import IMAGE_EXTENSIONS, read_dataset
 from trainlab.plugins.image.models import build_model
 from trainlab.plugins.image.predictor import make_predictor
@@ -113,11 +112,11 @@ class ImageClassificationTask(ClassificationTask):
             return value, ""
         for folder in (Path(value).expanduser(), model_store_dir() / value):
             if (folder / META_FILE).is_file():
-                meta = read_json(folder / META_FILE)
+                meta, weights = read_model_description(folder)
                 arch = meta.get("architecture")
                 if arch not in MODELS:
                     raise UsageError(f"model folder {folder} has architecture {arch!r}, which this TrainLab does not know")
-                return arch, str(folder / meta.get("files", {}).get("weights", WEIGHTS_FILE))
+                return arch, str(weights)
         raise UsageError(
             f"model {value!r} is neither a preset ({', '.join(MODELS)}) nor a TrainLab image model folder "
             f"(a folder with {META_FILE}, for example a run's model/ folder)"
@@ -131,6 +130,7 @@ class ImageClassificationTask(ClassificationTask):
             seed=int(ctx.seed),
             label_names=label_names,
             whole=ctx.whole_data,  # other data than the run's own: evaluate all of it
+            should_stop=ctx.should_stop,
         )
         self.label_names = list(found.label_names)
         self._items = found.items

@@ -142,7 +142,7 @@ def _csv_rows(path: Path, text: str, delimiter: str, columns: Columns) -> Iterat
         while header is not None and not any(cell.strip() for cell in header):
             header = next(reader, None)
     except csv.Error as exc:
-        raise DataError(f"{path}: line {reader.line_num}: malformed {path.suffix[1:].upper()} ({exc})") from None
+        raise _csv_error(path, reader, exc, 1, 0) from None
     if header is None:
         raise DataError(f"{path}: the file is empty")
     header = [cell.strip() for cell in header]
@@ -159,13 +159,16 @@ def _csv_rows(path: Path, text: str, delimiter: str, columns: Columns) -> Iterat
         index[kind] = header.index(name)
     width = len(header)
     needed = max(index.values())
+    rows = 0
     while True:
+        start = reader.line_num + 1
+        rows += 1
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
-            raise DataError(f"{path}: line {reader.line_num}: malformed {path.suffix[1:].upper()} ({exc})") from None
+            raise _csv_error(path, reader, exc, start, rows) from None
         if not row or not any(cell.strip() for cell in row):
             continue
         line = reader.line_num
@@ -178,6 +181,17 @@ def _csv_rows(path: Path, text: str, delimiter: str, columns: Columns) -> Iterat
         if len(row) <= needed:
             raise DataError(f"{path}: line {line}: {len(row)} fields where the header has {width}")
         yield line, row[index["text"]], row[index["label"]], row[index["pair"]] if "pair" in index else None
+
+
+def _csv_error(path: Path, reader: Any, exc: csv.Error, start: int, row: int) -> DataError:
+    """The one-line DataError for a csv.Error; ``start``: the line the bad row begins on."""
+    if "field larger than field limit" in str(exc):
+        where = f"line {start} (row {row})" if row else f"line {start}"
+        return DataError(
+            f"{path}: {where}: a field longer than {csv.field_size_limit():,} characters, the CSV reader's limit; "
+            "usually a quote (\") opened and never closed before it, else split that text or use a .jsonl file"
+        )
+    return DataError(f"{path}: line {reader.line_num}: malformed {path.suffix[1:].upper()} ({exc})")
 
 
 def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
@@ -380,6 +394,7 @@ def read_texts(path: Path, columns: Columns) -> list[str]:
         texts = [_joined(rec.get(key), rec.get(pair) if pair else None) for rec in records]
         return [t for t in texts if t.strip()]
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if suffix == ".tsv" else ",", strict=True)
+    start, rows = 1, 0  # where the row being read begins, and its number
     try:
         header = [cell.strip() for cell in next(reader, [])]
         if not header:
@@ -391,11 +406,13 @@ def read_texts(path: Path, columns: Columns) -> list[str]:
         else:
             raise _missing_column(path, "text", columns.text, header)
         pair_index = header.index(columns.pair) if columns.pair and columns.pair in header else None
+        start, rows = reader.line_num + 1, 1
         for row in reader:
             if len(row) > text_index and row[text_index].strip():
                 texts.append(_joined(row[text_index], row[pair_index] if pair_index is not None and len(row) > pair_index else None))
+            start, rows = reader.line_num + 1, rows + 1
     except csv.Error as exc:
-        raise DataError(f"{path}: line {reader.line_num}: malformed {suffix[1:].upper()} ({exc})") from None
+        raise _csv_error(path, reader, exc, start, rows) from None
     return texts
 
 

@@ -5,19 +5,35 @@ with the vocabulary shipped inside TrainLab), a folder holding a
 transformers model, or a name that ``trainlab.resolve_model`` finds in the
 model store or the Hugging Face cache.  Everything loads with
 ``local_files_only=True``: the hub is never asked.
+
+A folder's weights are checked when the model is chosen (``resolve_source``,
+so in ``prepare``, before a run folder exists): damaged safetensors and
+pickles that would run code are refused there with one line, not found by
+transformers half-way into a run.  The weights TrainLab saves carry a
+checksum (``trainlab.fileio``) that ``load_trained`` verifies.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from trainlab import UsageError, check_text_model_folder, resolve_model, resource_path
+from trainlab import (
+    UsageError,
+    add_checksum,
+    check_text_model_folder,
+    check_weights,
+    refuse_pickle,
+    resolve_model,
+    resource_path,
+    weight_files,
+)
 
 TINY_BERT = "tiny-bert"
 # Small enough to train from scratch on a CPU in a minute or two; 512
@@ -65,6 +81,7 @@ def resolve_source(model: str) -> ModelSource:
         check = check_text_model_folder(candidate)
         if not check.usable:
             raise UsageError(f"model folder {candidate} cannot be used: missing {check.describe_missing()}")
+        check_weights(candidate)
         return ModelSource("folder", model, candidate.resolve())
     if candidate.exists():
         raise UsageError(f"model {model!r} is a file; give the folder that holds config.json, the tokenizer and the weights")
@@ -79,6 +96,7 @@ def resolve_source(model: str) -> ModelSource:
     check = check_text_model_folder(path)
     if not check.usable:
         raise UsageError(f"model {model!r} ({path}) cannot be used: missing {check.describe_missing()}")
+    check_weights(path)
     return ModelSource("folder", model, path)
 
 
@@ -137,6 +155,9 @@ def build_model(source: ModelSource, tokenizer: Any, label_names: Sequence[str],
         return BertForSequenceClassification(config)
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
+    # safetensors are verified once per file version, so this is cheap after
+    # resolve_source; a pickle refused by transformers is caught below
+    check_weights(source.path, pickles=False)
     try:
         config = AutoConfig.from_pretrained(
             str(source.path), num_labels=len(label_names), id2label=id2label, label2id=label2id, local_files_only=True
@@ -148,6 +169,8 @@ def build_model(source: ModelSource, tokenizer: Any, label_names: Sequence[str],
             local_files_only=True,
             output_loading_info=True,
         )
+    except pickle.UnpicklingError as exc:  # resolve_source checked; the folder changed since
+        raise refuse_pickle(_pickle_in(source.path), exc, model_folder=source.path) from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot load model {source.describe()}: {exc}") from None
     new = sorted(set(info.get("missing_keys") or []) | {str(k[0]) if isinstance(k, tuple) else str(k) for k in info.get("mismatched_keys") or []})
@@ -155,6 +178,25 @@ def build_model(source: ModelSource, tokenizer: Any, label_names: Sequence[str],
         shown = ", ".join(new[:4]) + (", ..." if len(new) > 4 else "")
         log(f"model {source.describe()}: new weights for {len(label_names)} labels ({shown})")
     return model
+
+
+def _pickle_in(folder: Path) -> Path:
+    files = [f for f in weight_files(folder) if f.suffix != ".safetensors"]
+    return files[0] if files else folder
+
+
+def load_trained(model_dir: Path) -> Any:
+    """The sequence classifier in a trained run's model folder, its weights verified first."""
+    from transformers import AutoModelForSequenceClassification
+
+    _quiet_transformers()
+    check_weights(Path(model_dir))
+    try:
+        return AutoModelForSequenceClassification.from_pretrained(str(model_dir), local_files_only=True)
+    except pickle.UnpicklingError as exc:
+        raise refuse_pickle(_pickle_in(Path(model_dir)), exc, model_folder=Path(model_dir)) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot load the model in {model_dir}: {exc}") from None
 
 
 def unwrap(model: Any) -> Any:
@@ -180,6 +222,8 @@ def save_model_folder(model: Any, tokenizer: Any, out_dir: Path, info: dict[str,
     saved_limit = tokenizer.model_max_length
     try:
         model.save_pretrained(str(tmp))
+        for weights in sorted(tmp.glob("*.safetensors")):
+            add_checksum(weights)  # also gives it the umask's mode: safetensors writes 0600
         # the trained length becomes the tokenizer's limit, so that
         # pipeline(..., truncation=True) cuts texts as training did
         tokenizer.model_max_length = int(info.get("max_length") or saved_limit)

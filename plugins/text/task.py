@@ -186,10 +186,7 @@ class TextClassificationTask(ClassificationTask):
         return models.build_model(self.source, self.tokenizer, self.label_names, ctx.log)
 
     def load_trained_model(self, model_dir: Path, ctx: RunContext) -> torch.nn.Module:
-        from transformers import AutoModelForSequenceClassification
-
-        models._quiet_transformers()
-        return AutoModelForSequenceClassification.from_pretrained(str(model_dir), local_files_only=True)
+        return models.load_trained(model_dir)
 
     def to_device(self, batch: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
         non_blocking = ctx.is_cuda
@@ -272,15 +269,15 @@ class TextPredictor:
     """``(texts, top_k) -> [[(label, probability), ...], ...]`` from a model folder alone."""
 
     def __init__(self, model_dir: Path, device: Any):
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoTokenizer
 
         models._quiet_transformers()
         info = models.read_run_info(model_dir)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-            model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), local_files_only=True)
         except (OSError, ValueError) as exc:
             raise UsageError(f"cannot load the model in {model_dir}: {exc}") from None
+        model = models.load_trained(model_dir)
         self.device = torch.device(device) if not isinstance(device, torch.device) else device
         self.model = model.to(self.device).eval()
         self.max_length = int(info.get("max_length") or min(self.tokenizer.model_max_length, 512))

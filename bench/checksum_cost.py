@@ -1,0 +1,95 @@
+"""What checksums cost: writing and verifying checksummed safetensors files.
+
+For each size (default 100 MB and 1 GB of float32 tensors) it writes the
+file three ways, side by side in one run: plain ``safetensors.torch.save_file``
+(no fsync), ``atomic_write`` around it (TrainLab before checksums: temporary
+file, fsync, rename) and ``trainlab.fileio.save_safetensors`` (the same plus
+the checksum: one more read of the file to hash it); then
+it times ``verify_safetensors`` on the first open (the whole file hashed) and
+on a second open (the cached verdict: a stat and a small file read).  The
+verdict is only cached for files older than ``RACY_SECONDS``, so the bench
+waits that long before the first open.  The files are in the page cache
+(just written), so the first open measures hashing, not a cold disk.
+
+    python bench/checksum_cost.py [--sizes-mb 100,1000] [--repeat 3] [--json]
+
+The last line is a JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def timed(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes-mb", default="100,1000", help="file sizes in MB (10^6 bytes), comma-separated")
+    parser.add_argument("--repeat", type=int, default=3, help="writes of each kind (the median is shown)")
+    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["TRAINLAB_HOME"] = str(Path(tmp) / "home")  # a private verdict cache
+        import torch
+        from safetensors.torch import save_file
+
+        from trainlab import fileio
+
+        results = []
+        for size_mb in (int(s) for s in args.sizes_mb.split(",")):
+            tensors = {"weight": torch.randn(size_mb * 1_000_000 // 4)}
+            plain, checked = Path(tmp) / f"plain-{size_mb}.safetensors", Path(tmp) / f"checked-{size_mb}.safetensors"
+            # interleaved and repeated: the disk's write-back makes any one write noisy
+            rounds = [
+                (
+                    timed(lambda: save_file(tensors, str(plain))),
+                    timed(lambda: fileio.atomic_write(plain, lambda tmp: save_file(tensors, str(tmp)))),
+                    timed(lambda: fileio.save_safetensors(checked, tensors)),
+                )
+                for _ in range(args.repeat)
+            ]
+            write_plain, write_atomic, write_checked = (statistics.median(column) for column in zip(*rounds))
+            del tensors
+            time.sleep(fileio.RACY_SECONDS)  # younger files are re-hashed on purpose (coarse timestamps)
+            first = timed(lambda: fileio.verify_safetensors(checked))
+            second = timed(lambda: fileio.verify_safetensors(checked))
+            size = checked.stat().st_size
+            results.append(
+                {
+                    "size_mb": round(size / 1e6),
+                    "write_plain_s": round(write_plain, 3),
+                    "write_atomic_no_checksum_s": round(write_atomic, 3),
+                    "write_with_checksum_s": round(write_checked, 3),
+                    "verify_first_open_s": round(first, 3),
+                    "verify_first_open_gb_per_s": round(size / first / 1e9, 2),
+                    "verify_cached_open_ms": round(second * 1000, 3),
+                }
+            )
+            plain.unlink()
+            checked.unlink()
+            if not args.json:
+                r = results[-1]
+                print(
+                    f"{r['size_mb']} MB: write {r['write_plain_s']:.2f} s plain, {r['write_atomic_no_checksum_s']:.2f} s atomic, "
+                    f"{r['write_with_checksum_s']:.2f} s atomic with checksum; verify first open {r['verify_first_open_s']:.3f} s "
+                    f"({r['verify_first_open_gb_per_s']} GB/s), cached open {r['verify_cached_open_ms']:.2f} ms",
+                    file=sys.stderr,
+                )
+    print(json.dumps({"benchmark": "checksum_cost", "results": results, "cpu_count": os.cpu_count(),
+                      "load_average_1min_at_end": round(os.getloadavg()[0], 2)}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
