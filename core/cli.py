@@ -499,6 +499,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
     out = Output(as_json)
+    from trainlab.shadowing import shadowing_error
+
+    problem = shadowing_error()  # a folder named trainlab hiding this package: say so, not an AttributeError
+    if problem is not None:
+        return _fail(out, EXIT_USAGE, problem)
     try:
         args = _parser().parse_args(argv)
     except UsageError as exc:
