@@ -4,8 +4,11 @@
 
 .PHONY: run test bench screenshots
 
+# The hint comes before the window opens, so that it is on the terminal while the sample trains.
 run:
-	@py=$$(scripts/setup.sh) && "$$py" -m trainlab gui --task image-classification --data "$$("$$py" -c 'from trainlab.resources import sample_path; print(sample_path("image-classification"))')" --autostart
+	@py=$$(scripts/setup.sh) || exit $$?; venv=$${py%/bin/python}; \
+	echo "TrainLab is installed in $$venv: 'source $$venv/bin/activate' for the trainlab command (or run $$venv/bin/trainlab); next steps: README.md" >&2; \
+	"$$py" -m trainlab gui --task image-classification --data "$$("$$py" -c 'from trainlab.resources import sample_path; print(sample_path("image-classification"))')" --autostart
 
 test:
 	@py=$$(scripts/setup.sh --system) && "$$py" -m pytest -q $(PYTEST_ARGS)

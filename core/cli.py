@@ -184,28 +184,58 @@ def cmd_plugins(args, out: Output) -> int:
 def cmd_tasks(args, out: Output) -> int:
     from trainlab.params import ENGINE_PARAMS
     from trainlab.pluginhost import registry
+    from trainlab.resources import resource_path
 
     reg = registry()
     tasks = []
     for task_id, entry in sorted(reg.tasks.items()):
         data = entry.spec.to_json(ENGINE_PARAMS)
         data["plugin"] = {"name": entry.plugin.name, "version": entry.plugin.version}
+        data["sample_data"] = str(resource_path(entry.spec.sample_data)) if entry.spec.sample_data else None
         tasks.append(data)
-        out.say(f"{task_id}  ({entry.spec.title}; plugin {entry.plugin.name} {entry.plugin.version})")
-        if entry.spec.description:
-            out.say(f"  {entry.spec.description}")
-        for param in data["parameters"]:
-            extra = ""
-            if "choices" in param:
-                extra = " {" + ", ".join(param["choices"]) + (", ..." if param.get("open_choices") else "") + "}"
-            elif "minimum" in param or "maximum" in param:
-                extra = f" [{param.get('minimum', '')}..{param.get('maximum', '')}]"
-            out.say(f"  --set {param['name']}={data['defaults'].get(param['name'])!s:<12} {param['type']}{extra}  {param['help']}")
-        if data["presets"]:
-            out.say("  presets: " + ", ".join(p["name"] for p in data["presets"]))
+    # One set of column widths for every task, so that all the tables line up.
+    rows = {task["id"]: [_param_row(param, task["defaults"]) for param in task["parameters"]] for task in tasks}
+    every_row = [row for task_rows in rows.values() for row in task_rows]
+    widths = [max((len(row[column]) for row in every_row if len(row[column]) <= _LIMITS_COLUMN_MAX), default=0) for column in range(3)]
+    for task in tasks:
+        out.say(f"{task['id']}  ({task['title']}; plugin {task['plugin']['name']} {task['plugin']['version']})")
+        if task["description"]:
+            out.say(f"  {task['description']}")
+        if task["sample_data"]:
+            out.say(f"  sample data: {task['sample_data']}")
+        for setting, kind, limits, help_text in rows[task["id"]]:
+            long_limits = len(limits) > _LIMITS_COLUMN_MAX
+            columns = [setting.ljust(widths[0]), kind.ljust(widths[1]), ("" if long_limits else limits).ljust(widths[2]), help_text]
+            out.say("  " + "  ".join(columns).rstrip())
+            if long_limits:  # a long list of choices gets its own line under the help text
+                out.say(" " * (2 + sum(widths) + 6) + limits)
+        if task["presets"]:
+            out.say("  presets: " + ", ".join(p["name"] for p in task["presets"]))
         out.say()
     out.result({"tasks": tasks})
     return EXIT_OK
+
+
+# Choices longer than this go on a line of their own rather than widen the table.
+_LIMITS_COLUMN_MAX = 36
+
+
+def _param_row(param: dict[str, Any], defaults: dict[str, Any]) -> tuple[str, str, str, str]:
+    """`--set name=default`, type, range or choices, help: one row of `trainlab tasks`."""
+    if "choices" in param:
+        limits = "{" + ", ".join(_value_text(c) for c in param["choices"]) + (", ..." if param.get("open_choices") else "") + "}"
+    elif "minimum" in param or "maximum" in param:
+        limits = f"[{_value_text(param.get('minimum'))}..{_value_text(param.get('maximum'))}]"
+    else:
+        limits = ""
+    return f"--set {param['name']}={_value_text(defaults.get(param['name']))}", param["type"], limits, param["help"]
+
+
+def _value_text(value: Any) -> str:
+    """A value as it is typed after --set: booleans as true/false, as the docs write them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 class ConsoleProgress:
@@ -502,6 +532,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
     out = Output(as_json)
+    from trainlab.shadowing import shadowing_error
+
+    problem = shadowing_error()  # a folder named trainlab hiding this package: say so, not an AttributeError
+    if problem is not None:
+        return _fail(out, EXIT_USAGE, problem)
     try:
         args = _parser().parse_args(argv)
     except UsageError as exc:

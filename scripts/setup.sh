@@ -31,18 +31,35 @@ stamp=.venv-installed.stamp
 [ -n "${VIRTUAL_ENV:-}" ] && stamp="$VIRTUAL_ENV/.trainlab-installed.stamp"
 # Reinstall only when the project metadata changed (the editable install picks up code changes).
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "setup.sh: installing TrainLab and its dependencies into $("$py" -c 'import sys; print(sys.prefix)') (torch is large: a few minutes the first time)" >&2
-  "$py" -m pip install --quiet --upgrade pip >&2
-  "$py" -m pip install --quiet -e ".[dev]" >&2
+  prefix=$("$py" -c 'import sys; print(sys.prefix)')
+  log="$prefix/trainlab-install.log"
+  echo "setup.sh: installing TrainLab and its dependencies into $prefix (torch is large: a few minutes the first time)" >&2
+  # pip's own output goes to a log, shown only when it fails: even a clean
+  # editable install prints setuptools' notes, which are not for users.
+  if ! { "$py" -m pip install --quiet --upgrade pip && "$py" -m pip install --quiet -e ".[dev]"; } >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "setup.sh: the installation failed (full output: $log)" >&2
+    exit 1
+  fi
   touch "$stamp"
 fi
+
+# True when fontconfig knows a Noto Sans CJK family (the Chinese user interface
+# tests render with it). Not `fc-list | grep -q`: under pipefail, grep -q
+# exits at the first match and fc-list, still writing, dies of SIGPIPE (141),
+# so the check fails at random though the font is there.
+has_cjk_font() {
+  local families
+  families=$(fc-list : family 2>/dev/null) || return 1
+  grep -i "Noto Sans CJK" <<<"$families" >/dev/null
+}
 
 if [ "$want_system" = 1 ]; then
   need=()
   command -v Xvfb >/dev/null || need+=(xvfb)
-  command -v import >/dev/null && [ -x /usr/bin/convert ] || need+=(imagemagick)
+  command -v import >/dev/null && command -v convert >/dev/null || need+=(imagemagick)
   command -v desktop-file-validate >/dev/null || need+=(desktop-file-utils)
-  fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need+=(fonts-noto-cjk)
+  has_cjk_font || need+=(fonts-noto-cjk)
   command -v xauth >/dev/null || need+=(xauth)
   command -v xdotool >/dev/null || need+=(xdotool)
   command -v xprop >/dev/null || need+=(x11-utils)
@@ -50,18 +67,22 @@ if [ "$want_system" = 1 ]; then
   command -v xdg-user-dir >/dev/null || need+=(xdg-user-dirs)
   command -v dbus-daemon >/dev/null || need+=(dbus-daemon)  # a private bus for the notification tests
   # what Qt's xcb platform plugin needs to draw on a real X server
-  command -v dpkg >/dev/null && for lib in libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-randr0 libxcb-render-util0 \
-             libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 fonts-dejavu-core; do
-    dpkg -s "$lib" >/dev/null 2>&1 || need+=("$lib")
-  done
-  if [ ${#need[@]} -gt 0 ]; then
-    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-      echo "setup.sh: installing ${need[*]} (Debian packages used by the tests)" >&2
-      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}") >&2 \
-        || echo "setup.sh: could not install ${need[*]}; the tests that need them will say so" >&2
-    else
-      echo "setup.sh: missing ${need[*]} (install them with your package manager); the tests that need them will say so" >&2
-    fi
+  if command -v dpkg >/dev/null; then
+    for lib in libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-randr0 libxcb-render-util0 \
+               libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 fonts-dejavu-core; do
+      dpkg -s "$lib" >/dev/null 2>&1 || need+=("$lib")
+    done
+  fi
+  if [ ${#need[@]} -eq 0 ]; then
+    echo "setup.sh: the system packages the tests use are all installed; nothing to install system-wide" >&2
+  elif command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "setup.sh: installing ${need[*]} (Debian packages used by the tests)" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}") >&2 \
+      || echo "setup.sh: could not install ${need[*]}; the tests that need them will say so" >&2
+  elif command -v apt-get >/dev/null; then
+    echo "setup.sh: missing ${need[*]}; installing nothing system-wide (not root). To have them: sudo apt-get install ${need[*]}. The tests that need them will say so" >&2
+  else
+    echo "setup.sh: missing ${need[*]} (Debian package names; install them with your package manager); the tests that need them will say so" >&2
   fi
 fi
 echo "$py"

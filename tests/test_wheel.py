@@ -18,6 +18,7 @@ out and ``import trainlab`` finds the wheel's copy.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,7 +49,8 @@ def _source_files() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def wheel_build(tmp_path_factory) -> tuple[Path, str]:
+    """The built wheel and everything the build printed."""
     if shutil.which("git") is None:
         pytest.skip("git is needed to list the project's files")
     work = tmp_path_factory.mktemp("wheel-build")
@@ -67,7 +69,12 @@ def wheel(tmp_path_factory) -> Path:
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     wheels = list(out.glob("trainlab-*.whl"))
     assert len(wheels) == 1, wheels
-    return wheels[0]
+    return wheels[0], build.stdout + build.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(wheel_build) -> Path:
+    return wheel_build[0]
 
 
 def _wheel_names(wheel: Path) -> set[str]:
@@ -95,15 +102,36 @@ def test_wheel_holds_every_resource_and_translation(wheel):
         path = PurePosixPath(name)
         if "__pycache__" in path.parts or path.suffix == ".pyc":
             continue
-        if name == "resources/icons/render_icons.py":  # a build tool, left out on purpose (pyproject exclude-package-data)
-            assert "trainlab/resources/icons/render_icons.py" not in names
-            continue
         if path.parts[0] == "resources" or (path.parts[0] == "desktop" and path.suffix in (".qm", ".ts")):
             expected.add(str(PurePosixPath(PACKAGE_DIRS[path.parts[0]], *path.parts[1:])))
     for icon in ("trainlab.svg", "trainlab.ico", "trainlab.icns", *(f"trainlab-{s}.png" for s in (16, 32, 48, 64, 128, 256, 512))):
         assert f"trainlab/resources/icons/{icon}" in expected, f"resources/icons/{icon} is missing from the source tree"
     missing = sorted(expected - names)
     assert not missing, f"{len(missing)} resource files not in the wheel, e.g. {missing[:10]}"
+    # The icon renderer is a developer tool (scripts/render_icons.py), not package data.
+    assert not [n for n in names if n.endswith("render_icons.py")]
+
+
+def test_wheel_holds_every_module(wheel):
+    """A sub-package missing from pyproject's `packages` would be left out silently."""
+    names = _wheel_names(wheel)
+    expected = {
+        str(PurePosixPath(PACKAGE_DIRS[PurePosixPath(name).parts[0]], *PurePosixPath(name).parts[1:]))
+        for name in _source_files()
+        if name.endswith(".py") and PurePosixPath(name).parts[0] in PACKAGE_DIRS
+    }
+    missing = sorted(expected - names)
+    assert not missing, f"modules not in the wheel (add their package to [tool.setuptools] packages): {missing}"
+
+
+def test_wheel_build_prints_no_packaging_warning(wheel_build):
+    """The first `make run` / `make test` shows this build's output: no wall of setuptools warnings."""
+    _, output = wheel_build
+    absent = sorted(set(re.findall(r"Package '([\w.]+)' is absent from the `packages` configuration", output)))
+    assert not absent, f"add these to [tool.setuptools] packages in pyproject.toml: {absent}"
+    assert "is absent from the `packages` configuration" not in output, output[-3000:]
+    warnings = [line.strip() for line in output.splitlines() if "Warning:" in line and "distutils" not in line]
+    assert not warnings, warnings[:10]
 
 
 def test_wheel_declares_the_commands_and_builtin_plugins(wheel):

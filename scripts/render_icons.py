@@ -1,10 +1,11 @@
-"""Render the TrainLab icon SVGs into the PNG, ICO and ICNS files beside them.
+"""Render the TrainLab icon SVGs in resources/icons/ into the PNG, ICO and ICNS files beside them.
 
 Run after editing an SVG, then commit the outputs::
 
-    .venv/bin/python resources/icons/render_icons.py
+    .venv/bin/python scripts/render_icons.py
 
-A developer tool, never imported by TrainLab: it uses Qt's own SVG renderer
+A developer tool, never imported by TrainLab (so it lives here, not in the
+package data under resources/): it uses Qt's own SVG renderer
 (PySide6 is a TrainLab dependency, so nothing else needs installing) and
 Pillow for the Windows ``.ico`` and macOS ``.icns`` containers.
 
@@ -20,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+ICON_DIR = Path(__file__).resolve().parents[1] / "resources" / "icons"
 PNG_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 SMALL_UP_TO = 32
 ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)  # 256 is the largest an .ico holds
@@ -29,7 +30,7 @@ ICNS_SIZES = (32, 64, 128, 256, 512, 1024)
 
 
 def png_path(size: int) -> Path:
-    return HERE / f"trainlab-{size}.png"
+    return ICON_DIR / f"trainlab-{size}.png"
 
 
 def render_png(svg: Path, size: int) -> bytes:
@@ -63,7 +64,7 @@ def main() -> int:
     app = QGuiApplication.instance() or QGuiApplication(sys.argv[:1])  # noqa: F841  (QImage text/fonts need one)
     images: dict[int, Image.Image] = {}
     for size in PNG_SIZES:
-        svg = HERE / ("trainlab-small.svg" if size <= SMALL_UP_TO else "trainlab.svg")
+        svg = ICON_DIR / ("trainlab-small.svg" if size <= SMALL_UP_TO else "trainlab.svg")
         data = render_png(svg, size)
         png_path(size).write_bytes(data)
         images[size] = Image.open(io.BytesIO(data)).convert("RGBA")
@@ -73,15 +74,15 @@ def main() -> int:
     # append_images hands it the hand-tuned small renderings instead.
     largest_ico = images[max(ICO_SIZES)]
     largest_ico.save(
-        HERE / "trainlab.ico",
+        ICON_DIR / "trainlab.ico",
         sizes=[(s, s) for s in ICO_SIZES],
         append_images=[images[s] for s in ICO_SIZES if s != max(ICO_SIZES)],
     )
     print("wrote trainlab.ico")
     # 1024 px is only needed inside the .icns (512 @2x); not kept as a PNG.
-    largest_icns = Image.open(io.BytesIO(render_png(HERE / "trainlab.svg", max(ICNS_SIZES)))).convert("RGBA")
+    largest_icns = Image.open(io.BytesIO(render_png(ICON_DIR / "trainlab.svg", max(ICNS_SIZES)))).convert("RGBA")
     largest_icns.save(
-        HERE / "trainlab.icns",
+        ICON_DIR / "trainlab.icns",
         append_images=[images[s] for s in ICNS_SIZES if s != max(ICNS_SIZES)],
     )
     print("wrote trainlab.icns")

@@ -1,0 +1,129 @@
+"""scripts/setup.sh --system, the set-up behind the README's `make test`.
+
+The script runs for real, on a PATH of stand-ins: every tool it looks for is
+a stub that exists (or is left out to play a missing package), `id` says who
+runs it, and `apt-get` only writes down what it was asked to install. The
+virtual environment is an active one whose install stamp is up to date, so
+nothing Python-side is installed either.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SETUP = ROOT / "scripts" / "setup.sh"
+BASH = shutil.which("bash")
+# The commands setup.sh looks for with `command -v`, and the Debian package each stands for.
+TOOLS = {
+    "Xvfb": "xvfb",
+    "import": "imagemagick",
+    "convert": "imagemagick",
+    "desktop-file-validate": "desktop-file-utils",
+    "xauth": "xauth",
+    "xdotool": "xdotool",
+    "xprop": "x11-utils",
+    "gio": "libglib2.0-bin",
+    "xdg-user-dir": "xdg-user-dirs",
+    "dbus-daemon": "dbus-daemon",
+}
+CJK_FAMILIES = "Noto Sans CJK SC,Noto Sans CJK SC Regular\nNoto Sans CJK JP\n"
+
+pytestmark = pytest.mark.skipif(BASH is None or os.name == "nt", reason="setup.sh is a bash script for Linux")
+
+
+def _stub(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\n" + body + "\n", encoding="utf-8")
+    path.chmod(0o755)
+
+
+def run_setup(tmp_path: Path, *, uid: int, missing: tuple[str, ...] = (), fonts: str | None = CJK_FAMILIES, real_fc_list: bool = False):
+    """Run `setup.sh --system`; returns (completed process, what apt-get was asked, or None)."""
+    bin_dir = tmp_path / "bin"
+    if not bin_dir.exists():
+        bin_dir.mkdir()
+        for name in ("dirname", "grep"):
+            (bin_dir / name).symlink_to(shutil.which(name))
+    for name in TOOLS:
+        (bin_dir / name).unlink(missing_ok=True)
+        if name not in missing:
+            _stub(bin_dir / name, "exit 0")
+    _stub(bin_dir / "id", f"echo {uid}")
+    apt_log = tmp_path / "apt-get.log"
+    apt_log.unlink(missing_ok=True)
+    _stub(bin_dir / "apt-get", f'echo "$*" >> "{apt_log}"')
+    _stub(bin_dir / "dpkg", "exit 0")  # every library package installed
+    (bin_dir / "fc-list").unlink(missing_ok=True)
+    if real_fc_list:
+        (bin_dir / "fc-list").symlink_to(shutil.which("fc-list"))
+    elif fonts is not None:
+        families = tmp_path / "families.txt"
+        # the CJK family first and a long list after it: a reader that stops
+        # at the first match leaves fc-list writing into a closed pipe
+        families.write_text(fonts + "".join(f"Filler Sans {i}\n" for i in range(20000)), encoding="utf-8")
+        _stub(bin_dir / "fc-list", f'{shutil.which("cat")} "{families}"')
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True, exist_ok=True)
+    stamp = venv / ".trainlab-installed.stamp"
+    stamp.touch()
+    later = (ROOT / "pyproject.toml").stat().st_mtime + 3600
+    os.utime(stamp, (later, later))
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "VIRTUAL_ENV": str(venv), "LC_ALL": "C"}
+    done = subprocess.run([BASH, str(SETUP), "--system"], capture_output=True, text=True, env=env, timeout=60)
+    asked = apt_log.read_text(encoding="utf-8") if apt_log.exists() else None
+    return done, asked
+
+
+def _python_line(done: subprocess.CompletedProcess) -> str:
+    """setup.sh's last line on stdout: the Python the Makefile then runs."""
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("uid", [1000, 0], ids=["not-root", "root"])
+def test_nothing_missing_installs_nothing_and_says_so(tmp_path, uid):
+    done, asked = run_setup(tmp_path, uid=uid)
+    assert done.returncode == 0, done.stderr
+    assert "nothing to install system-wide" in done.stderr, done.stderr
+    assert "missing" not in done.stderr and asked is None, (done.stderr, asked)
+    assert _python_line(done) == str(tmp_path / "venv" / "bin" / "python")
+
+
+def test_cjk_font_check_never_misses_an_installed_font(tmp_path):
+    for attempt in range(20):
+        done, asked = run_setup(tmp_path, uid=1000)
+        assert done.returncode == 0, done.stderr
+        assert "fonts-noto-cjk" not in done.stderr, f"try {attempt + 1}: {done.stderr}"
+        assert "nothing to install system-wide" in done.stderr
+
+
+def test_cjk_font_check_with_this_machines_fontconfig(tmp_path):
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        pytest.skip("fontconfig is not installed here")
+    families = subprocess.run([fc_list, ":", "family"], capture_output=True, text=True, timeout=60).stdout
+    if "noto sans cjk" not in families.lower():
+        pytest.skip("no Noto Sans CJK font on this machine")
+    for attempt in range(20):
+        done, _ = run_setup(tmp_path, uid=1000, real_fc_list=True)
+        assert "fonts-noto-cjk" not in done.stderr, f"try {attempt + 1}: {done.stderr}"
+
+
+def test_missing_packages_as_a_user_are_named_not_installed(tmp_path):
+    done, asked = run_setup(tmp_path, uid=1000, missing=("xdotool",), fonts="DejaVu Sans\n")
+    assert done.returncode == 0, done.stderr
+    assert asked is None, f"a user who is not root ran apt-get: {asked}"
+    assert "missing fonts-noto-cjk xdotool" in done.stderr, done.stderr
+    assert "sudo apt-get install fonts-noto-cjk xdotool" in done.stderr, done.stderr
+    assert _python_line(done) == str(tmp_path / "venv" / "bin" / "python")
+
+
+def test_missing_packages_as_root_are_installed_with_apt(tmp_path):
+    done, asked = run_setup(tmp_path, uid=0, missing=("Xvfb",), fonts=None)
+    assert done.returncode == 0, done.stderr
+    assert asked is not None and "install" in asked, done.stderr
+    assert asked.split("install", 1)[1].split()[-2:] == ["xvfb", "fonts-noto-cjk"], asked

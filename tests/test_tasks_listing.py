@@ -1,0 +1,60 @@
+"""`trainlab tasks` as people read it: a table whose columns line up, values as typed."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from conftest import FIXTURE_PLUGINS
+
+ROW = re.compile(r"^  (--set (\S+)=(\S*))\s+(\S+)")
+
+
+def _listing(cli):
+    text = cli("tasks", extra_path=[FIXTURE_PLUGINS])
+    assert text.returncode == 0, text.stderr
+    data = cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS])
+    assert data.returncode == 0, data.stderr
+    return text.stdout, json.loads(data.stdout)["tasks"]
+
+
+def test_parameter_columns_line_up_across_every_task(cli):
+    text, tasks = _listing(cli)
+    helps = {(t["id"], p["name"]): p["help"] for t in tasks for p in t["parameters"]}
+    type_columns, help_columns = set(), set()
+    task = None
+    rows = 0
+    for line in text.splitlines():
+        if line and not line.startswith(" "):
+            task = line.split()[0]
+        match = ROW.match(line)
+        if not match:
+            continue
+        rows += 1
+        type_columns.add(match.start(4))
+        help_columns.add(line.index(helps[(task, match.group(2))]))
+    assert rows == len(helps), f"{rows} parameter rows for {len(helps)} parameters"
+    assert len(type_columns) == 1, f"the type column starts at {sorted(type_columns)}"
+    assert len(help_columns) == 1, f"the help column starts at {sorted(help_columns)}"
+    assert {"toy-classification", "image-classification", "text-classification"} <= {t["id"] for t in tasks}
+
+
+def test_values_print_as_they_are_typed(cli):
+    text, tasks = _listing(cli)
+    values = [m.group(3) for m in map(ROW.match, text.splitlines()) if m]
+    assert not {"True", "False", "None"} & set(values), "booleans must read true/false, as in the docs"
+    image = next(t for t in tasks if t["id"] == "image-classification")
+    assert image["defaults"]["pretrained"] is False
+    assert "  --set pretrained=false " in text
+    text_task = next(t for t in tasks if t["id"] == "text-classification")
+    assert text_task["defaults"]["length_grouping"] is True
+    assert "  --set length_grouping=true " in text
+
+
+def test_each_task_says_where_its_sample_is(cli):
+    text, tasks = _listing(cli)
+    for task_id, folder in (("image-classification", "images"), ("text-classification", "text")):
+        sample = next(t for t in tasks if t["id"] == task_id)["sample_data"]
+        assert Path(sample).is_dir() and {"samples", folder} <= set(Path(sample).parts), sample
+        assert f"  sample data: {sample}\n" in text
