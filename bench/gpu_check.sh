@@ -13,7 +13,7 @@
 #                     exists; in a dry run without one, a wheel built here from the tree)
 #   --no-install      use the Python's own TrainLab (a developer's .venv)
 #   --only a,b        run only these checks; --skip a,b: all but these
-#   --budget S        seconds for all checks together (default 330)
+#   --budget S        seconds for all checks together (default 340)
 #   --out DIR         write gpu_check.json (every assertion and fact) and logs/ there
 #                     (default: $OUT when set, which is what the device tool collects)
 #   --python PY       the interpreter (default: .venv/bin/python, else
@@ -31,7 +31,7 @@ cd "$ROOT"
 DRY="${GPU_CHECK_DRY_RUN:-0}"
 WHEELS=""
 INSTALL=1
-BUDGET=330
+BUDGET=340
 ONLY=""
 SKIP=""
 OUTDIR="${OUT:-}"
@@ -123,7 +123,7 @@ ARGS=(--budget "$LEFT" --work "$WORK/checks")
 [ -n "$SKIP" ] && ARGS+=(--skip "$SKIP")
 [ -n "$OUTDIR" ] && mkdir -p "$OUTDIR" && ARGS+=(--out "$OUTDIR")
 # The driver keeps to its budget; this is the backstop if it ever does not.
-PYTHONPATH="$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" timeout -k 10 $((LEFT + 40)) "$PY" -m gpucheck.driver "${ARGS[@]}" >"$WORK/driver.out"
+PYTHONPATH="$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" timeout -k 10 $((LEFT + 25)) "$PY" -m gpucheck.driver "${ARGS[@]}" >"$WORK/driver.out"
 STATUS=$?
 LAST="$(tail -n 1 "$WORK/driver.out")"
 case "$LAST" in

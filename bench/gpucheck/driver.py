@@ -214,7 +214,7 @@ def parent_main(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=float, default=330.0, help="seconds for every check together")
+    parser.add_argument("--budget", type=float, default=340.0, help="seconds for every check together")
     parser.add_argument("--only", default="", help="comma-separated checks to run (default: all)")
     parser.add_argument("--skip", default="", help="comma-separated checks not to run")
     parser.add_argument("--dry-run", action="store_true", help="tiny scale on the CPU (CUDA-only checks: skipped)")

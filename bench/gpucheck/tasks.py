@@ -42,6 +42,7 @@ MEMORY_PARAMS = (
     Param("n_train", "int", 512, "Training images.", minimum=1, maximum=10**7),
     Param("n_val", "int", 128, "Validation images.", minimum=0, maximum=10**7),
     Param("classes", "int", 10, "Classes.", minimum=2, maximum=1000),
+    Param("oom_above", "int", 0, "CPU dry run: raise out-of-memory for micro-batches above this (0: off).", minimum=0),
 )
 SYNTHETIC_DEFAULTS = {"epochs": 1, "batch_size": 32, "lr": 1e-3, "schedule": "constant", "warmup_ratio": 0.0}
 
@@ -235,6 +236,14 @@ class MemoryHungryTask(_InMemory):
         for _ in range(int(self.params["layers"]) - 1):
             layers += [nn.Conv2d(c, c, 3, padding=1), nn.ReLU()]
         return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, classes))
+
+    def train_step(self, model, batch, ctx):
+        limit = int(self.params["oom_above"])
+        if limit and batch[0].shape[0] > limit:  # the CPU cannot run out of memory on cue
+            import torch
+
+            raise torch.OutOfMemoryError("CUDA out of memory (injected for the CPU dry run)")
+        return super().train_step(model, batch, ctx)
 
 
 class InMemoryRows:
