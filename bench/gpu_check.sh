@@ -9,8 +9,8 @@
 # Options:
 #   --cpu-dry-run     tiny scale, CUDA hidden; CUDA-only checks run their code on
 #                     the CPU and report `skipped: no CUDA` (also GPU_CHECK_DRY_RUN=1)
-#   --wheels DIR      install TrainLab from the wheels in DIR (default: .whl when it
-#                     exists; in a dry run without one, a wheel built here from the tree)
+#   --wheels DIR      install TrainLab from the wheels in DIR (default: .whl; in a
+#                     dry run, a wheel built from the tree; --wheels .whl tests the bundle)
 #   --no-install      use the Python's own TrainLab (a developer's .venv)
 #   --only a,b        run only these checks; --skip a,b: all but these
 #   --budget S        seconds for all checks together (default 340)
@@ -82,10 +82,12 @@ export HF_HUB_DISABLE_PROGRESS_BARS=1
 # -- TrainLab from wheels ----------------------------------------------------------------------
 INSTALL_MSG=""
 if [ "$INSTALL" = 1 ]; then
-    if [ -z "$WHEELS" ] && [ -d "$ROOT/.whl" ]; then WHEELS="$ROOT/.whl"; fi
+    # The GPU machine installs the carried .whl/; a dry run builds its wheel from
+    # the tree as it is now, unless told which wheels to test (--wheels .whl).
+    if [ -z "$WHEELS" ] && [ -d "$ROOT/.whl" ] && [ "$DRY" != 1 ]; then WHEELS="$ROOT/.whl"; fi
     if [ -z "$WHEELS" ] && [ "$DRY" = 1 ]; then
         WHEELS="$WORK/wheels"
-        echo "== building a TrainLab wheel from this tree (dry run without .whl/)" >&2
+        echo "== building a TrainLab wheel from this tree (dry run)" >&2
         PYTHON="$PY" bash "$ROOT/bench/gpu_bundle.sh" --no-download --out "$WHEELS" >"$WORK/bundle.log" 2>&1 \
             || give_up "building the wheel failed: $(tail -c 800 "$WORK/bundle.log")"
     fi
