@@ -87,12 +87,14 @@ def enable_tf32(device: Any) -> None:
 
     if device.type != "cuda":
         return
-    matmul = getattr(torch.backends.cuda.matmul, "fp32_precision", None)
-    if matmul is not None:
-        torch.backends.cuda.matmul.fp32_precision = "tf32"
-        torch.backends.cudnn.conv.fp32_precision = "tf32"
-    else:  # torch < 2.9
-        torch.set_float32_matmul_precision("high")
+    # Matmuls through the older switch on every torch: set through the newer
+    # per-backend one alone (torch >= 2.9), torch raises on every reader of the
+    # older (get_float32_matmul_precision, matmul.allow_tf32: plugins,
+    # torch.compile's autotuner); this one sets both consistently.
+    torch.set_float32_matmul_precision("high")
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    if conv is not None and getattr(conv, "fp32_precision", None) is not None:
+        conv.fp32_precision = "tf32"
 
 
 def autocast(device: Any, precision: str):

@@ -1,0 +1,7 @@
+"""The GPU check (issue 16, section 4): every CUDA path of TrainLab, checked in one run.
+
+``bench/gpu_check.sh`` is the entry point; it installs TrainLab from wheels
+and runs ``python -m gpucheck.driver``, which runs each check of
+``gpucheck.registry.CHECKS`` in its own process, under its own time limit,
+and prints one JSON line.  See docs/gpu-check.md.
+"""

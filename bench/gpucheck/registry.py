@@ -1,0 +1,71 @@
+"""The registry of GPU checks: what runs, in which order, under which time limit.
+
+Order is priority: when the time budget runs short, the checks at the end
+are the ones skipped.  ``seconds`` is a check's own limit (its process is
+killed past it); the estimates beside them are what the design expects on
+an H200 and are replaced by the measured ``seconds`` of the JSON line once
+the script has run there.
+
+To add a check: write ``check_NAME(env: CheckEnv, out: Outcome) -> None`` in
+a ``gpucheck`` module (see ``gpucheck.common`` for the helpers) and add one
+``Check`` line here.  A pending check (``pending=``) is listed as
+``skipped`` with the issue that will write it, so the JSON line shows what
+is still missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    function: str  # "gpucheck.module:function"; empty for a pending check
+    needs_cuda: bool  # without CUDA: skipped (after running its code on the CPU at tiny scale)
+    seconds: int  # time limit of the check's process
+    about: str
+    pending: str = ""  # the issue that will write it
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("install", "gpucheck.checks_basic:check_install", False, 60,
+          "TrainLab installed from the wheels beside the script, without Qt, with --no-index; its plugins load"),  # ~3 s
+    Check("doctor", "gpucheck.checks_basic:check_doctor", False, 60,
+          "trainlab doctor --json: a usable GPU, a new enough driver, bf16"),  # ~5 s
+    Check("nvml_match", "gpucheck.checks_telemetry:check_nvml_match", True, 60,
+          "NVML matched to torch devices by UUID; telemetry puts torch's memory on the right GPU"),  # ~5 s
+    Check("telemetry_sampler", "gpucheck.checks_telemetry:check_telemetry_sampler", True, 60,
+          "the sampler beside a CUDA loop: utilisation, memory rising, this process listed"),  # ~14 s
+    Check("telemetry_engine_run", "gpucheck.checks_telemetry:check_telemetry_engine_run", True, 90,
+          "a real engine run on cuda writes system events naming the GPU and torch's memory"),  # ~12 s
+    Check("autocast_bf16", "gpucheck.checks_precision:check_autocast_bf16", True, 60,
+          "precision auto = bf16 on the GPU; bf16 autocast, fp32 master weights, the loss falls"),  # ~8 s
+    Check("autocast_fp16_gradscaler", "gpucheck.checks_precision:check_autocast_fp16_gradscaler", True, 60,
+          "fp16 autocast and the GradScaler: provoked overflows skip steps, the scale backs off, training converges"),  # ~8 s
+    Check("tf32", "gpucheck.checks_precision:check_tf32", True, 60,
+          "fp32 runs compute in TF32 (measured against float64), and in true fp32 with TF32 off"),  # ~10 s
+    Check("channels_last", "gpucheck.checks_precision:check_channels_last", True, 90,
+          "the image task: model, input and convolution outputs in channels_last under bf16"),  # ~12 s
+    Check("oom_recovery", "gpucheck.checks_precision:check_oom_recovery", True, 90,
+          "a real CUDA OOM under a memory cap: same effective batch, same steps, the log says so"),  # ~12 s
+    Check("sdpa", "gpucheck.checks_precision:check_sdpa", True, 90,
+          "the text task: transformers picked sdpa, and a fused CUDA SDPA kernel ran"),  # ~12 s
+    Check("resnet50_synthetic", "gpucheck.figures_image:check_resnet50_synthetic", True, 110,
+          "figures: ResNet-50 bf16 channels_last on GPU tensors, engine vs hand-tuned loop (>= 0.97) and vs strict fp32 (>= 2)"),  # ~60 s
+    Check("resnet50_jpeg", "gpucheck.figures_image:check_resnet50_jpeg", True, 120,
+          "figures: the same from JPEG files through the loader"),  # ~70 s
+    Check("text_bf16_vs_fp32", "gpucheck.figures_text:check_text_bf16_vs_fp32", True, 100,
+          "figures: a BERT-base-sized fine-tune's samples/s, bf16 against fp32"),  # ~45 s
+    Check("telemetry_overhead", "gpucheck.checks_telemetry:check_telemetry_overhead", True, 60,
+          "bench/telemetry_overhead.py with the real NVML (its own bench too: last)"),  # ~14 s
+    # -- Later issues add their GPU checks here ------------------------------------------------------
+    Check("nccl_world_size_1", "", True, 60,
+          "a torchrun run with the NCCL backend at world size 1 on the GPU", pending="the several-GPUs issue"),
+    Check("lora", "", True, 90, "a LoRA fine-tune on CUDA (adapters saved, merged model loads)", pending="the big-models issue"),
+    Check("qlora", "", True, 120, "a QLoRA (4-bit base) fine-tune on CUDA", pending="the big-models issue"),
+)  # fmt: skip
+
+
+def by_name() -> dict[str, Check]:
+    return {check.name: check for check in CHECKS}
