@@ -328,7 +328,7 @@ def _train_here(request, progress: ConsoleProgress):
 
     control = RunControl()
     with _stop_on_signals(lambda: control.request_stop("interrupted")):
-        plan = plan_run(request, log=progress.on_event)
+        plan = plan_run(request, log=progress.on_event, should_stop=lambda: control.stop_requested)
         return execute(plan, callbacks=[progress.callback], control=control)
 
 

@@ -339,7 +339,7 @@ class TrainingWorker(QThread):
         try:
             outcome = self._run_child() if self.mode == "process" else self._run_here()
         except BaseException as exc:  # noqa: BLE001 - a failed run must leave the window usable
-            cancelled = isinstance(exc, _Cancelled)
+            cancelled = isinstance(exc, (_Cancelled, KeyboardInterrupt))  # StopRequested: stopped while preparing
             outcome = RunOutcome.not_started(
                 task=getattr(self.request, "task", "") or "",
                 run_dir=self.run_dir,
@@ -382,7 +382,8 @@ class TrainingWorker(QThread):
         if self._stop_requested:
             raise _Cancelled("stopped before the run started")
         bridge = _Bridge()
-        plan = plan_run(self.request, log=bridge.on_event)
+        control = self._control
+        plan = plan_run(self.request, log=bridge.on_event, should_stop=lambda: control.stop_requested)
         return execute(plan, callbacks=[bridge], control=self._control)
 
     def _run_child(self) -> Any:

@@ -506,3 +506,25 @@ def test_the_engine_modules_import_without_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"  # the window imports RunRequest on its GUI thread
+
+
+def test_a_stop_while_preparing_ends_the_preparation_and_writes_nothing(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    import toy_task
+
+    from trainlab import StopRequested
+
+    real_prepare = toy_task.ToyTask.prepare
+
+    def long_scan(self, data_path, ctx, label_names=None):
+        if ctx.should_stop():  # what a long scan asks between files
+            raise StopRequested(f"the scan of {data_path} was stopped on request")
+        return real_prepare(self, data_path, ctx, label_names)
+
+    monkeypatch.setattr(toy_task.ToyTask, "prepare", long_scan)
+    control = RunControl()
+    control.request_stop()  # Stop pressed while the data is read
+    with pytest.raises(StopRequested, match="stopped on request"):
+        run_training(toy_request(toy_csv, tmp_path, epochs=1), control=control)
+    assert not (tmp_path / "run").exists()
+    outcome = run_training(toy_request(toy_csv, tmp_path, epochs=1))  # not stopped: prepares and trains
+    assert outcome.status == "completed"

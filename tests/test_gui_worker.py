@@ -175,3 +175,34 @@ def test_torch_libraries_load_without_the_gil_before_torch_is_imported():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_stop_while_the_data_is_prepared_cancels_the_run(qtbot, toy_plugin, tmp_path, monkeypatch):
+    import time
+
+    import toy_task
+
+    from trainlab import StopRequested
+    from trainlab.desktop.worker import TrainingWorker
+    from trainlab.engine.runner import RunRequest
+
+    preparing = threading.Event()
+
+    def endless_scan(self, data_path, ctx, label_names=None):
+        preparing.set()
+        while not ctx.should_stop():
+            time.sleep(0.01)  # a scan of a slow network folder
+        raise StopRequested(f"the scan of {data_path} was stopped on request")
+
+    monkeypatch.setattr(toy_task.ToyTask, "prepare", endless_scan)
+    data = write_rows(tmp_path / "rows.csv", 100)
+    worker = TrainingWorker(RunRequest(task="toy-classification", data=str(data), out=str(tmp_path / "run")))
+    errors = []
+    worker.errored.connect(lambda message, tb: errors.append(message))
+    with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
+        worker.start()
+        qtbot.waitUntil(preparing.is_set, timeout=30_000)
+        worker.request_stop()
+    worker.wait(10_000)
+    assert finished.args[0].status == "cancelled" and "stopped on request" in finished.args[0].error
+    assert errors == [] and not (tmp_path / "run").exists()

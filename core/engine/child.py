@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import Iterator
 
-from trainlab.engine.outcome import EXIT_USAGE, RunOutcome
+from trainlab.engine.outcome import EXIT_INTERRUPTED, EXIT_USAGE, RunOutcome
 from trainlab.engine.plan import RunRequest
 from trainlab.events import Event, Finished, Started, event_from_json
 
@@ -137,10 +137,11 @@ class ChildRun:
         reason = self.error_message()
         error = f"the training process ended with exit code {code} before finishing"
         if reason:
-            error = reason if code == EXIT_USAGE else f"{error}: {reason}"
+            error = reason if code in (EXIT_USAGE, EXIT_INTERRUPTED) else f"{error}: {reason}"
         return RunOutcome.not_started(
             task=self.task or self.request.task,
             run_dir=self.run_dir or "",
+            status="cancelled" if code == EXIT_INTERRUPTED else "failed",
             error=error,
             usage_error=code == EXIT_USAGE,
             traceback=self.stderr_tail(),

@@ -66,6 +66,7 @@ def execute(
     ctx = plan.ctx
     ctx.run_dir = run_dir.path
     ctx.log = lambda message: state.emit(Log(step=state.step, epoch=state.epoch, message=str(message)))
+    ctx.should_stop = lambda: control.stop_requested
     recorder.begin(resumed=plan.resumed)
     said_while_planning = CallbackList(engine_callbacks)
     for event in plan.early_events:

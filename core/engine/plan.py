@@ -106,12 +106,15 @@ def plan_run(
     prepared: PreparedTask | None = None,
     log: Callable[[Log], None] | None = None,
     mp_context: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> RunPlan:
     """Resolve, check and prepare ``request``; UsageError for bad input.
 
     ``prepared`` (from ``prepare_task``) is taken over when it still fits the
     request, else the task is prepared again.  ``log`` sees each log line as
-    it is said (the task's data summary, warnings).
+    it is said (the task's data summary, warnings).  ``should_stop`` is what
+    a long preparation asks (``RunContext.should_stop``); it raises
+    ``StopRequested`` when that says yes.
     """
     early: list[Log] = []
 
@@ -145,6 +148,8 @@ def plan_run(
 
     ctx = make_context(params, None, say, mp_context)
     ctx.purpose = "resume" if prior else "train"
+    if should_stop is not None:
+        ctx.should_stop = should_stop
     label_names = prior["label_names"] if prior else None
     reused = False
     if prepared is not None:

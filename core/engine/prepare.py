@@ -137,11 +137,13 @@ def prepare_task(
     log: Callable[[Log], None] | None = None,
     remembered: Mapping[str, Any] | None = None,
     label_names: Sequence[str] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> PreparedTask:
     """Prepare ``task_id`` on ``data`` as a run would (what the window's data check calls).
 
     ``params`` and ``remembered`` resolve as in a run request; ``log`` sees
-    what the task says while preparing (data summary lines), as it says it.
+    what the task says while preparing (data summary lines), as it says it;
+    ``should_stop`` lets a long preparation end early (``StopRequested``).
     UsageError (or its DataError) for bad input, as ``plan_run`` would raise.
     """
     from trainlab.pluginhost import registry
@@ -160,6 +162,8 @@ def prepare_task(
 
     ctx = make_context(resolved, None, collect, None)
     ctx.purpose = purpose
+    if should_stop is not None:
+        ctx.should_stop = should_stop
     prepared = prepare(task_id, data, resolved, ctx, label_names=label_names)
     prepared.logs = tuple(said)
     return prepared

@@ -62,7 +62,8 @@ def run_training(
         for callback in callbacks:
             callback.on_event(event)
 
-    plan = plan_run(request, log=log, mp_context=mp_context)
+    control = control or RunControl()
+    plan = plan_run(request, log=log, mp_context=mp_context, should_stop=lambda: control.stop_requested)
     outcome = execute(plan, callbacks=callbacks, control=control, store=store)
     if outcome.usage_error:
         raise UsageError(outcome.error)

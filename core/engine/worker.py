@@ -23,9 +23,10 @@ def main() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
-    from trainlab.api import RunFailed, UsageError
+    from trainlab.api import RunFailed, StopRequested, UsageError
     from trainlab.engine.callbacks import Callback, RunControl
     from trainlab.engine.execute import execute
+    from trainlab.engine.outcome import EXIT_INTERRUPTED
     from trainlab.engine.plan import RunRequest, plan_run
     from trainlab.logs import setup_logging
 
@@ -65,8 +66,11 @@ def main() -> int:
         signal.signal(signal.SIGINT, lambda *_: control.request_stop("interrupted"))
     forward = Forward()
     try:
-        plan = plan_run(request, log=forward.on_event, mp_context="spawn")
+        plan = plan_run(request, log=forward.on_event, mp_context="spawn", should_stop=lambda: control.stop_requested)
         outcome = execute(plan, callbacks=[forward], control=control)
+    except StopRequested as exc:  # stopped while preparing: no run began
+        print(f"trainlab: error: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except UsageError as exc:
         print(f"trainlab: error: {exc}", file=sys.stderr)
         return 2
