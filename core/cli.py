@@ -18,8 +18,7 @@ from typing import Any, Callable, Sequence
 
 import trainlab
 from trainlab.api import RunFailed, UsageError
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+from trainlab.engine.outcome import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -296,7 +295,7 @@ def threading_main() -> bool:
 
 
 def cmd_train(args, out: Output) -> int:
-    from trainlab.engine.runner import RunRequest
+    from trainlab.engine.plan import RunRequest
 
     if args.more_epochs and not args.resume:
         raise UsageError("--more-epochs needs --resume RUN_DIR")
@@ -310,28 +309,30 @@ def cmd_train(args, out: Output) -> int:
         task=args.task, data=args.data, params=_params_from(args), out=args.out, resume=args.resume, more_epochs=args.more_epochs
     )
     progress = ConsoleProgress(out)
-    if args.isolated:
-        result = _train_isolated(request, progress)
+    outcome = _train_isolated(request, progress) if args.isolated else _train_here(request, progress)
+    if outcome.status == "failed":
+        out.note(f"trainlab: the run failed: {outcome.error}")
+    elif outcome.status == "cancelled":
+        out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {outcome.run_dir}")
     else:
-        from trainlab.engine.callbacks import RunControl
-        from trainlab.engine.runner import run_training
-
-        control = RunControl()
-        with _stop_on_signals(lambda: control.request_stop("interrupted")):
-            result = run_training(request, callbacks=[progress.callback], control=control).to_json()
-    code = {"completed": EXIT_OK, "cancelled": EXIT_INTERRUPTED}.get(result["status"], EXIT_FAILED)
-    if result["status"] == "failed":
-        out.note(f"trainlab: the run failed: {result['error']}")
-    elif result["status"] == "cancelled":
-        out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {result['run_dir']}")
-    else:
-        m = result["metrics"]
-        out.say(f"done: accuracy {m.get('accuracy', float('nan')):.4f}, macro-F1 {m.get('macro_f1', float('nan')):.4f}; run folder {result['run_dir']}")
-    out.result(result)
-    return code
+        m = outcome.metrics
+        out.say(f"done: accuracy {m.get('accuracy', float('nan')):.4f}, macro-F1 {m.get('macro_f1', float('nan')):.4f}; run folder {outcome.run_dir}")
+    out.result(outcome.to_json())
+    return outcome.exit_code
 
 
-def _train_isolated(request, progress: ConsoleProgress) -> dict[str, Any]:
+def _train_here(request, progress: ConsoleProgress):
+    from trainlab.engine.callbacks import RunControl
+    from trainlab.engine.execute import execute
+    from trainlab.engine.plan import plan_run
+
+    control = RunControl()
+    with _stop_on_signals(lambda: control.request_stop("interrupted")):
+        plan = plan_run(request, log=progress.on_event, should_stop=lambda: control.stop_requested)
+        return execute(plan, callbacks=[progress.callback], control=control)
+
+
+def _train_isolated(request, progress: ConsoleProgress):
     from trainlab.engine.child import ChildRun
 
     child = ChildRun(request)
@@ -340,9 +341,10 @@ def _train_isolated(request, progress: ConsoleProgress) -> dict[str, Any]:
         for event in child.events():
             progress.on_event(event)
         code = child.wait()
-    if code == EXIT_USAGE and child.finished is None:
-        raise UsageError(child.error_message() or "the child process rejected the run")
-    return child.result(code).to_json()
+    outcome = child.result(code)
+    if outcome.usage_error and child.finished is None:
+        raise UsageError(outcome.error or "the child process rejected the run")  # as in-process planning would
+    return outcome
 
 
 def cmd_eval(args, out: Output) -> int:

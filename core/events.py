@@ -107,6 +107,9 @@ class Log(Event):
 
 @dataclass(frozen=True)
 class Finished(Event):
+    """The run's end; with ``step`` it holds every field of ``RunOutcome``,
+    so a parent process rebuilds the outcome its child returned."""
+
     kind: ClassVar[str] = "finished"
     status: str = "completed"  # completed, failed, cancelled
     error: str = ""
@@ -114,6 +117,11 @@ class Finished(Event):
     metrics: Mapping[str, Any] = field(default_factory=dict)
     epochs: int = 0
     samples_per_second: float = 0.0
+    # absent from metrics.jsonl written before these existed: the defaults apply
+    run_dir: str = ""
+    task: str = ""
+    best: Mapping[str, Any] = field(default_factory=dict)  # {"metric", "value", "step"} or empty
+    usage_error: bool = False  # bad input found once the run had begun (exit 2)
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

@@ -794,7 +794,8 @@ class MainWindow(QMainWindow):
             box.open()
         self._error_box = box
 
-    def _run_finished(self, result: dict) -> None:
+    def _run_finished(self, outcome) -> None:
+        result = outcome.to_json()  # the worker's RunOutcome, as the plain values the window keeps
         worker = self.worker
         if worker is not None:
             worker.wait(5000)  # run() has returned; let the thread end fully

@@ -7,7 +7,8 @@ Signals (superqt's discipline, on a QThread as the product's design asks):
   ``running``, ``paused``, ``stopping``.
 * ``eventBatch(object)``: an ``EventBatch`` of the run's events, coalesced.
 * ``errored(str, str)``: the run failed or could not start: message, traceback.
-* ``runFinished(dict)``: always last: ``RunResult`` fields plus ``traceback``.
+* ``runFinished(object)``: always last: the run's ``RunOutcome`` (the same
+  type whether the run executed here or in a child process).
 
 Coalescing.  A tiny model can make 20,000 steps a second, and the engine's
 ``on_event`` may also be called from the telemetry thread.  Events go into an
@@ -17,7 +18,7 @@ allows the next emit.  So the GUI thread handles at most one queued batch per
 tick however fast the run goes, and no event is left stranded when the run
 goes quiet (during evaluation, say).
 
-The run executes in this thread (``run_training``) or in a child process
+The run executes in this thread (``plan_run`` then ``execute``) or in a child process
 (``ChildRun``), whose crash cannot take the window down; both deliver the same
 events.  Pause, resume and stop are requests the engine honours between
 optimizer steps (``RunControl``), or signals to the child process.
@@ -211,15 +212,6 @@ class EventCoalescer:
         return batch
 
 
-def result_dict(result: Any, tb: str = "") -> dict[str, Any]:
-    """A RunResult (or anything with its fields) as a plain dict."""
-    fields = ("run_dir", "status", "task", "metrics", "epochs", "steps", "samples_per_second", "error")
-    data = {name: getattr(result, name, None) for name in fields}
-    data["metrics"] = dict(data["metrics"] or {})
-    data["traceback"] = tb or getattr(result, "traceback", "") or ""
-    return data
-
-
 def leave_a_core_for_the_window() -> None:
     """Training in the window's process: keep torch's threads off one core.
 
@@ -242,7 +234,7 @@ class TrainingWorker(QThread):
     stateChanged = Signal(str)
     eventBatch = Signal(object)
     errored = Signal(str, str)
-    runFinished = Signal(dict)
+    runFinished = Signal(object)  # RunOutcome
 
     def __init__(self, request: Any, *, mode: str = "thread", parent=None, niceness: int | None = None):
         super().__init__(parent)
@@ -253,7 +245,7 @@ class TrainingWorker(QThread):
         self.mode = mode
         self.coalescer = EventCoalescer()
         self.state = "preparing"
-        self.result: dict[str, Any] | None = None
+        self.result: Any = None  # the RunOutcome, once runFinished was emitted
         self.run_dir = ""
         self._control = None
         self._child = None
@@ -339,43 +331,31 @@ class TrainingWorker(QThread):
             self.eventBatch.emit(batch)
 
     def run(self) -> None:  # noqa: D401 - QThread entry point
-        tb = ""
+        from trainlab.engine.outcome import RunOutcome
+
         if self.mode == "thread":
             lower_priority(self.niceness)  # this thread, and the torch threads it starts
             leave_a_core_for_the_window()
         try:
-            if self.mode == "process":
-                result = self._run_child()
-            else:
-                result = self._run_here()
-            data = result_dict(result)
-            finished = getattr(self, "_finished_event", None)
-            if finished is not None and finished.traceback:
-                data["traceback"] = finished.traceback
+            outcome = self._run_child() if self.mode == "process" else self._run_here()
         except BaseException as exc:  # noqa: BLE001 - a failed run must leave the window usable
-            cancelled = isinstance(exc, _Cancelled)
-            tb = "" if cancelled else traceback.format_exc()
-            message = str(exc).strip() or type(exc).__name__
-            data = {
-                "run_dir": self.run_dir,
-                "status": "cancelled" if cancelled else "failed",
-                "task": getattr(self.request, "task", ""),
-                "metrics": {},
-                "epochs": 0,
-                "steps": 0,
-                "samples_per_second": 0.0,
-                "error": message,
-                "traceback": tb,
-                "usage_error": _is_usage_error(exc),
-            }
+            cancelled = isinstance(exc, (_Cancelled, KeyboardInterrupt))  # StopRequested: stopped while preparing
+            outcome = RunOutcome.not_started(
+                task=getattr(self.request, "task", "") or "",
+                run_dir=self.run_dir,
+                status="cancelled" if cancelled else "failed",
+                error=str(exc).strip() or type(exc).__name__,
+                traceback="" if cancelled else traceback.format_exc(),
+                usage_error=_is_usage_error(exc),
+            )
         # Final flush: whatever is still buffered goes out before runFinished.
         rest = self.coalescer.take(release=False)
         if rest is not None:
             self.eventBatch.emit(rest)
-        if data.get("status") == "failed":
-            self.errored.emit(str(data.get("error") or "the run failed"), str(data.get("traceback") or ""))
-        self.result = data
-        self.runFinished.emit(data)
+        if outcome.status == "failed":
+            self.errored.emit(outcome.error or "the run failed", outcome.traceback)
+        self.result = outcome
+        self.runFinished.emit(outcome)
 
     def _run_here(self) -> Any:
         # Imported here, in the worker thread: this is where torch loads, once
@@ -388,8 +368,6 @@ class TrainingWorker(QThread):
 
         class _Bridge(Callback):
             def on_event(self, event: Event) -> None:
-                if isinstance(event, Finished):
-                    worker._finished_event = event
                 worker._on_event(event)
 
         with self._control_lock:
@@ -398,11 +376,15 @@ class TrainingWorker(QThread):
                 self._control.request_stop()
             elif self._pending_pause:
                 self._control.pause()
-        from trainlab.engine.runner import run_training
+        from trainlab.engine.execute import execute
+        from trainlab.engine.plan import plan_run
 
         if self._stop_requested:
             raise _Cancelled("stopped before the run started")
-        return run_training(self.request, callbacks=[_Bridge()], control=self._control)
+        bridge = _Bridge()
+        control = self._control
+        plan = plan_run(self.request, log=bridge.on_event, should_stop=lambda: control.stop_requested)
+        return execute(plan, callbacks=[bridge], control=self._control)
 
     def _run_child(self) -> Any:
         from trainlab.engine.child import ChildRun
@@ -417,8 +399,6 @@ class TrainingWorker(QThread):
             if self._pending_pause:
                 child.pause()
         for event in child.events():
-            if isinstance(event, Finished):
-                self._finished_event = event
             self._on_event(event)
         return child.result(child.wait())
 

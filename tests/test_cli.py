@@ -137,3 +137,44 @@ def test_json_mode_keeps_stray_prints_off_stdout(cli, toy_csv, tmp_path, monkeyp
     assert result.returncode == 0
     assert any(p["name"] == "noisy" for p in js(result)["plugins"])
     assert "hello from a noisy plugin" in result.stderr
+
+
+LATE_BAD_PLUGIN = '''
+import trainlab
+from trainlab import Param, TaskSpec, UsageError
+from toy_task import ToyTask
+
+
+class LateBad(ToyTask):
+    def build_model(self, ctx):
+        raise UsageError("weights file /nowhere/w.safetensors is missing")
+
+
+@trainlab.hookimpl
+def trainlab_api_version():
+    return "1.0"
+
+
+@trainlab.hookimpl
+def trainlab_tasks():
+    return [TaskSpec(id="late-bad", title="Late bad input", factory="late_bad_plugin:LateBad", data_kind="file",
+                     params=(Param("val_fraction", "float", 0.25, "Validation share."),))]
+'''
+
+
+def test_bad_input_found_once_the_run_began_is_exit_2_in_process_and_isolated(cli, toy_csv, tmp_path):
+    (tmp_path / "late_bad_plugin.py").write_text(LATE_BAD_PLUGIN)
+    info = tmp_path / "late_bad-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: late-bad\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[trainlab.plugins]\nlate_bad = late_bad_plugin\n")
+    outcomes = []
+    for mode in ([], ["--isolated"]):
+        out = tmp_path / f"run{len(outcomes)}"
+        result = cli("train", "late-bad", "--data", toy_csv, "--out", out, *mode, "--json", extra_path=[tmp_path, FIXTURE_PLUGINS])
+        assert result.returncode == 2, (mode, result.stderr)
+        data = js(result)
+        assert data["status"] == "failed" and data["usage_error"] is True and "w.safetensors is missing" in data["error"]
+        assert json.loads((out / "run.json").read_text())["status"] == "failed"
+        outcomes.append({k: v for k, v in data.items() if k not in ("run_dir", "traceback")})
+    assert outcomes[0] == outcomes[1]  # the same outcome whether the run executed here or in a child

@@ -338,3 +338,193 @@ def test_loader_workers_persist_across_epochs(toy_plugin, toy_csv, tmp_path, mon
     straight = train(toy_csv, tmp_path, "w", epochs=3, final_weights="last")
     assert straight.status == "completed"
     assert made == [True, True]  # one loader for train, one for val, for all three epochs
+
+
+# -- plan_run / execute, one outcome, evaluation without an optimizer -------------------------
+
+
+def toy_request(toy_csv, tmp_path, name="run", **params):
+    return RunRequest(task="toy-classification", data=str(toy_csv), params={k: str(v) for k, v in params.items()}, out=str(tmp_path / name))
+
+
+def test_plan_run_writes_nothing_and_execute_replays_what_planning_said(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    import toy_task
+
+    from trainlab.engine.execute import execute
+    from trainlab.engine.plan import plan_run
+
+    real_prepare = toy_task.ToyTask.prepare
+
+    def talking_prepare(self, data_path, ctx, label_names=None):
+        ctx.log("read 240 rows")
+        return real_prepare(self, data_path, ctx, label_names)
+
+    monkeypatch.setattr(toy_task.ToyTask, "prepare", talking_prepare)
+    heard = []
+    plan = plan_run(toy_request(toy_csv, tmp_path, epochs=2), log=heard.append)
+    assert not (tmp_path / "run").exists()  # planned: nothing written
+    assert [e.message for e in heard] == ["read 240 rows"]
+    described = json.loads(json.dumps(plan.to_json()))  # plain values (a dry run prints this)
+    assert described["total_steps"] == 24 and described["steps_per_epoch"] == 12 and described["epochs"] == 2
+    assert described["run_dir"] == str(tmp_path / "run") and described["parameters"]["epochs"] == 2
+
+    rec = Recorder()
+    outcome = execute(plan, callbacks=[rec])
+    assert outcome.status == "completed" and outcome.steps == 24
+    events = list(read_events(RunDir(outcome.run_dir).metrics_jsonl))
+    assert isinstance(events[0], Log) and events[0].message == "read 240 rows"  # said before the folder existed
+    assert not any(isinstance(e, Log) and e.message == "read 240 rows" for e in rec.events)  # not told twice
+
+
+def test_total_steps_come_from_the_tasks_own_batch_order(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    """A task whose batches are not ceil(rows / batch_size): every event counts the steps the loop makes."""
+    import toy_task
+
+    from trainlab.api import Task
+
+    def half_size_batches(self, split, epoch, batch_size, seed):
+        return Task.batch_order(self, split, epoch, max(1, batch_size // 2), seed)
+
+    monkeypatch.setattr(toy_task.ToyTask, "batch_order", half_size_batches, raising=False)
+    rec = Recorder()
+    result = train(toy_csv, tmp_path, callbacks=[rec], epochs=2, log_interval=0)
+    assert result.status == "completed" and result.steps == 46  # 180 rows in batches of 8: 23 per epoch
+    started = next(e for e in rec.events if isinstance(e, Started))
+    assert started.total_steps == 46
+    assert {e.total_steps for e in rec.events if isinstance(e, Progress)} == {46}
+
+
+def test_one_outcome_type_with_one_exit_code(toy_plugin, toy_csv, tmp_path):
+    from trainlab.engine.outcome import RunOutcome
+    from trainlab.engine.runner import RunResult
+    from trainlab.events import event_from_json
+
+    assert RunResult is RunOutcome  # the old name still works
+    rec = Recorder()
+    outcome = train(toy_csv, tmp_path, callbacks=[rec], epochs=2)
+    assert isinstance(outcome, RunOutcome) and outcome.exit_code == 0
+    record = RunDir(outcome.run_dir).read()
+    assert outcome.best == record["best"] and outcome.best["metric"] == "accuracy"
+    finished = rec.events[-1]
+    # what a parent process rebuilds from the Finished line is the outcome itself
+    assert RunOutcome.from_finished(event_from_json(finished.to_json())) == outcome
+    assert RunOutcome.from_json(json.loads(json.dumps(outcome.to_json()))) == outcome
+    assert outcome.to_json()["exit_code"] == 0
+    codes = {
+        RunOutcome(run_dir="", status="completed", task="t").exit_code,
+        RunOutcome(run_dir="", status="cancelled", task="t").exit_code,
+        RunOutcome(run_dir="", status="failed", task="t", usage_error=True).exit_code,
+        RunOutcome(run_dir="", status="failed", task="t").exit_code,
+    }
+    assert codes == {0, 130, 2, 1}
+
+
+def test_a_child_process_returns_the_same_outcome(toy_plugin, toy_csv, tmp_path):
+    from trainlab.engine.child import ChildRun
+    from trainlab.engine.outcome import RunOutcome
+
+    child = ChildRun(toy_request(toy_csv, tmp_path, "child", epochs=2), env=subprocess_env([FIXTURE_PLUGINS]))
+    child.start()
+    for _ in child.events():
+        pass
+    code = child.wait(120)
+    outcome = child.result(code)
+    assert code == outcome.exit_code == 0, child.stderr_tail()
+    finished = [e for e in read_events(RunDir(tmp_path / "child").metrics_jsonl) if isinstance(e, Finished)][-1]
+    assert outcome == RunOutcome.from_finished(finished)  # what the child's engine returned
+    record = RunDir(tmp_path / "child").read()
+    assert outcome.best == record["best"] and outcome.best  # `best` survives the trip
+    assert (outcome.steps, outcome.epochs, outcome.run_dir) == (24, 2, str(tmp_path / "child"))
+
+
+def test_bad_input_found_late_is_an_outcome_with_exit_code_2(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    import toy_task
+
+    from trainlab.engine.execute import execute
+    from trainlab.engine.plan import plan_run
+
+    def build_model(self, ctx):
+        raise UsageError("weights file /nowhere/w.safetensors is missing")
+
+    monkeypatch.setattr(toy_task.ToyTask, "build_model", build_model)
+    outcome = execute(plan_run(toy_request(toy_csv, tmp_path, epochs=1)))
+    assert outcome.status == "failed" and outcome.usage_error and outcome.exit_code == 2
+    assert "w.safetensors" in outcome.error and RunDir(outcome.run_dir).read()["status"] == "failed"
+
+
+def test_evaluating_a_run_builds_no_optimizer(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    from trainlab.engine.runner import evaluate_run
+
+    result = train(toy_csv, tmp_path, epochs=2)
+
+    def no_optimizer(*args, **kwargs):
+        raise AssertionError("evaluation built an optimizer")
+
+    monkeypatch.setattr(torch.optim.AdamW, "__init__", no_optimizer)
+    monkeypatch.setattr(torch.optim.SGD, "__init__", no_optimizer)
+    report = evaluate_run(result.run_dir)
+    assert report["accuracy"] == result.metrics["accuracy"] and report["split"] == "val"
+    assert sum(map(sum, report["confusion_matrix"])) == 60
+
+
+def test_a_broken_plugin_callback_is_reported_in_metrics_jsonl(toy_plugin, toy_csv, tmp_path):
+    import trainlab
+    from trainlab.pluginhost import registry
+
+    class Broken(Callback):
+        def on_event(self, event):
+            if isinstance(event, EvalResult):
+                raise RuntimeError("callback bug")
+
+    class BrokenPlugin:
+        @trainlab.hookimpl
+        def trainlab_api_version(self):
+            return "1.0"
+
+        @trainlab.hookimpl
+        def trainlab_run_callbacks(self, task_id, params):
+            return [Broken()]
+
+    assert registry().add_plugin(BrokenPlugin(), "broken-callback").status == "ok"
+    result = train(toy_csv, tmp_path, epochs=2)
+    assert result.status == "completed"  # the plugin's callback is dropped, the run goes on
+    logs = [e for e in read_events(RunDir(result.run_dir).metrics_jsonl) if isinstance(e, Log) and "callback bug" in e.message]
+    assert len(logs) == 1 and logs[0].level == "warning" and "disabled" in logs[0].message
+
+
+def test_the_engine_modules_import_without_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from trainlab.engine.runner import RunRequest, run_training, evaluate_run, predict, RunResult\n"
+        "from trainlab.engine.plan import plan_run\nfrom trainlab.engine.execute import execute\n"
+        "from trainlab.engine.prepare import prepare_task\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"  # the window imports RunRequest on its GUI thread
+
+
+def test_a_stop_while_preparing_ends_the_preparation_and_writes_nothing(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    import toy_task
+
+    from trainlab import StopRequested
+
+    real_prepare = toy_task.ToyTask.prepare
+
+    def long_scan(self, data_path, ctx, label_names=None):
+        if ctx.should_stop():  # what a long scan asks between files
+            raise StopRequested(f"the scan of {data_path} was stopped on request")
+        return real_prepare(self, data_path, ctx, label_names)
+
+    monkeypatch.setattr(toy_task.ToyTask, "prepare", long_scan)
+    control = RunControl()
+    control.request_stop()  # Stop pressed while the data is read
+    with pytest.raises(StopRequested, match="stopped on request"):
+        run_training(toy_request(toy_csv, tmp_path, epochs=1), control=control)
+    assert not (tmp_path / "run").exists()
+    outcome = run_training(toy_request(toy_csv, tmp_path, epochs=1))  # not stopped: prepares and trains
+    assert outcome.status == "completed"

@@ -112,13 +112,13 @@ def test_worker_delivers_a_fast_run_in_few_batches(qtbot, toy_plugin, tmp_path):
     elapsed = time.perf_counter() - started
     worker.wait(10_000)
     result = finished.args[0]
-    assert result["status"] == "completed", result
+    assert result.status == "completed", result
     assert states[0] == "running"
     qtbot.waitUntil(lambda: any(b.finished is not None for b in batches), timeout=10_000)
 
-    written = [e for e in read_events(Path(result["run_dir"]) / "metrics.jsonl") if isinstance(e, TrainStep)]
+    written = [e for e in read_events(Path(result.run_dir) / "metrics.jsonl") if isinstance(e, TrainStep)]
     delivered = [e for b in batches for e in b.train]
-    assert len(written) == result["steps"] >= 150  # one train event per step
+    assert len(written) == result.steps >= 150  # one train event per step
     assert [e.step for e in delivered] == [e.step for e in written]
     assert sum(1 for b in batches if b.started is not None) == 1
     # coalesced: never more than about one delivery per drain tick, however
@@ -138,8 +138,8 @@ def test_worker_reports_a_usage_error_without_a_run(qtbot, toy_plugin, tmp_path)
     with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
         worker.start()
     worker.wait(10_000)
-    assert finished.args[0]["status"] == "failed"
-    assert finished.args[0]["usage_error"] is True
+    assert finished.args[0].status == "failed"
+    assert finished.args[0].usage_error is True
     assert errors and "missing.csv" in errors[0]
 
 
@@ -153,7 +153,7 @@ def test_stop_before_the_run_started_cancels_it(qtbot, toy_plugin, tmp_path):
     with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
         worker.start()
     worker.wait(10_000)
-    assert finished.args[0]["status"] == "cancelled"
+    assert finished.args[0].status == "cancelled"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the preload is for Linux's dynamic loader")
@@ -175,3 +175,34 @@ def test_torch_libraries_load_without_the_gil_before_torch_is_imported():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_stop_while_the_data_is_prepared_cancels_the_run(qtbot, toy_plugin, tmp_path, monkeypatch):
+    import time
+
+    import toy_task
+
+    from trainlab import StopRequested
+    from trainlab.desktop.worker import TrainingWorker
+    from trainlab.engine.runner import RunRequest
+
+    preparing = threading.Event()
+
+    def endless_scan(self, data_path, ctx, label_names=None):
+        preparing.set()
+        while not ctx.should_stop():
+            time.sleep(0.01)  # a scan of a slow network folder
+        raise StopRequested(f"the scan of {data_path} was stopped on request")
+
+    monkeypatch.setattr(toy_task.ToyTask, "prepare", endless_scan)
+    data = write_rows(tmp_path / "rows.csv", 100)
+    worker = TrainingWorker(RunRequest(task="toy-classification", data=str(data), out=str(tmp_path / "run")))
+    errors = []
+    worker.errored.connect(lambda message, tb: errors.append(message))
+    with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
+        worker.start()
+        qtbot.waitUntil(preparing.is_set, timeout=30_000)
+        worker.request_stop()
+    worker.wait(10_000)
+    assert finished.args[0].status == "cancelled" and "stopped on request" in finished.args[0].error
+    assert errors == [] and not (tmp_path / "run").exists()

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class RunControl:
-    """Thread-safe requests to a running loop: stop, pause/resume, save.
+    """Thread-safe requests to a running loop: stop, pause/resume.
 
     The loop honours them between optimizer steps, so a stop or pause takes
     effect within one step.
@@ -28,7 +28,6 @@ class RunControl:
         self._stop = threading.Event()
         self._running = threading.Event()
         self._running.set()
-        self.should_save = False
         self.stop_reason = ""
 
     def request_stop(self, reason: str = "stopped by the user") -> None:
@@ -59,7 +58,11 @@ class RunControl:
 
 @dataclass
 class RunState:
-    """What callbacks can read about the run; ``emit`` adds an event to it."""
+    """What callbacks can read about the run; ``emit`` adds an event to it.
+
+    ``emit_to`` is where emitted events go (the engine passes its callback
+    list's dispatcher); without it, ``emit`` drops the event.
+    """
 
     task_id: str
     params: dict[str, Any]
@@ -76,12 +79,12 @@ class RunState:
     metrics: dict[str, Any] = field(default_factory=dict)
     status: str = "running"
     error: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    _emit: Callable[["Event"], None] | None = field(default=None, repr=False)
+    extra: dict[str, Any] = field(default_factory=dict)  # free for callbacks to share values in
+    emit_to: Callable[["Event"], None] | None = field(default=None, repr=False, compare=False)
 
     def emit(self, event: "Event") -> None:
-        if self._emit is not None:
-            self._emit(event)
+        if self.emit_to is not None:
+            self.emit_to(event)
 
 
 class Callback:
@@ -135,7 +138,9 @@ class CallbackList:
         self._by_hook: dict[str, list[Callable[..., Any]]] = {}
         for hook in _HOOKS:
             self._by_hook[hook] = [getattr(cb, hook) for cb in self.callbacks if _overrides(cb, hook)]
-        self._event_lock = threading.Lock()
+        # Reentrant: a plugin callback that fails in on_event is reported by
+        # emitting a Log from inside the dispatch (IsolatedCallback).
+        self._event_lock = threading.RLock()
 
     def call(self, hook: str, *args: Any) -> None:
         for func in self._by_hook[hook]:

@@ -16,7 +16,8 @@ import sys
 import threading
 from typing import Iterator
 
-from trainlab.engine.runner import RunRequest, RunResult
+from trainlab.engine.outcome import EXIT_INTERRUPTED, EXIT_USAGE, RunOutcome
+from trainlab.engine.plan import RunRequest
 from trainlab.events import Event, Finished, Started, event_from_json
 
 log = logging.getLogger("trainlab.child")
@@ -129,23 +130,21 @@ class ChildRun:
                 pass
         return code
 
-    def result(self, code: int) -> RunResult:
-        """The run's result, from its Finished event or, without one, from how the child ended."""
-        task = self.task or self.request.task
-        event = self.finished
-        if event is None:
-            reason = self.error_message()
-            error = f"the training process ended with exit code {code} before finishing"
-            if reason:
-                error = reason if code == 2 else f"{error}: {reason}"
-            return RunResult(
-                run_dir=self.run_dir or "", status="failed", task=task, metrics={}, epochs=0, steps=0,
-                samples_per_second=0.0, error=error, traceback=self.stderr_tail(),
-            )
-        return RunResult(
-            run_dir=self.run_dir or "", status=event.status, task=task, metrics=dict(event.metrics),
-            epochs=event.epochs, steps=event.step, samples_per_second=event.samples_per_second,
-            error=event.error, traceback=event.traceback,
+    def result(self, code: int) -> RunOutcome:
+        """The run's outcome: the one the child returned (from its Finished event) or, without one, how the child ended."""
+        if self.finished is not None:
+            return RunOutcome.from_finished(self.finished)
+        reason = self.error_message()
+        error = f"the training process ended with exit code {code} before finishing"
+        if reason:
+            error = reason if code in (EXIT_USAGE, EXIT_INTERRUPTED) else f"{error}: {reason}"
+        return RunOutcome.not_started(
+            task=self.task or self.request.task,
+            run_dir=self.run_dir or "",
+            status="cancelled" if code == EXIT_INTERRUPTED else "failed",
+            error=error,
+            usage_error=code == EXIT_USAGE,
+            traceback=self.stderr_tail(),
         )
 
     @property

@@ -1,8 +1,9 @@
 """The one training loop: every task runs through ``Trainer.fit``.
 
 Tasks supply data, a model and step functions; the loop owns devices,
-precision, accumulation, clipping, the optimizer and schedule, evaluation,
-out-of-memory recovery and the control flags.  It does not read the loss back
+precision, accumulation, clipping, the optimizer and schedule, the per-epoch
+evaluation (through ``Evaluator``, sharing the loop's DataLoaders), best
+checkpoints, early stopping, out-of-memory recovery and the control flags.  It does not read the loss back
 from the device at every step: losses accumulate on the device and are read
 every ``log_interval`` seconds; the events still carry their step.
 """
@@ -12,12 +13,12 @@ from __future__ import annotations
 import gc
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from trainlab.api import RunContext, RunFailed, Task
+from trainlab.engine.batches import batch_size_of, split_batch
 from trainlab.engine.callbacks import CallbackList, RunState
 from trainlab.engine.checkpoint import (
     load_model_weights,
@@ -25,11 +26,14 @@ from trainlab.engine.checkpoint import (
     restore_training_state,
     save_checkpoint,
 )
-from trainlab.engine.batches import split_batch
 from trainlab.engine.device import autocast
+from trainlab.engine.evaluation import Evaluator
+from trainlab.engine.loaders import SplitLoaders
+from trainlab.engine.position import LoopPosition
 from trainlab.engine.schedule import Segment, SegmentedSchedule
 from trainlab.events import EvalResult, Log, Progress, TrainStep
-from trainlab.metrics import classification_report
+
+__all__ = ["LoopPosition", "StopRun", "Trainer"]
 
 MAX_OOM_RETRIES = 3
 
@@ -43,40 +47,15 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, oom_type) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower())
 
 
-class _BatchList:
-    """A batch sampler whose batches are replaced before each pass."""
-
-    def __init__(self) -> None:
-        self.batches: list[list[int]] = []
-
-    def __iter__(self):
-        return iter(self.batches)
-
-    def __len__(self) -> int:
-        return len(self.batches)
-
-
-@dataclass
-class LoopPosition:
-    """Where the loop is, saved in every checkpoint (resume restarts here)."""
-
-    epoch: int = 1  # the epoch to run next (1-based)
-    batches_done: int = 0  # batches of that epoch already trained
-    step: int = 0
-    samples_seen: int = 0
-    micro_splits: int = 1
-    best_metric: float | None = None
-    best_step: int | None = None
-    best_epoch: int | None = None
-    bad_evals: int = 0
-    epochs_total: int = 0
-    segments: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 class Trainer:
+    """Trains ``model`` from ``position`` to the end of ``position.epochs_total``.
+
+    ``total_steps`` is the run plan's figure (from the task's own batch
+    order); the loop reports it and does not count again.  After ``fit``,
+    ``train_seconds`` is the time spent in training passes and
+    ``early_stopped`` says whether early stopping ended the run.
+    """
+
     def __init__(
         self,
         task: Task,
@@ -87,6 +66,7 @@ class Trainer:
         *,
         position: LoopPosition,
         segments: list[Segment],
+        total_steps: int,
     ):
         self.task = task
         self.model = model
@@ -95,6 +75,7 @@ class Trainer:
         self.callbacks = callbacks
         self.params = ctx.params
         self.position = position
+        self.total_steps = int(total_steps)
         self.control = state.control
         self.device = ctx.device
         self.batch_size = int(self.params["batch_size"])
@@ -105,11 +86,13 @@ class Trainer:
         use_scaler = ctx.precision == "fp16" and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=use_scaler)
         self.higher_is_better = self.params["monitor"] != "loss"
-        self.label_names = list(task.label_names)
         self._log_interval = float(self.params["log_interval"])
         self._nonfinite_reads = 0
-        self._train_seconds = 0.0
-        self._loaders: dict[str, tuple[Any, _BatchList]] = {}
+        self.train_seconds = 0.0  # in training passes this session (data, forward, backward, step, callbacks)
+        self.early_stopped = False
+        self.start_step = position.step
+        self.loaders = SplitLoaders(task, ctx)
+        self.evaluator = Evaluator(task, model, ctx, loaders=self.loaders)
 
     # -- setup ---------------------------------------------------------------
     def _make_optimizer(self) -> torch.optim.Optimizer:
@@ -123,38 +106,12 @@ class Trainer:
         return torch.optim.AdamW(groups, lr=lr, **kwargs)
 
     def loader(self, split: str, batches: list[list[int]], epoch: int) -> torch.utils.data.DataLoader:
-        """The split's DataLoader, made once per run and fed this pass's batches.
-
-        Reusing it keeps ``persistent_workers`` alive across epochs (spawned
-        workers re-import torch otherwise).  Its generator is re-seeded per
-        epoch: creating the iterator must not draw from the global RNG, or a
-        resume in mid-epoch would diverge.
-        """
-        entry = self._loaders.get(split)
-        if entry is None:
-            options = dict(self.task.loader_options(split, self.ctx))
-            if options.get("num_workers", 0) > 0 and self.ctx.multiprocessing_context and "multiprocessing_context" not in options:
-                options["multiprocessing_context"] = self.ctx.multiprocessing_context
-            if options.get("num_workers", 0) == 0:
-                options.pop("persistent_workers", None)
-                options.pop("prefetch_factor", None)
-            sampler = _BatchList()
-            loader = torch.utils.data.DataLoader(
-                self.task.dataset(split),
-                batch_sampler=sampler,
-                collate_fn=self.task.collate,
-                generator=torch.Generator(),
-                **options,
-            )
-            entry = self._loaders[split] = (loader, sampler)
-        loader, sampler = entry
-        sampler.batches = batches
-        loader.generator.manual_seed(int(self.params["seed"]) * 7919 + epoch)
-        return loader
+        """The split's DataLoader, fed this pass's batches (see ``SplitLoaders.loader``)."""
+        return self.loaders.loader(split, batches, epoch)
 
     def close(self) -> None:
         """Shut loader workers down (persistent ones live until their loader goes)."""
-        self._loaders.clear()
+        self.loaders.close()
 
     def restore(self, checkpoint_path) -> None:
         tensors, plain = read_checkpoint(checkpoint_path)
@@ -189,9 +146,8 @@ class Trainer:
     def fit(self) -> None:
         pos = self.position
         state = self.state
-        train_n = len(self.task.dataset("train"))
-        batches_per_epoch = math.ceil(train_n / self.batch_size)
-        state.total_steps = self._steps_per_epoch(batches_per_epoch) * pos.epochs_total
+        self.start_step = pos.step
+        state.total_steps = self.total_steps
         state.epochs = pos.epochs_total
         checkpoint_every = int(self.params["checkpoint_every_steps"])
         while pos.epoch <= pos.epochs_total:
@@ -211,9 +167,6 @@ class Trainer:
             self.save("last")
             if self.control.stop_requested:
                 break
-
-    def _steps_per_epoch(self, batches: int) -> int:
-        return math.ceil(batches / self.grad_accum)
 
     def _train_epoch(self, epoch: int, order: list[list[int]], remaining: list[list[int]], checkpoint_every: int) -> None:
         pos, state = self.position, self.state
@@ -246,7 +199,7 @@ class Trainer:
             now = time.perf_counter()
             if now - last_read >= self._log_interval or last_of_epoch or self.control.stop_requested or self.control.paused:
                 self._report(loss_sum, window_samples, window_steps, now - window_start, epoch)
-                self._train_seconds += now - window_start
+                self.train_seconds += now - window_start
                 loss_sum = torch.zeros((), device=self.device)
                 window_samples = window_steps = 0
                 window_start = last_read = time.perf_counter()
@@ -299,8 +252,6 @@ class Trainer:
         pieces = []
         for batch in group:
             pieces.extend(split_batch(batch, splits) if splits > 1 else [batch])
-        from trainlab.engine.batches import batch_size_of
-
         sizes = [batch_size_of(p) for p in pieces]
         total = sum(sizes) or 1
         loss_total = torch.zeros((), device=self.device)
@@ -332,16 +283,16 @@ class Trainer:
         pos = self.position
         lr = float(self.optimizer.param_groups[0]["lr"])
         self.state.emit(TrainStep(step=pos.step, epoch=epoch, loss=loss, lr=lr, steps=steps, samples_per_second=rate))
-        train_total = self._train_seconds + seconds
-        done_this_session = pos.step - self.state.extra.get("start_step", 0)
+        train_total = self.train_seconds + seconds
+        done_this_session = pos.step - self.start_step
         eta = None
         if done_this_session > 0 and train_total > 0:
-            eta = (self.state.total_steps - pos.step) * train_total / done_this_session
+            eta = (self.total_steps - pos.step) * train_total / done_this_session
         self.state.emit(
             Progress(
                 step=pos.step,
                 epoch=epoch,
-                total_steps=self.state.total_steps,
+                total_steps=self.total_steps,
                 epochs=pos.epochs_total,
                 samples=pos.samples_seen,
                 samples_per_second=rate,
@@ -362,7 +313,7 @@ class Trainer:
     def _pause(self) -> None:
         pos = self.position
         self.save("last")
-        self.state.emit(Progress(step=pos.step, epoch=pos.epoch, total_steps=self.state.total_steps, epochs=pos.epochs_total, samples=pos.samples_seen, phase="paused"))
+        self.state.emit(Progress(step=pos.step, epoch=pos.epoch, total_steps=self.total_steps, epochs=pos.epochs_total, samples=pos.samples_seen, phase="paused"))
         self.callbacks_log("paused")
         while not self.control.wait_while_paused(0.5):
             pass
@@ -371,31 +322,8 @@ class Trainer:
 
     # -- evaluation --------------------------------------------------------------
     def evaluate(self, split: str) -> dict[str, Any]:
-        task, ctx = self.task, self.ctx
-        self.model.eval()
-        order = task.batch_order(split, 0, self.batch_size, int(self.params["seed"]))
-        loss_sum = torch.zeros((), device=self.device)
-        probs, targets, keys = [], [], []
-        with torch.inference_mode():
-            for batch in self.loader(split, order, 0):
-                batch = task.to_device(batch, ctx)
-                with autocast(self.device, ctx.precision):
-                    out = task.eval_step(self.model, batch, ctx)
-                loss_sum += out.loss_sum.float()
-                probs.append(out.logits.float().softmax(-1).cpu())
-                targets.append(out.targets.cpu())
-                if out.keys is not None:
-                    keys.extend(out.keys)
-        self.model.train()
-        n = sum(len(t) for t in targets)
-        if n == 0:
-            return classification_report(torch.zeros(0, len(self.label_names)).numpy(), torch.zeros(0).numpy(), self.label_names, loss=0.0)
-        probs_np = torch.cat(probs).numpy()
-        targets_np = torch.cat(targets).numpy()
-        examples = task.describe_examples(split, keys) if keys else None
-        return classification_report(
-            probs_np, targets_np, self.label_names, loss=float(loss_sum.item()) / n, examples=examples, keys=keys or None
-        )
+        """The model's report on ``split`` (see ``Evaluator.evaluate``)."""
+        return self.evaluator.evaluate(split)
 
     def _evaluate_epoch(self, epoch: int) -> None:
         pos, state = self.position, self.state
@@ -430,7 +358,7 @@ class Trainer:
         self.callbacks.call("on_eval_end", state, result)
         patience = int(self.params["early_stopping_patience"])
         if patience and pos.bad_evals >= patience and not self.control.stop_requested:
-            state.extra["early_stopped"] = True
+            self.early_stopped = True
             self.callbacks_log(f"early stopping: no improvement of {monitor} in {patience} evaluation(s)")
             self.control.request_stop("early stopping")
 

@@ -4,7 +4,8 @@ Protocol: the parent writes the RunRequest as one JSON line on stdin, then
 control lines (``pause``, ``resume``, ``stop``).  The child writes events as
 JSON lines on stdout (the original fd 1; anything else that prints goes to
 stderr).  End of stdin means the parent is gone: the run stops and keeps its
-checkpoint.  Exit codes are the CLI's: 0, 1, 2, 130.
+checkpoint.  Exit codes are the CLI's (``RunOutcome.exit_code``): 0, 1, 2, 130;
+the last event, ``Finished``, carries the whole outcome.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ def main() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
-    from trainlab.api import RunFailed, UsageError
+    from trainlab.api import RunFailed, StopRequested, UsageError
     from trainlab.engine.callbacks import Callback, RunControl
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.execute import execute
+    from trainlab.engine.outcome import EXIT_INTERRUPTED
+    from trainlab.engine.plan import RunRequest, plan_run
     from trainlab.logs import setup_logging
 
     setup_logging(console=False)
@@ -61,8 +64,13 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: control.request_stop("terminated"))
     if hasattr(signal, "SIGINT"):
         signal.signal(signal.SIGINT, lambda *_: control.request_stop("interrupted"))
+    forward = Forward()
     try:
-        result = run_training(request, callbacks=[Forward()], control=control, mp_context="spawn")
+        plan = plan_run(request, log=forward.on_event, mp_context="spawn", should_stop=lambda: control.stop_requested)
+        outcome = execute(plan, callbacks=[forward], control=control)
+    except StopRequested as exc:  # stopped while preparing: no run began
+        print(f"trainlab: error: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except UsageError as exc:
         print(f"trainlab: error: {exc}", file=sys.stderr)
         return 2
@@ -75,7 +83,7 @@ def main() -> int:
                 events_out.flush()
             except OSError:
                 pass
-    return result.exit_code
+    return outcome.exit_code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,123 @@
+"""Evaluation: a model scored on one split, with no optimizer or schedule.
+
+``Evaluator`` is what the training loop runs after each epoch and at the end,
+and what ``evaluate_run`` (``trainlab eval``) runs on a finished run.  It is
+the one place that turns a task's evaluation batches into a report, so it is
+where task-owned evaluation plugs in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from trainlab.api import RunContext, Task, UsageError
+from trainlab.engine.loaders import SplitLoaders
+from trainlab.fileio import atomic_write_json
+from trainlab.runs import RunDir
+
+
+class Evaluator:
+    """Scores ``model`` on a split of ``task``'s prepared data.
+
+    ``loaders`` shares the training loop's DataLoaders (and their persistent
+    workers); without it the evaluator makes its own and ``close`` ends them.
+    """
+
+    def __init__(self, task: Task, model: Any, ctx: RunContext, *, loaders: SplitLoaders | None = None):
+        self.task = task
+        self.model = model
+        self.ctx = ctx
+        self.batch_size = int(ctx.params["batch_size"])
+        self.seed = int(ctx.params["seed"])
+        self._owns_loaders = loaders is None
+        self.loaders = loaders if loaders is not None else SplitLoaders(task, ctx)
+
+    def evaluate(self, split: str) -> dict[str, Any]:
+        """The classification report of ``split`` (loss, accuracy, per class, confusion, misclassified)."""
+        import torch
+
+        from trainlab.engine.device import autocast
+        from trainlab.metrics import classification_report
+
+        task, ctx, model = self.task, self.ctx, self.model
+        device = ctx.device
+        label_names = list(task.label_names)
+        was_training = model.training
+        model.eval()
+        order = task.batch_order(split, 0, self.batch_size, self.seed)
+        loss_sum = torch.zeros((), device=device)
+        probs, targets, keys = [], [], []
+        try:
+            with torch.inference_mode():
+                for batch in self.loaders.loader(split, order, 0):
+                    batch = task.to_device(batch, ctx)
+                    with autocast(device, ctx.precision):
+                        out = task.eval_step(model, batch, ctx)
+                    loss_sum += out.loss_sum.float()
+                    probs.append(out.logits.float().softmax(-1).cpu())
+                    targets.append(out.targets.cpu())
+                    if out.keys is not None:
+                        keys.extend(out.keys)
+        finally:
+            model.train(was_training)
+        n = sum(len(t) for t in targets)
+        if n == 0:
+            return classification_report(torch.zeros(0, len(label_names)).numpy(), torch.zeros(0).numpy(), label_names, loss=0.0)
+        probs_np = torch.cat(probs).numpy()
+        targets_np = torch.cat(targets).numpy()
+        examples = task.describe_examples(split, keys) if keys else None
+        return classification_report(
+            probs_np, targets_np, label_names, loss=float(loss_sum.item()) / n, examples=examples, keys=keys or None
+        )
+
+    def close(self) -> None:
+        if self._owns_loaders:
+            self.loaders.close()
+
+
+def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto") -> dict[str, Any]:
+    """Evaluate a trained run; the report is written beside (never over) eval.json."""
+    from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
+    from trainlab.engine.context import trained_task
+
+    rd = RunDir(run_dir)
+    record, task, ctx = trained_task(rd, device)
+    data_path = data or record["data"]["path"]
+    if not Path(data_path).exists():
+        raise UsageError(f"--data {data_path}: no such file or folder")
+    ctx.purpose = "evaluate"
+    own = Path(record["data"]["path"]).expanduser().resolve()
+    ctx.whole_data = Path(data_path).expanduser().resolve() != own
+    task.prepare(str(data_path), ctx, label_names=record["label_names"])
+    split = "val"
+    if data and "val" not in task.splits():
+        split = "train"
+    elif data is None and "val" not in task.splits():
+        raise UsageError(f"{rd.path}: its data has no validation split to evaluate on; give --data")
+    params = ctx.params
+    checkpoint = rd.best_checkpoint if params["final_weights"] == "best" and rd.best_checkpoint.exists() else rd.last_checkpoint
+    if checkpoint.exists():
+        model = task.prepare_model(task.build_model(ctx), ctx)
+        tensors, plain = read_checkpoint(checkpoint)
+        load_model_weights(model, tensors, plain)
+    else:
+        model = task.prepare_model(task.load_trained_model(rd.model_dir, ctx), ctx)
+    evaluator = Evaluator(task, model, ctx)
+    try:
+        report = evaluator.evaluate(split)
+    finally:
+        evaluator.close()
+    report["split"] = split
+    report["data"] = str(Path(data_path).resolve())
+    report["weights"] = checkpoint.stem if checkpoint.exists() else "model"
+    name = f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    out = rd.path / name
+    counter = 1
+    while out.exists():
+        counter += 1
+        out = rd.path / f"{name[:-5]}-{counter}.json"
+    atomic_write_json(out, report)
+    report["written"] = str(out)
+    return report

@@ -1,0 +1,73 @@
+"""The DataLoaders of a run's splits, made once and fed each pass's batches.
+
+Training and evaluation share one ``SplitLoaders``: the training loop asks it
+for the train split each epoch, the evaluator for val and test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainlab.api import RunContext, Task
+
+
+class _BatchList:
+    """A batch sampler whose batches are replaced before each pass."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[int]] = []
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+class SplitLoaders:
+    """One DataLoader per split, for as long as the run (or evaluation) lasts."""
+
+    def __init__(self, task: Task, ctx: RunContext):
+        self.task = task
+        self.ctx = ctx
+        self.seed = int(ctx.params["seed"])
+        self._loaders: dict[str, tuple[Any, _BatchList]] = {}
+
+    def loader(self, split: str, batches: list[list[int]], epoch: int):
+        """The split's DataLoader, made once per run and fed this pass's batches.
+
+        Reusing it keeps ``persistent_workers`` alive across epochs (spawned
+        workers re-import torch otherwise).  Its generator is re-seeded per
+        epoch: creating the iterator must not draw from the global RNG, or a
+        resume in mid-epoch would diverge.
+        """
+        entry = self._loaders.get(split)
+        if entry is None:
+            entry = self._loaders[split] = self._make(split)
+        loader, sampler = entry
+        sampler.batches = batches
+        loader.generator.manual_seed(self.seed * 7919 + epoch)
+        return loader
+
+    def _make(self, split: str) -> tuple[Any, _BatchList]:
+        import torch
+
+        options = dict(self.task.loader_options(split, self.ctx))
+        if options.get("num_workers", 0) > 0 and self.ctx.multiprocessing_context and "multiprocessing_context" not in options:
+            options["multiprocessing_context"] = self.ctx.multiprocessing_context
+        if options.get("num_workers", 0) == 0:
+            options.pop("persistent_workers", None)
+            options.pop("prefetch_factor", None)
+        sampler = _BatchList()
+        loader = torch.utils.data.DataLoader(
+            self.task.dataset(split),
+            batch_sampler=sampler,
+            collate_fn=self.task.collate,
+            generator=torch.Generator(),
+            **options,
+        )
+        return loader, sampler
+
+    def close(self) -> None:
+        """Shut loader workers down (persistent ones live until their loader goes)."""
+        self._loaders.clear()

@@ -1,0 +1,276 @@
+"""Planning a run: everything decided before anything is written.
+
+``plan_run`` resolves the parameters once (the contract's precedence), checks
+the request, instantiates and prepares the task (or takes over a
+``PreparedTask``), and computes the run folder, the initial record, the
+schedule and the total number of steps, from the task's own batch order.  It
+creates no folder and writes no file: ``execute`` does, and a dry run is a
+plan that is only described (``RunPlan.to_json``).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from trainlab import paths
+from trainlab.api import DataSummary, RunContext, Task, UsageError
+from trainlab.engine.context import RandomState, make_context
+from trainlab.engine.position import LoopPosition
+from trainlab.engine.prepare import PreparedTask, prepare, resolved_path
+from trainlab.engine.records import data_fingerprint
+from trainlab.engine.schedule import Segment, make_segment
+from trainlab.events import Log
+from trainlab.params import ENGINE_PARAMS, resolve
+from trainlab.pluginhost import registry
+from trainlab.runs import RUN_SCHEMA_VERSION, RunDir, new_run_id
+
+
+@dataclass
+class RunRequest:
+    task: str = ""
+    data: str = ""
+    params: dict[str, Any] = field(default_factory=dict)  # explicit --set / flags
+    out: str | None = None
+    resume: str | None = None
+    remembered: dict[str, Any] = field(default_factory=dict)
+    more_epochs: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RunPlan:
+    """A run ready to execute: resolved, prepared and counted, nothing written yet.
+
+    A plan is executed once (the run takes its task over).  ``early_events``
+    are the log lines said while planning; ``execute`` writes them to
+    metrics.jsonl once the folder exists.
+    """
+
+    request: RunRequest
+    task_id: str
+    plugin: dict[str, Any]
+    params: dict[str, Any]
+    task: Task
+    ctx: RunContext
+    summary: DataSummary
+    data: str  # absolute path
+    fingerprint: dict[str, Any]
+    run_dir: RunDir
+    record: dict[str, Any]  # run.json as the run starts (a resumed run's own, with its new segment)
+    resumed: bool
+    position: LoopPosition  # where the loop starts
+    segments: list[Segment]
+    steps_per_epoch: int
+    total_steps: int
+    random_state: RandomState | None = field(default=None, repr=False)
+    early_events: list[Log] = field(default_factory=list)
+    reused_preparation: bool = False
+    mp_context: str | None = None
+
+    @property
+    def epochs(self) -> int:
+        return self.position.epochs_total
+
+    def to_json(self) -> dict[str, Any]:
+        """What the run will be, as plain values (``train --dry-run``)."""
+        return {
+            "task": self.task_id,
+            "plugin": dict(self.plugin),
+            "run_dir": str(self.run_dir.path),
+            "resumed": self.resumed,
+            "parameters": copy.deepcopy(self.params),
+            "data": {"path": self.data, "fingerprint": dict(self.fingerprint)},
+            "label_names": list(self.task.label_names),
+            "data_summary": self.summary.to_json(),
+            "device": str(self.ctx.device),
+            "precision": self.ctx.precision,
+            "steps_per_epoch": self.steps_per_epoch,
+            "total_steps": self.total_steps,
+            "epochs": self.epochs,
+            "start_step": self.position.step,
+            "effective_batch": int(self.params["batch_size"]) * int(self.params["grad_accum"]),
+            "reused_preparation": self.reused_preparation,
+        }
+
+
+def plan_run(
+    request: RunRequest,
+    *,
+    prepared: PreparedTask | None = None,
+    log: Callable[[Log], None] | None = None,
+    mp_context: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> RunPlan:
+    """Resolve, check and prepare ``request``; UsageError for bad input.
+
+    ``prepared`` (from ``prepare_task``) is taken over when it still fits the
+    request, else the task is prepared again.  ``log`` sees each log line as
+    it is said (the task's data summary, warnings).  ``should_stop`` is what
+    a long preparation asks (``RunContext.should_stop``); it raises
+    ``StopRequested`` when that says yes.
+    """
+    early: list[Log] = []
+
+    def say(message: str, level: str = "info") -> None:
+        event = Log(level=level, message=str(message))
+        early.append(event)
+        if log is not None:
+            log(event)
+
+    prior_dir, prior = _resume_target(request)
+    task_id = prior["task"] if prior else request.task
+    if not task_id:
+        raise UsageError("which task? give TASK (see `trainlab tasks`)")
+    data = request.data or (prior["data"]["path"] if prior else "")
+    if not data:
+        raise UsageError("--data PATH is required")
+    entry = registry().task(task_id)
+    if prior:
+        explicit = dict(prior["parameters"])
+        # a resumed run keeps its parameters, but may move to another device
+        for key in ("device", "precision"):
+            if key in request.params:
+                explicit[key] = request.params[key]
+        params = resolve(entry.spec, ENGINE_PARAMS, {}, explicit)
+    else:
+        params = resolve(entry.spec, ENGINE_PARAMS, request.remembered, request.params)
+    if not Path(data).exists():
+        raise UsageError(f"--data {data}: no such file or folder")
+    if 0 < float(params.get("telemetry_every", 0)) < 0.5:
+        raise UsageError("bad value for parameter telemetry_every: must be 0 (off) or at least 0.5 seconds")
+
+    ctx = make_context(params, None, say, mp_context)
+    ctx.purpose = "resume" if prior else "train"
+    if should_stop is not None:
+        ctx.should_stop = should_stop
+    label_names = prior["label_names"] if prior else None
+    reused = False
+    if prepared is not None:
+        fingerprint = data_fingerprint(str(data))
+        why = prepared.mismatch(
+            task_id=task_id, data=str(data), fingerprint=fingerprint, params=params, purpose=ctx.purpose, label_names=label_names
+        )
+        reused = not why
+        if reused:
+            early.extend(prepared.logs)
+            say(f"using the data check's preparation of {prepared.data}", "debug")
+        else:
+            say(f"preparing the data again: {why}", "debug")
+    if not reused:
+        prepared = prepare(task_id, str(data), params, ctx, label_names=label_names)
+    assert prepared is not None
+    prepared.take()
+    task, summary, fingerprint = prepared.task, prepared.summary, prepared.fingerprint
+    for warning in summary.warnings:
+        say(warning, "warning")
+
+    if prior_dir is not None:
+        run_dir = prior_dir
+        record = copy.deepcopy(prior)
+        if record.get("data", {}).get("fingerprint", {}).get("sha256") not in (None, fingerprint["sha256"]):
+            say(f"the data at {data} changed since the run started; continuing on the new contents", "warning")
+    else:
+        run_id = new_run_id(task_id)
+        run_dir = RunDir(request.out) if request.out else RunDir(paths.runs_dir() / run_id)
+        if run_dir.exists():
+            raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
+        record = {
+            "schema_version": RUN_SCHEMA_VERSION,
+            "id": run_id,
+            "name": "",
+            "task": task_id,
+            "plugin": {"name": entry.plugin.name, "version": entry.plugin.version, "distribution": entry.plugin.distribution},
+            "parameters": params,
+            "data": {"path": resolved_path(str(data)), "fingerprint": fingerprint},
+            "label_names": list(task.label_names),
+            "data_summary": summary.to_json(),
+            "status": "running",
+            "error": "",
+            "timings": {},
+            "environment": {},
+            "world_size": 1,
+        }
+
+    # Counted once, from the batches the task will actually give the loop.
+    batches = len(task.batch_order("train", 1, int(params["batch_size"]), int(params["seed"])))
+    steps_per_epoch = -(-batches // int(params["grad_accum"]))
+    if prior_dir is not None:
+        position, segments = _resume_position(prior_dir, steps_per_epoch, request.more_epochs, params)
+        if request.more_epochs:
+            record.setdefault("segments", []).append(segments[-1].to_json())
+    else:
+        segments = [make_segment(0, steps_per_epoch * int(params["epochs"]), params["schedule"], float(params["warmup_ratio"]))]
+        position = LoopPosition(epochs_total=int(params["epochs"]))
+        record["segments"] = [s.to_json() for s in segments]
+    position.segments = [s.to_json() for s in segments]
+    return RunPlan(
+        request=request,
+        task_id=task_id,
+        plugin=dict(record.get("plugin") or {}),
+        params=params,
+        task=task,
+        ctx=ctx,
+        summary=summary,
+        data=resolved_path(str(data)),
+        fingerprint=fingerprint,
+        run_dir=run_dir,
+        record=record,
+        resumed=prior is not None,
+        position=position,
+        segments=segments,
+        steps_per_epoch=steps_per_epoch,
+        total_steps=steps_per_epoch * position.epochs_total,
+        random_state=prepared.random_state,
+        early_events=early,
+        reused_preparation=reused,
+        mp_context=mp_context,
+    )
+
+
+def _resume_target(request: RunRequest) -> tuple[RunDir | None, dict[str, Any] | None]:
+    """The run folder and record a resume continues; UsageError when it cannot be resumed."""
+    if not request.resume:
+        return None, None
+    prior_dir = RunDir(request.resume)
+    prior = prior_dir.read()
+    if request.task and request.task != prior["task"]:
+        raise UsageError(f"--resume {prior_dir.path}: that run is {prior['task']}, not {request.task}")
+    if prior.get("status") == "completed" and not request.more_epochs:
+        raise UsageError(f"--resume {prior_dir.path}: the run is already completed; use --more-epochs N to train further")
+    if prior.get("status") == "running" and _alive_elsewhere(prior):
+        raise UsageError(f"--resume {prior_dir.path}: the run is still running in process {prior.get('pid')}")
+    if not prior_dir.last_checkpoint.exists():
+        raise UsageError(f"--resume {prior_dir.path}: no checkpoint to resume from ({prior_dir.last_checkpoint} is missing)")
+    return prior_dir, prior
+
+
+def _resume_position(prior_dir: RunDir, steps_per_epoch: int, more_epochs: int, params: dict[str, Any]):
+    """(position, segments) saved in the last checkpoint, plus a segment for ``more_epochs``."""
+    from trainlab.engine.checkpoint import read_checkpoint
+
+    _, plain = read_checkpoint(prior_dir.last_checkpoint)
+    position = LoopPosition(**plain["meta"]["position"])
+    segments = [Segment(**s) for s in position.segments]
+    if more_epochs:
+        segments.append(make_segment(position.step, steps_per_epoch * more_epochs, params["schedule"], float(params["warmup_ratio"])))
+        position.epochs_total += more_epochs
+    return position, segments
+
+
+def _alive_elsewhere(record: dict[str, Any]) -> bool:
+    pid = record.get("pid")
+    if not pid or pid == os.getpid() or record.get("environment", {}).get("hostname") != socket.gethostname():
+        return False
+    try:
+        import psutil
+
+        return psutil.pid_exists(int(pid))
+    except Exception:  # noqa: BLE001
+        return False
