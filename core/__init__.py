@@ -39,7 +39,17 @@ for _key, _value in _OFFLINE_ENV.items():
 _API = {
     # Declaring a task: descriptors, the runtime base classes, errors.
     "PLUGIN_API_VERSION": "trainlab.api",
-    "ClassificationTask": "trainlab.api",
+    "ClassificationTask": "trainlab.families",
+    "MultiLabelTask": "trainlab.families",
+    "RegressionTask": "trainlab.families",
+    "MetricAccumulator": "trainlab.families",
+    "Metric": "trainlab.api",
+    "InputSpec": "trainlab.api",
+    # What a trained model says about one input, one type per family.
+    "Prediction": "trainlab.predictions",
+    "LabelScores": "trainlab.predictions",
+    "LabelSet": "trainlab.predictions",
+    "Number": "trainlab.predictions",
     "DataError": "trainlab.api",
     "DataSummary": "trainlab.api",
     "EvalBatch": "trainlab.api",

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 import pluggy
 
 from trainlab import hookspecs
-from trainlab.api import PLUGIN_API_VERSION, Preset, TaskSpec, UsageError
+from trainlab.api import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS, Preset, TaskSpec, UsageError
 from trainlab.params import ENGINE_PARAMS
 
 GROUP = "trainlab.plugins"
@@ -179,17 +179,26 @@ class PluginRegistry:
         except ValueError:
             self._fail(record, f"trainlab_api_version() returned {version_text!r}, expected 'MAJOR.MINOR'")
             return record
-        if major != PLUGIN_API_VERSION[0]:
+        current = f"{PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}"
+        if major in SUPPORTED_OLDER_MAJORS:
+            # Plugin API 1 tasks are single-label classification with logits and
+            # (label, probability) predictions: the 2.0 defaults mean exactly
+            # that, so they run as they are (docs/plugins.md "Versions").
+            record.warnings.append(
+                f"built for plugin API {major}.{minor}; runs through the plugin API {major} adapter of this "
+                f"TrainLab ({current}) as single-label classification: see docs/plugins.md (Versions) to move to {PLUGIN_API_VERSION[0]}.0"
+            )
+        elif major != PLUGIN_API_VERSION[0]:
             record.status = "incompatible"
+            supported = ", ".join(f"{m}.x" for m in (PLUGIN_API_VERSION[0], *SUPPORTED_OLDER_MAJORS))
             record.message = (
-                f"built for plugin API {major}.x; this TrainLab provides "
-                f"{PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}"
+                f"built for plugin API {major}.x; this TrainLab provides {current} and loads plugins for {supported}: "
+                "rebuild the plugin for a supported version (docs/plugins.md, Versions)"
             )
             return record
-        if minor > PLUGIN_API_VERSION[1]:
+        elif minor > PLUGIN_API_VERSION[1]:
             record.warnings.append(
-                f"built for plugin API {major}.{minor}, newer than this TrainLab's "
-                f"{PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}; some features may not work"
+                f"built for plugin API {major}.{minor}, newer than this TrainLab's {current}; some features may not work"
             )
         try:
             self.pm.register(module, name=name)

@@ -127,7 +127,7 @@ def test_json_mode_keeps_stray_prints_off_stdout(cli, toy_csv, tmp_path, monkeyp
     # a plugin that prints to stdout at discovery must not corrupt --json
     (tmp_path / "noisy_plugin.py").write_text(
         "import trainlab\nprint('hello from a noisy plugin')\n"
-        "@trainlab.hookimpl\ndef trainlab_api_version():\n    return '1.0'\n"
+        "@trainlab.hookimpl\ndef trainlab_api_version():\n    return '2.0'\n"
     )
     info = tmp_path / "noisy-1.0.dist-info"
     info.mkdir()

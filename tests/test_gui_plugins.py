@@ -17,7 +17,7 @@ from trainlab import hookimpl, TaskSpec
 
 @hookimpl
 def trainlab_api_version():
-    return "1.0"
+    return "2.0"
 
 @hookimpl
 def trainlab_tasks():
@@ -29,7 +29,7 @@ from trainlab import hookimpl
 
 @hookimpl
 def trainlab_api_version():
-    return "1.0"
+    return "2.0"
 
 def _explode():
     raise RuntimeError("the toy plugin is broken on purpose")

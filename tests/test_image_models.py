@@ -118,7 +118,7 @@ def test_the_plugin_module_imports_no_torch_torchvision_or_pil():
 
     code = (
         "import sys, trainlab.plugins.image as p\n"
-        "assert p.trainlab_api_version() == '1.0' and p.trainlab_tasks()[0].id == 'image-classification'\n"
+        "assert p.trainlab_api_version() == '2.0' and p.trainlab_tasks()[0].id == 'image-classification'\n"
         "heavy = [m for m in ('torch', 'torchvision', 'PIL', 'numpy') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

@@ -68,7 +68,7 @@ def test_every_failure_names_its_plugin_in_the_cli(cli):
 def test_newer_minor_loads_with_a_warning(tmp_path, monkeypatch):
     (tmp_path / "newer_plugin.py").write_text(
         "import trainlab\n"
-        "@trainlab.hookimpl\ndef trainlab_api_version():\n    return '1.7'\n"
+        "@trainlab.hookimpl\ndef trainlab_api_version():\n    return '2.7'\n"
         "@trainlab.hookimpl\ndef trainlab_tasks():\n"
         "    return [trainlab.TaskSpec(id='newer-task', title='Newer', factory='newer_plugin:X')]\n"
     )
@@ -79,7 +79,7 @@ def test_newer_minor_loads_with_a_warning(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     plugins = by_name(PluginRegistry.discover())
     assert plugins["newer"].status == "ok"
-    assert any("1.7" in w for w in plugins["newer"].warnings)
+    assert any("2.7" in w for w in plugins["newer"].warnings)
 
 
 def test_safe_mode_keeps_only_builtins(all_fixture_plugins, monkeypatch):
@@ -144,7 +144,7 @@ def test_plugin_run_callbacks_are_isolated(tmp_path, monkeypatch, toy_plugin, to
         "    def on_epoch_end(self, state):\n        SEEN.append(state.epoch)\n"
         "class Broken(Callback):\n"
         "    def on_step_end(self, state):\n        raise RuntimeError('callback bug')\n"
-        "@trainlab.hookimpl\ndef trainlab_api_version():\n    return '1.0'\n"
+        "@trainlab.hookimpl\ndef trainlab_api_version():\n    return '2.0'\n"
         "@trainlab.hookimpl\ndef trainlab_run_callbacks(task_id, params):\n    return [Counter(), Broken()]\n"
     )
     info = tmp_path / "cbp-1.0.dist-info"
@@ -174,3 +174,25 @@ def test_plugin_run_callbacks_are_isolated(tmp_path, monkeypatch, toy_plugin, to
 
     assert cb_plugin.SEEN == [1, 2]
     assert any("callback bug" in m and "disabled" in m for m in logs)
+
+
+def test_a_plugin_api_1_plugin_loads_through_the_adapter(tmp_path, monkeypatch):
+    """Plugin API 1 tasks keep working (single-label classification), with a warning that says so."""
+    (tmp_path / "legacy_plugin.py").write_text(
+        "import trainlab\n"
+        "@trainlab.hookimpl\ndef trainlab_api_version():\n    return '1.0'\n"
+        "@trainlab.hookimpl\ndef trainlab_tasks():\n"
+        "    return [trainlab.TaskSpec(id='legacy-task', title='Legacy', factory='legacy_plugin:X')]\n"
+    )
+    info = tmp_path / "legacy-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: legacy\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[trainlab.plugins]\nlegacy = legacy_plugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = PluginRegistry.discover()
+    plugins = by_name(registry)
+    assert plugins["legacy"].status == "ok"
+    assert any("adapter" in w and "1.0" in w for w in plugins["legacy"].warnings)
+    spec = registry.task("legacy-task").spec
+    assert spec.family == "classification"
+    assert [m.name for m in spec.metric_specs()] == ["accuracy", "macro_f1"] and spec.default_monitor() == "accuracy"

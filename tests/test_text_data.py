@@ -205,4 +205,4 @@ def test_discovery_and_data_reading_do_not_import_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["text-classification", "1.0", "False", "False"]
+    assert out.stdout.split() == ["text-classification", "2.0", "False", "False"]

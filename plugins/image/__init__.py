@@ -174,7 +174,7 @@ SPEC = TaskSpec(
 
 @hookimpl
 def trainlab_api_version() -> str:
-    return "1.0"
+    return "2.0"
 
 
 @hookimpl

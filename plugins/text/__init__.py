@@ -114,7 +114,7 @@ TEXT_CLASSIFICATION = TaskSpec(
 
 @hookimpl
 def trainlab_api_version() -> str:
-    return "1.0"
+    return "2.0"
 
 
 @hookimpl
