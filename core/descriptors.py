@@ -383,6 +383,10 @@ class TaskSpec:
                 problems.append(f"task {self.id!r}: parameter {param.name!r} is declared twice")
             names.append(param.name)
         schema = {p.name: p for p in (*engine_params, *self.params)}
+        if "monitor" in schema and not problems:
+            import dataclasses
+
+            schema["monitor"] = dataclasses.replace(schema["monitor"], choices=self.monitor_choices(), default=self.default_monitor())
         for key, value in dict(self.defaults).items():
             problems += _check_override(self.id, "defaults", schema, key, value)
         if not all(isinstance(p, Preset) for p in self.presets):

@@ -64,12 +64,49 @@ class TrainStep(Event):
 
 @dataclass(frozen=True)
 class EvalResult(Event):
+    """One evaluation of a split: its loss and the task's declared metrics.
+
+    In a JSON line the metrics are top-level keys beside ``loss``, as plugin
+    API 1 wrote ``accuracy`` and ``macro_f1``, so files of every version
+    read alike; a key no field names is read back into ``metrics``.
+    ``monitor`` names the metric that ``best`` is about.  ``accuracy`` and
+    ``macro_f1`` are the API 1 spellings of two classification metrics: given
+    either way, each is also in ``metrics``.
+    """
+
     kind: ClassVar[str] = "eval"
     split: str = "val"
     loss: float = 0.0
-    accuracy: float = 0.0
-    macro_f1: float = 0.0
+    metrics: Mapping[str, Any] = field(default_factory=dict)
     best: bool = False
+    monitor: str = ""
+    accuracy: float | None = None
+    macro_f1: float | None = None
+
+    def __post_init__(self) -> None:
+        metrics = dict(self.metrics)
+        for name in ("accuracy", "macro_f1"):
+            value = getattr(self, name)
+            if value is not None:
+                metrics.setdefault(name, value)
+            elif name in metrics:
+                object.__setattr__(self, name, metrics[name])
+        object.__setattr__(self, "metrics", metrics)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"event": self.kind}
+        for name in ("time", "step", "epoch", "split", "loss", "best", "monitor"):
+            data[name] = _finite(getattr(self, name))
+        if not self.monitor:
+            del data["monitor"]
+        for name, value in self.metrics.items():
+            if name not in data:
+                data[name] = _finite(value)
+        return data
+
+    def value(self, name: str) -> Any:
+        """``loss`` or a metric's value (None when this evaluation lacks it)."""
+        return self.loss if name == "loss" else self.metrics.get(name)
 
 
 @dataclass(frozen=True)
@@ -141,6 +178,9 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
         raise ValueError(f"unknown event {data.get('event')!r}")
     names = {f.name for f in fields(cls)}
     kwargs = {k: _revive(v) for k, v in data.items() if k in names}
+    if cls is EvalResult:
+        extra = {k: _revive(v) for k, v in data.items() if k not in names and k != "event"}
+        kwargs["metrics"] = {**extra, **dict(kwargs.get("metrics") or {})}
     if cls is SystemSample and "gpus" in kwargs:
         kwargs["gpus"] = tuple(kwargs["gpus"])
     return cls(**kwargs)

@@ -7,6 +7,7 @@ window, explicit ``--set``/flags.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
 from trainlab.api import Param, TaskSpec, UsageError
@@ -29,7 +30,7 @@ ENGINE_PARAMS: tuple[Param, ...] = (
     Param("checkpoint_every_steps", "int", 0, "Also checkpoint every N optimizer steps (0: at epoch ends only).", minimum=0, maximum=10**9, group="output", advanced=True),
     Param("keep_checkpoints", "choice", "last+best", "Which checkpoints to keep.", choices=("last+best", "last", "best", "none"), group="output", advanced=True),
     Param("final_weights", "choice", "best", "Weights of the exported model.", choices=("best", "last"), group="output", advanced=True),
-    Param("monitor", "choice", "accuracy", "Validation metric for best checkpoint and early stopping.", choices=("accuracy", "macro_f1", "loss"), group="training", advanced=True),
+    Param("monitor", "choice", "accuracy", "Validation metric for the best checkpoint and early stopping (the task's metrics, or loss).", choices=("accuracy", "macro_f1", "loss"), group="training", advanced=True),
     Param("telemetry_every", "float", 5.0, "Seconds between system/GPU samples written to metrics.jsonl (0: off; else at least 0.5).", minimum=0.0, maximum=3600.0, group="output", advanced=True),
     Param("log_interval", "float", 0.25, "Seconds between loss read-backs from the device (no sync per step).", minimum=0.0, maximum=3600.0, group="output", advanced=True),
 )
@@ -46,7 +47,13 @@ FLAG_SHORTHANDS = {
 
 
 def full_schema(spec: TaskSpec, engine_params: Sequence[Param] = ENGINE_PARAMS) -> dict[str, Param]:
+    """The engine's parameters and the task's own; ``monitor`` offers the
+    task's declared metrics and ``loss``, defaulting to the task's monitor."""
     schema = {p.name: p for p in engine_params}
+    if "monitor" in schema:
+        schema["monitor"] = dataclasses.replace(
+            schema["monitor"], choices=spec.monitor_choices(), default=spec.default_monitor()
+        )
     schema.update({p.name: p for p in spec.params})
     return schema
 
