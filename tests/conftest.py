@@ -180,3 +180,32 @@ def window(qtbot, toy_plugin):
         win.worker.request_stop()
         win.worker.wait(60_000)
     win._shutdown()
+
+
+def write_toy_regression_csv(path: Path, rows: int = 240, features: int = 3, seed: int = 0) -> Path:
+    """y = a linear function of the features plus a little noise, on the scale of hundreds."""
+    import random
+
+    rng = random.Random(seed)
+    weights = [rng.uniform(-3, 3) for _ in range(features)]
+    lines = [",".join([f"x{i}" for i in range(features)] + ["y"])]
+    for _ in range(rows):
+        xs = [rng.gauss(0, 1) for _ in range(features)]
+        y = 500 + 100 * sum(w * x for w, x in zip(weights, xs)) + rng.gauss(0, 10)
+        lines.append(",".join(f"{v:.4f}" for v in xs) + f",{y:.3f}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_toy_multilabel_csv(path: Path, rows: int = 240, seed: int = 0) -> Path:
+    """Labels a, b, c each switched on by one feature being positive; some rows have none."""
+    import random
+
+    rng = random.Random(seed)
+    lines = ["x0,x1,x2,labels"]
+    for _ in range(rows):
+        xs = [rng.gauss(0, 1) for _ in range(3)]
+        labels = [name for name, x in zip("abc", xs) if x > 0.3]
+        lines.append(",".join(f"{v:.4f}" for v in xs) + "," + ";".join(labels))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

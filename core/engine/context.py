@@ -109,5 +109,13 @@ def trained_task(run_dir, device: str = "auto"):
     entry = registry().task(record["task"])
     params = resolve(entry.spec, ENGINE_PARAMS, {}, {**record["parameters"], "device": device})
     _, task = task_for(record["task"], params)
+    # what the task fitted when it trained (target scaling, thresholds), from
+    # the run folder or its exported model
+    from trainlab.engine.fitted import load_fitted_state
+
+    label_names = record.get("label_names")
+    if label_names:
+        task.label_names = list(label_names)
+    load_fitted_state(task, run_dir.path, run_dir.model_dir)
     ctx = make_context(params, run_dir.path, lambda message: print(message, file=sys.stderr), None)
     return record, task, ctx

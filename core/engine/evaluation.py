@@ -35,42 +35,34 @@ class Evaluator:
         self.loaders = loaders if loaders is not None else SplitLoaders(task, ctx)
 
     def evaluate(self, split: str) -> dict[str, Any]:
-        """The classification report of ``split`` (loss, accuracy, per class, confusion, misclassified)."""
+        """The task's report on ``split``: ``metrics``, ``loss``, ``samples``, ``family`` and its details."""
+        return self.accumulate(split).compute()
+
+    def accumulate(self, split: str) -> Any:
+        """One pass over ``split`` into the task's ``MetricAccumulator`` (not yet computed).
+
+        The accumulator keeps the pass, so a task can calibrate on it
+        (multi-label thresholds) and the report be computed again after.
+        """
         import torch
 
         from trainlab.engine.device import autocast
-        from trainlab.metrics import classification_report
 
         task, ctx, model = self.task, self.ctx, self.model
-        device = ctx.device
-        label_names = list(task.label_names)
+        accumulator = task.metric_accumulator(split)
         was_training = model.training
         model.eval()
         order = task.batch_order(split, 0, self.batch_size, self.seed)
-        loss_sum = torch.zeros((), device=device)
-        probs, targets, keys = [], [], []
         try:
             with torch.inference_mode():
                 for batch in self.loaders.loader(split, order, 0):
                     batch = task.to_device(batch, ctx)
-                    with autocast(device, ctx.precision):
+                    with autocast(ctx.device, ctx.precision):
                         out = task.eval_step(model, batch, ctx)
-                    loss_sum += out.loss_sum.float()
-                    probs.append(out.logits.float().softmax(-1).cpu())
-                    targets.append(out.targets.cpu())
-                    if out.keys is not None:
-                        keys.extend(out.keys)
+                    accumulator.update(out)
         finally:
             model.train(was_training)
-        n = sum(len(t) for t in targets)
-        if n == 0:
-            return classification_report(torch.zeros(0, len(label_names)).numpy(), torch.zeros(0).numpy(), label_names, loss=0.0)
-        probs_np = torch.cat(probs).numpy()
-        targets_np = torch.cat(targets).numpy()
-        examples = task.describe_examples(split, keys) if keys else None
-        return classification_report(
-            probs_np, targets_np, label_names, loss=float(loss_sum.item()) / n, examples=examples, keys=keys or None
-        )
+        return accumulator
 
     def close(self) -> None:
         if self._owns_loaders:

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from trainlab.api import RunFailed, UsageError
 from trainlab.engine.callbacks import Callback, CallbackList, IsolatedCallback, RunControl, RunState
 from trainlab.engine.context import class_weights
+from trainlab.engine.fitted import save_fitted_state
 from trainlab.engine.outcome import RunOutcome
 from trainlab.engine.plan import RunPlan
 from trainlab.engine.records import MetricsFileCallback, RunRecorder, open_store
@@ -148,7 +149,9 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
     state.emit(Progress(step=state.step, epoch=state.epoch, total_steps=state.total_steps, phase="eval"))
     report: dict[str, Any] = {}
     if "val" in task.splits():
-        report = trainer.evaluate("val")
+        accumulator = trainer.evaluator.accumulate("val")
+        task.calibrate("val", accumulator)  # post-hoc fitting (multi-label thresholds), before the report
+        report = accumulator.compute()
         report["split"] = "val"
     if "test" in task.splits():
         report["test"] = trainer.evaluate("test")
@@ -156,13 +159,14 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
     report["weights"] = weights
     report["step"] = state.step
     atomic_write_json(run_dir.eval_json, report)
-    state.metrics = {k: report[k] for k in ("accuracy", "macro_f1", "loss", "top5_accuracy") if k in report}
+    state.metrics = headline_metrics(report)
     if "test" in report:
-        state.metrics["test"] = {k: report["test"][k] for k in ("accuracy", "macro_f1", "loss") if k in report["test"]}
+        state.metrics["test"] = headline_metrics(report["test"])
     state.emit(Progress(step=state.step, epoch=state.epoch, total_steps=state.total_steps, phase="save"))
     model_dir = run_dir.model_dir
     model_dir.mkdir(parents=True, exist_ok=True)
     task.save_model(trainer.model, model_dir, ctx)
+    save_fitted_state(task, run_dir.path, model_dir)
     keep = params["keep_checkpoints"]
     if keep in ("last", "none"):
         run_dir.best_checkpoint.unlink(missing_ok=True)
@@ -212,3 +216,14 @@ def _finish(
     cblist.call("on_run_end", state)
     return RunOutcome.from_finished(finished)
 
+
+def headline_metrics(report: dict[str, Any]) -> dict[str, Any]:
+    """What ``train --json``, ``run.json`` and the Finished event carry of an
+    evaluation: the task's declared metrics and the loss (and top-5 accuracy,
+    which classification reports beside them, as before plugin API 2)."""
+    metrics = {k: v for k, v in report.get("metrics", {}).items()}
+    if "top5_accuracy" in report:
+        metrics["top5_accuracy"] = report["top5_accuracy"]
+    if "loss" in report:
+        metrics["loss"] = report["loss"]
+    return metrics

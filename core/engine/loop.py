@@ -85,7 +85,7 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
         use_scaler = ctx.precision == "fp16" and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=use_scaler)
-        self.higher_is_better = self.params["monitor"] != "loss"
+        self.higher_is_better = task.spec.higher_is_better(str(self.params["monitor"]))
         self._log_interval = float(self.params["log_interval"])
         self._nonfinite_reads = 0
         self.train_seconds = 0.0  # in training passes this session (data, forward, backward, step, callbacks)
@@ -331,10 +331,10 @@ class Trainer:
             return
         self.callbacks.call("on_eval_start", state)
         report = self.evaluate("val")
-        monitor = self.params["monitor"]
-        value = report[monitor]
-        improved = pos.best_metric is None or (
-            value > pos.best_metric if self.higher_is_better else value < pos.best_metric
+        monitor = str(self.params["monitor"])
+        value = monitored_value(report, monitor)
+        improved = value is not None and (
+            pos.best_metric is None or (value > pos.best_metric if self.higher_is_better else value < pos.best_metric)
         )
         if improved:
             pos.best_metric, pos.best_step, pos.best_epoch = float(value), pos.step, epoch
@@ -349,9 +349,9 @@ class Trainer:
             epoch=epoch,
             split="val",
             loss=report["loss"],
-            accuracy=report["accuracy"],
-            macro_f1=report["macro_f1"],
+            metrics=dict(report.get("metrics", {})),
             best=improved,
+            monitor=monitor,
         )
         state.last_eval = report
         state.emit(result)
@@ -369,3 +369,13 @@ class Trainer:
         tensors, plain = read_checkpoint(path)
         load_model_weights(self.model, tensors, plain)
         return True
+
+
+def monitored_value(report: dict[str, Any], monitor: str) -> float | None:
+    """The value of ``monitor`` in an evaluation report; None when it is
+    missing or not a finite number (a NaN R^2 of a constant target never counts
+    as an improvement)."""
+    value = report.get("loss") if monitor == "loss" else report.get("metrics", {}).get(monitor, report.get(monitor))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
