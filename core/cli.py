@@ -67,7 +67,7 @@ def _parser() -> ArgumentParser:
     add("tasks", "list tasks with their parameters and model presets")
 
     p = add("train", "train a model; writes a run folder")
-    p.add_argument("task", nargs="?", default="", help="task id, e.g. image-classification (optional with --resume)")
+    p.add_argument("task", nargs="?", default="", help="task id, as `trainlab tasks` lists them (optional with --resume)")
     p.add_argument("--data", default="", help="data file or folder (optional with --resume)")
     p.add_argument("--out", help="run folder to create (default: under the data dir)")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a cancelled, failed or killed run from its last checkpoint")
