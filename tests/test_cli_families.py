@@ -228,3 +228,27 @@ def test_predict_on_a_folder_that_does_not_exist_says_so(cli, tmp_path):
     assert result.returncode == 2 and js(result)["error"] == f"{tmp_path / 'no' / 'such'}: no such folder"
     result = cli("eval", tmp_path / "no" / "such", "--json")
     assert result.returncode == 2 and js(result)["error"] == f"{tmp_path / 'no' / 'such'}: no such folder"
+
+
+def test_inputs_are_checked_against_the_tasks_declared_input(tmp_path):
+    from trainlab import InputSpec, TaskSpec, UsageError
+    from trainlab.engine.predict import check_inputs
+
+    texts = TaskSpec(id="reviews", title="Reviews", factory="a:b", input=InputSpec("text", (".txt", ".csv"), "a review"))
+    (tmp_path / "reviews.csv").write_text("text\nfine\n")
+    (tmp_path / "scan.dcm").write_bytes(b"\0")
+    assert check_inputs(texts, ["a good film", str(tmp_path / "reviews.csv"), "-", "no-suffix-word"]) == []
+    warned = check_inputs(texts, ["holiday.jpg", str(tmp_path), str(tmp_path / "scan.dcm"), "x.dcm"], known_suffixes=[".dcm"])
+    assert warned == [
+        "input holiday.jpg looks like a file, but task reviews takes a review (and files .txt, .csv): it is predicted as the text 'holiday.jpg'",
+        f"input {tmp_path} is a folder, but task reviews takes a review (and files .txt, .csv): it is predicted as the text {str(tmp_path)!r}",
+        f"input {tmp_path / 'scan.dcm'} looks like a file, but task reviews takes a review (and files .txt, .csv): "
+        f"it is predicted as the text {str(tmp_path / 'scan.dcm')!r}",
+        "input x.dcm looks like a file, but task reviews takes a review (and files .txt, .csv): it is predicted as the text 'x.dcm'",
+    ]
+    images = TaskSpec(id="cells", title="Cells", factory="a:b", input=InputSpec("image", (".png",), "a cell photo"))
+    assert check_inputs(images, [str(tmp_path), str(tmp_path / "reviews.csv")]) == [
+        f"input {tmp_path / 'reviews.csv'}: task cells takes a cell photo (.png); .csv may not be readable"
+    ]
+    with pytest.raises(UsageError, match=r"input gone\.png: no such file or folder \(task cells takes a cell photo \(\.png\)\)"):
+        check_inputs(images, ["gone.png"])

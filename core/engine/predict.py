@@ -115,6 +115,9 @@ def check_inputs(spec: TaskSpec, inputs: Sequence[str], known_suffixes: Iterable
             continue
         if any(ch.isspace() for ch in raw) or (own and suffix in own):
             continue  # a text, or a file of texts the task reads
+        if path.is_dir():
+            warnings.append(f"input {raw} is a folder, but task {spec.id} takes {_what(spec)}: it is predicted as the text {raw!r}")
+            continue
         if path.is_file() or suffix in {s.lower() for s in (*COMMON_FILE_SUFFIXES, *known_suffixes)}:
             warnings.append(
                 f"input {raw} looks like a file, but task {spec.id} takes {_what(spec)}: it is predicted as the text {raw!r}"
