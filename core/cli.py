@@ -251,41 +251,6 @@ def _value_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-class ConsoleProgress:
-    """Human progress on stderr: a line per evaluation, a status line at most every 2 s."""
-
-    def __init__(self, out: Output):
-        from trainlab.engine.callbacks import Callback
-
-        self.out = out
-        self._last = 0.0
-        self.metric_specs: tuple = ()
-        self.callback = type("ConsoleCallback", (Callback,), {"on_event": lambda _self, e: self.on_event(e)})()
-
-    def on_event(self, event) -> None:
-        from trainlab.events import EvalResult, Log, Progress, Started, TrainStep
-
-        now = time.monotonic()
-        if isinstance(event, Started):
-            from trainlab.reporting import declared_metrics, task_spec
-
-            self.metric_specs = declared_metrics(task_spec(event.task))
-            self.out.note(f"run folder: {event.run_dir}  ({event.device}, {event.precision}, {event.total_steps} steps)")
-        elif isinstance(event, TrainStep) and now - self._last >= 2.0:
-            self._last = now
-            self.out.note(f"epoch {event.epoch} step {event.step}: loss {event.loss:.4f}  lr {event.lr:.2e}  {event.samples_per_second:.0f} samples/s")
-        elif isinstance(event, EvalResult):
-            from trainlab.reporting import metrics_text
-
-            best = "  (best)" if event.best else ""
-            shown = metrics_text(event.metrics, self.metric_specs)
-            self.out.note(f"epoch {event.epoch}: {event.split} loss {event.loss:.4f}  {shown}{best}".rstrip())
-        elif isinstance(event, Log) and event.level in ("warning", "error", "info"):
-            self.out.note(f"{event.level}: {event.message}" if event.level != "info" else event.message)
-        elif isinstance(event, Progress) and event.phase == "paused":
-            self.out.note("paused")
-
-
 @contextlib.contextmanager
 def _stop_on_signals(stop: Callable[[], None]):
     """First Ctrl-C / SIGTERM asks the run to stop (checkpoint kept); a second one aborts."""
@@ -329,6 +294,8 @@ def cmd_train(args, out: Output) -> int:
     request = RunRequest(
         task=args.task, data=args.data, params=_params_from(args), out=args.out, resume=args.resume, more_epochs=args.more_epochs
     )
+    from trainlab.reporting import ConsoleProgress, declared_metrics, done_text, task_spec
+
     progress = ConsoleProgress(out)
     outcome = _train_isolated(request, progress) if args.isolated else _train_here(request, progress)
     if outcome.status == "failed":
@@ -336,29 +303,13 @@ def cmd_train(args, out: Output) -> int:
     elif outcome.status == "cancelled":
         out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {outcome.run_dir}")
     else:
-        out.say(f"done: {_done_text(outcome.metrics, progress.metric_specs or _specs_of(outcome.task))}; run folder {outcome.run_dir}")
+        specs = progress.metric_specs or declared_metrics(task_spec(outcome.task))
+        out.say(f"done: {done_text(outcome.metrics, specs)}; run folder {outcome.run_dir}")
     out.result(outcome.to_json())
     return outcome.exit_code
 
 
-def _specs_of(task_id: str) -> tuple:
-    from trainlab.reporting import declared_metrics, task_spec
-
-    return declared_metrics(task_spec(task_id))
-
-
-def _done_text(metrics: dict[str, Any], specs) -> str:
-    """The final validation metrics, and the test split's when the data has one."""
-    from trainlab.reporting import metrics_text
-
-    text = metrics_text(metrics, specs, sep=", ") or "no validation metrics"
-    test = metrics.get("test")
-    if isinstance(test, dict) and test:
-        text += f" (test: {metrics_text(test, specs, sep=', ')})"
-    return text
-
-
-def _train_here(request, progress: ConsoleProgress):
+def _train_here(request, progress):
     from trainlab.engine.callbacks import RunControl
     from trainlab.engine.execute import execute
     from trainlab.engine.plan import plan_run
@@ -369,7 +320,7 @@ def _train_here(request, progress: ConsoleProgress):
         return execute(plan, callbacks=[progress.callback], control=control)
 
 
-def _train_isolated(request, progress: ConsoleProgress):
+def _train_isolated(request, progress):
     from trainlab.engine.child import ChildRun
 
     child = ChildRun(request)

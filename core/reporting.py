@@ -1,6 +1,6 @@
 """What the command line says about results: every metric as its task declared it.
 
-The CLI's per-epoch lines, its ``done:`` line, ``trainlab eval``,
+The CLI's per-epoch lines (``ConsoleProgress``), its ``done:`` line, ``trainlab eval``,
 ``trainlab runs`` and ``trainlab predict --out`` read metrics and
 predictions through here, so a regression run reads ``r2 0.953  mae 12.3``
 and a classification run ``accuracy 92.5%  macro_f1 0.912`` wherever it is
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -76,6 +77,49 @@ def report_metrics(report: Mapping[str, Any], specs: Sequence[Metric] = ()) -> d
     if "top5_accuracy" in report and "top5_accuracy" not in found:
         found["top5_accuracy"] = report["top5_accuracy"]
     return found
+
+
+# -- trainlab train ------------------------------------------------------------------
+
+
+class ConsoleProgress:
+    """Human progress on stderr: a line per evaluation, a status line at most every 2 s."""
+
+    def __init__(self, out: Any):
+        from trainlab.engine.callbacks import Callback
+
+        self.out = out
+        self._last = 0.0
+        self.metric_specs: tuple = ()
+        self.callback = type("ConsoleCallback", (Callback,), {"on_event": lambda _self, e: self.on_event(e)})()
+
+    def on_event(self, event) -> None:
+        from trainlab.events import EvalResult, Log, Progress, Started, TrainStep
+
+        now = time.monotonic()
+        if isinstance(event, Started):
+            self.metric_specs = declared_metrics(task_spec(event.task))
+            self.out.note(f"run folder: {event.run_dir}  ({event.device}, {event.precision}, {event.total_steps} steps)")
+        elif isinstance(event, TrainStep) and now - self._last >= 2.0:
+            self._last = now
+            self.out.note(f"epoch {event.epoch} step {event.step}: loss {event.loss:.4f}  lr {event.lr:.2e}  {event.samples_per_second:.0f} samples/s")
+        elif isinstance(event, EvalResult):
+            best = "  (best)" if event.best else ""
+            shown = metrics_text(event.metrics, self.metric_specs)
+            self.out.note(f"epoch {event.epoch}: {event.split} loss {event.loss:.4f}  {shown}{best}".rstrip())
+        elif isinstance(event, Log) and event.level in ("warning", "error", "info"):
+            self.out.note(f"{event.level}: {event.message}" if event.level != "info" else event.message)
+        elif isinstance(event, Progress) and event.phase == "paused":
+            self.out.note("paused")
+
+
+def done_text(metrics: Mapping[str, Any], specs: Sequence[Metric]) -> str:
+    """The ``done:`` line's metrics: the final validation ones, and the test split's when the data has one."""
+    text = metrics_text(metrics, specs, sep=", ") or "no validation metrics"
+    test = metrics.get("test")
+    if isinstance(test, Mapping) and test:
+        text += f" (test: {metrics_text(test, specs, sep=', ')})"
+    return text
 
 
 # -- trainlab eval ---------------------------------------------------------------
