@@ -381,7 +381,7 @@ def cmd_predict(args, out: Output) -> int:
     out.result(answer)
     if errors:
         # every other input was predicted (and written); the exit code says not all were
-        out.note(f"{len(errors)} of {len(results)} input(s) could not be used: {errors[0]['error']}"
+        out.note(f"{len(errors)} of {len(results)} input(s) could not be used: {errors[0].error}"
                  + (" (and more, see above)" if len(errors) > 1 else ""))
         return EXIT_USAGE
     return EXIT_OK
