@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 
 import pytest
 
@@ -77,16 +78,39 @@ def write_the_old_way(run):
     return run
 
 
+@pytest.fixture(scope="module")
+def trained_old_way(tmp_path_factory):
+    """One run of the API 1 plugin, trained once for this module and rewritten the old way."""
+    import trainlab.pluginhost as host
+    from conftest import write_toy_csv
+
+    root = tmp_path_factory.mktemp("old-runs")
+    plugins = install_api1_plugin(root)
+    data = write_toy_csv(root / "toy.csv")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRAINLAB_HOME", str(root / "home"))
+        mp.syspath_prepend(str(plugins))
+        mp.syspath_prepend(str(FIXTURE_PLUGINS))
+        mp.setattr(host, "_registry", None)
+        from trainlab.engine.runner import RunRequest, run_training
+
+        outcome = run_training(RunRequest(task="old-toy", data=str(data), params={"epochs": "3"}, out=str(root / "run")))
+        mp.setattr(host, "_registry", None)
+    assert outcome.status == "completed", outcome.error
+    assert set(outcome.metrics) == {"accuracy", "macro_f1", "loss"}  # as for any classification
+    return write_the_old_way(root / "run"), plugins, outcome.metrics
+
+
 @pytest.fixture
-def old_run(cli, toy_csv, tmp_path):
-    (tmp_path / "plugins").mkdir()
-    plugins = install_api1_plugin(tmp_path / "plugins")
+def old_run(trained_old_way, tmp_path):
+    """A copy of the old run for one test, in this test's run index (the index is a cache of the folders)."""
+    from trainlab.runs import RunStore
+
+    source, plugins, metrics = trained_old_way
     run = tmp_path / "run"
-    result = cli("train", "old-toy", "--data", toy_csv, "--epochs", "3", "--out", run, "--json", extra_path=[plugins, FIXTURE_PLUGINS])
-    assert result.returncode == 0, result.stderr
-    trained = js(result)
-    assert set(trained["metrics"]) == {"accuracy", "macro_f1", "loss"}  # train --json as for any classification
-    return write_the_old_way(run), plugins, trained
+    shutil.copytree(source, run)
+    RunStore().record(json.loads((run / "run.json").read_text()), run)
+    return run, plugins, {"metrics": metrics}
 
 
 def test_an_api1_plugin_loads_through_the_adapter_with_a_warning(cli, tmp_path):
