@@ -22,7 +22,10 @@ target's units; multi-label: micro-F1 at threshold 0.5), computed by the
 script itself for (a) and by TrainLab's accumulator for (b), plus the
 largest difference between the final weights.
 
-    python bench/task_families.py [--pairs 5] [--families regression,multilabel] [--json]
+    python bench/task_families.py [--pairs 5] [--families regression,multilabel] [--set KEY=VALUE ...] [--json]
+
+``--set`` passes an engine parameter to the TrainLab side (``telemetry_every=0``
+to see what the telemetry sampler costs); the summary records them.
 
 Goal: ratio >= 0.98 at equal or better quality (``quality_diff`` >= -1e-4).
 The last line printed is one JSON object.
@@ -49,6 +52,7 @@ from trainlab import DataSummary, MultiLabelTask, Param, RegressionTask, TaskSpe
 
 N_TRAIN, N_VAL, FEATURES, HIDDEN, LABELS = 8192, 2048, 64, 768, 8
 EPOCHS, BATCH, LR, SEED = 3, 128, 1e-3, 1234
+EXTRA_PARAMS: dict[str, str] = {}  # --set
 
 
 def make_data(family: str):
@@ -236,7 +240,7 @@ def trainlab_run(task_id: str, quality_metric: str, out_dir: Path):
     from trainlab.engine.runner import RunRequest, run_training
     from trainlab.runs import RunDir
 
-    params = {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED, "device": "cpu", "final_weights": "last"}
+    params = {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED, "device": "cpu", "final_weights": "last", **EXTRA_PARAMS}
     data = out_dir / "in-memory.txt"  # the task keeps its data in memory; this only names it
     data.write_text("in-memory benchmark data\n")
     request = RunRequest(task=task_id, data=str(data), params=params, out=str(out_dir / f"run-{time.time_ns()}"))
@@ -347,8 +351,12 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--families", default="", help="comma-separated entry names (default: every available one)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: steadiest on shared 2-core machines)")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="an engine parameter for the TrainLab side")
     parser.add_argument("--json", action="store_true", help="print only the JSON summary on stdout")
     args = parser.parse_args()
+    for item in args.sets:
+        key, _, value = item.partition("=")
+        EXTRA_PARAMS[key.strip()] = value
     torch.set_num_threads(max(1, args.threads))
     wanted = {name for name in args.families.split(",") if name}
     summary: dict[str, Any] = {"families": {}, "skipped": {}}
@@ -369,6 +377,7 @@ def main() -> int:
             summary["families"][entry.name] = measure(entry, args.pairs, Path(tmp))
     summary.update(
         pairs=args.pairs,
+        trainlab_params=dict(EXTRA_PARAMS),
         threads=torch.get_num_threads(),
         load_average=os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         work=f"{EPOCHS} epochs x {N_TRAIN} rows of {FEATURES} features, MLP {HIDDEN} hidden, batch {BATCH}, eval each epoch, final save",
