@@ -10,7 +10,10 @@ module may import torch, which is why this never runs on the GUI thread.
 
 The ``PreparedTask`` is kept (``prepared``): a run started next takes it over
 (``take_prepared``) instead of reading and tokenising the data again, when
-``plan_run`` finds that nothing it depends on has changed since.
+``plan_run`` finds that nothing it depends on has changed since.  Preparing
+seeds the process's random generators, as a run does: while a run trains in
+this process the panel holds its checks (``hold``) and makes the last one
+asked for once the run has ended (``release``).
 """
 
 from __future__ import annotations
@@ -205,6 +208,8 @@ class DataPanel(QWidget):
         self._checked_params: dict[str, Any] | None = None
         self.error = ""
         self.checking = False
+        self._held = False
+        self._deferred = False
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -312,6 +317,16 @@ class DataPanel(QWidget):
         if self.path():
             self._recheck.start()
 
+    def hold(self) -> None:
+        """Check nothing until ``release`` (a run is training in this process)."""
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        if self._deferred:
+            self._deferred = False
+            self.recheck()
+
     def cancel_recheck(self) -> None:
         """Drop a check scheduled after an edit (a run that starts now prepares the data itself)."""
         self._recheck.stop()
@@ -354,6 +369,9 @@ class DataPanel(QWidget):
 
     # -- checking ----------------------------------------------------------
     def recheck(self) -> None:
+        if self._held:
+            self._deferred = True
+            return
         path = self.path()
         self._generation += 1
         generation = self._generation

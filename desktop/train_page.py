@@ -61,6 +61,8 @@ class TrainPage(QSplitter):
         c.stop_action.triggered.connect(controller.stop)
         c.moreEpochsRequested.connect(self.train_more)
         controller.session.subscribe(self._session_changed)
+        controller.runStarted.connect(self.data_panel.hold)
+        controller.runFinished.connect(lambda _outcome: self.data_panel.release())
 
         self.task_combo.currentIndexChanged.connect(lambda _: self._task_chosen())
         self.params_form.validityChanged.connect(lambda _: self.update_actions())

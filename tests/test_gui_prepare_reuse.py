@@ -65,3 +65,19 @@ def test_a_task_value_changed_after_the_check_prepares_again(qtbot, window, tmp_
     assert said(window, "preparing the data again: parameter max_length changed")
     run = RunDir(window.session.run_dir).read()
     assert run["parameters"]["max_length"] == 32
+
+
+def test_the_data_is_checked_again_only_once_the_run_has_ended(qtbot, window, toy_csv):
+    """Preparing seeds the random generators, as a run does: no check while a run trains here."""
+    from test_gui_window import prepare
+
+    prepare(qtbot, window, toy_csv, epochs=50, step_delay=0.02)
+    window.controls.start_action.trigger()
+    qtbot.waitUntil(lambda: window.session.curves.train.n > 0, timeout=RUN_TIMEOUT_MS)
+    window.params_form.set_values({"val_fraction": "0.5"})  # changes what the check would prepare
+    window.data_panel.recheck()  # as the edit's timer would
+    assert not window.data_panel.checking
+    with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS):
+        window.stop_run()
+    qtbot.waitUntil(lambda: not window.data_panel.checking and window.data_panel.summary is not None, timeout=60_000)
+    assert sum(window.data_panel.summary.counts["val"].values()) == 120  # half of 240 rows: checked with the new value
