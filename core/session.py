@@ -28,7 +28,7 @@ import logging
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from trainlab.curves import RunCurves
 from trainlab.events import EvalResult, Event, Finished, Log, Progress, Started, SystemSample, TrainStep
@@ -342,15 +342,3 @@ class RunSession:
 
     def latest_eval(self, split: str = "val") -> EvalResult | None:
         return next((e for e in reversed(self.evals) if e.split == split), None)
-
-    def describe(self) -> dict[str, Any]:
-        """The session as plain values (tests, logs)."""
-        return {
-            "status": self.status,
-            "source": self.source,
-            "run_dir": self.run_dir,
-            "step": self.progress.step,
-            "total_steps": self.progress.total_steps,
-            "evals": len(self.evals),
-            "log": len(self.log),
-        }
