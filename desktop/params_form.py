@@ -9,7 +9,7 @@ Every edit is checked with the parameter's own rules; a bad value is marked
 in place with the reason under it, and ``validityChanged(False)`` lets the
 window disable Start.
 
-The form is a view of a ``trainlab.param_values.ParamValues`` (``values``):
+The form is a view of a ``trainlab.param_values.ParamValues`` (``param_values``):
 an edit sets the value at the ``explicit`` level, what the window remembered
 goes in at the ``remembered`` level (``load_remembered``), and the fields show
 what the model resolves, presets included (choosing a model preset shows its
