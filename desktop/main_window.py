@@ -38,11 +38,18 @@ from PySide6.QtWidgets import (
 from trainlab.desktop.settings import DesktopSettings
 from trainlab.desktop.welcome import WelcomeView
 from trainlab.desktop.window_menus import WindowMenus
-from trainlab.desktop.window_setup import WindowSetup, placeholder
 
 log = logging.getLogger("trainlab.desktop")
 
 PAGES = ("welcome", "train", "history", "results", "tryit")
+
+
+def placeholder(text: str, parent: QWidget) -> QWidget:
+    label = QLabel(text, parent)
+    label.setProperty("align", "center")  # STYLE_SHEET: no Qt enum before the window shows
+    label.setWordWrap(True)
+    label.setProperty("role", "muted")
+    return label
 
 
 def _guarded(what: str, call, *args) -> None:
@@ -73,7 +80,7 @@ class MainWindow(QMainWindow):
         self._dialogs = None  # RunDialogs (QMessageBox is imported when needed: start-up time)
         self._prefill: dict[str, Any] | None = None
         self._close_when_stopped = False
-        self._setup = WindowSetup(self, self._setup_done)
+        self._setup = None  # WindowSetup, made (and imported) once the window shows
 
         self.setWindowTitle("TrainLab")
         self.setObjectName("MainWindow")
@@ -140,11 +147,18 @@ class MainWindow(QMainWindow):
     # ----------------------------------------------------------- deferred setup
     def start_setup(self) -> None:
         """Finish setting up without freezing the window; ``ready`` when done."""
-        self._setup.start()
+        self._setup_steps().start()
 
     def finish_setup(self) -> None:
         """Everything that may take a moment, at once (what is left of it)."""
-        self._setup.finish()
+        self._setup_steps().finish()
+
+    def _setup_steps(self):
+        if self._setup is None:
+            from trainlab.desktop.window_setup import WindowSetup
+
+            self._setup = WindowSetup(self, self._setup_done)
+        return self._setup
 
     def _check_system_theme(self) -> None:
         """At start-up "system" was judged from the palette alone (style.py);
@@ -157,13 +171,6 @@ class MainWindow(QMainWindow):
     def _setup_done(self) -> None:
         self.welcome.set_samples(self.train_page.sample_problems(("image-classification", "text-classification")))
         self.refresh_recent_runs()
-        if self.gpu_panel is not None:
-            try:
-                from trainlab.desktop.window_telemetry import WindowTelemetry
-
-                self.telemetry = WindowTelemetry(self.gpu_panel, self)
-            except ImportError:
-                pass
         self.is_ready = True
         self.status_label.setText(self.tr("Ready"))
         log.info("window ready in %.0f ms (%d task(s) from %d plugin(s))", (time.perf_counter() - self._setup.began) * 1000,
@@ -240,21 +247,10 @@ class MainWindow(QMainWindow):
             _guarded("the run history could not refresh", self.history.refresh)
         self.refresh_recent_runs()
         if not self._close_when_stopped:
-            self._notify_end(outcome.status, self.session_view.end_text, self.runs.elapsed)
+            self.session_view.notify_end(outcome.status, self.runs.elapsed)
         self.runFinished.emit(outcome)
         if self._close_when_stopped:
             QTimer.singleShot(0, self.close)
-
-    def _notify_end(self, status: str, text: str, elapsed: float) -> None:
-        from trainlab.desktop.notify import LONG_RUN_SECONDS, notify
-
-        if elapsed < LONG_RUN_SECONDS and self.isActiveWindow():
-            return
-        title = {"completed": self.tr("Training finished"), "cancelled": self.tr("Training stopped")}.get(
-            status, self.tr("Training failed"))
-        from trainlab.desktop.about import app_icon_path
-
-        notify(title, text, self, app_icon_path(128))
 
     # ------------------------------------------------------------ samples, prefill
     def sample_path(self, task_id: str) -> str:

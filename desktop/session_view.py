@@ -109,3 +109,16 @@ class SessionView(QObject):
         self.end_text = text
         self.controls.show_done(text)
         self.status_label.setText(text)
+
+    def notify_end(self, status: str, elapsed: float) -> None:
+        """A desktop notification of how this window's run ended, when it was long
+        or the window is in the background."""
+        from trainlab.desktop.notify import LONG_RUN_SECONDS, notify
+
+        if elapsed < LONG_RUN_SECONDS and self.window.isActiveWindow():
+            return
+        title = {"completed": self.tr("Training finished"), "cancelled": self.tr("Training stopped")}.get(
+            status, self.tr("Training failed"))
+        from trainlab.desktop.about import app_icon_path
+
+        notify(title, self.end_text, self.window, app_icon_path(128))

@@ -5,7 +5,7 @@ bar); ``start`` (called right after the window is shown) imports pyqtgraph,
 numpy, the pages' modules and the plugins in a background thread, then
 builds the rest one step per turn of the event loop: the log dock and the
 plugins, the Train page with the run controller and its session view, the
-GPU panel, the history, results and try-it pages.  ``finish`` runs what is
+GPU panel, the history, results and try-it pages, the window's telemetry.  ``finish`` runs what is
 left at once (tests, scripts).  Each page stays a marked placeholder if its
 module cannot load (a trimmed build): the rest of the window works without it.
 
@@ -23,7 +23,9 @@ from typing import Any, Callable
 
 from PySide6 import QtCore
 from PySide6.QtCore import QObject, QTimer
-from PySide6.QtWidgets import QDockWidget, QLabel, QWidget
+from PySide6.QtWidgets import QDockWidget
+
+from trainlab.desktop.main_window import placeholder
 
 log = logging.getLogger("trainlab.desktop")
 
@@ -60,21 +62,14 @@ def import_for_setup() -> None:
         registry()
 
 
-def placeholder(text: str, parent: QWidget) -> QWidget:
-    label = QLabel(text, parent)
-    label.setProperty("align", "center")  # STYLE_SHEET: no Qt enum before the window shows
-    label.setWordWrap(True)
-    label.setProperty("role", "muted")
-    return label
-
-
 class WindowSetup(QObject):
     """Builds what ``window`` lacks after its shell, once, without freezing it."""
 
     def __init__(self, window: Any, done: Callable[[], None]):
         super().__init__(window)
         self.window = window
-        self._steps = [self._registry, self._train_page, self._gpu_panel, self._history_page, self._result_pages, done]
+        self._steps = [self._registry, self._train_page, self._gpu_panel, self._history_page, self._result_pages,
+                       self._telemetry, done]
         self.started = False
         self.began = 0.0
 
@@ -197,3 +192,15 @@ class WindowSetup(QObject):
             w._set_page("tryit", w.tryit)
         except ImportError:
             w._set_page("tryit", placeholder(self.tr("Try it is not available in this build."), w.stack))
+
+    def _telemetry(self) -> None:
+        """One sampler for the window's life: the GPU panel is live even between runs."""
+        w = self.window
+        if w.gpu_panel is None:
+            return
+        try:
+            from trainlab.desktop.window_telemetry import WindowTelemetry
+
+            w.telemetry = WindowTelemetry(w.gpu_panel, w)
+        except ImportError:  # a build without telemetry
+            pass

@@ -386,18 +386,6 @@
         <translation>运行失败：%s</translation>
     </message>
     <message>
-        <source>Training finished</source>
-        <translation>训练完成</translation>
-    </message>
-    <message>
-        <source>Training stopped</source>
-        <translation>训练已停止</translation>
-    </message>
-    <message>
-        <source>Training failed</source>
-        <translation>训练失败</translation>
-    </message>
-    <message>
         <source>%s is not a TrainLab run folder (no run.json).</source>
         <translation>%s 不是 TrainLab 运行文件夹（缺少 run.json）。</translation>
     </message>
@@ -1174,6 +1162,18 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <message>
         <source>see the log</source>
         <translation>请查看日志</translation>
+    </message>
+    <message>
+        <source>Training finished</source>
+        <translation>训练完成</translation>
+    </message>
+    <message>
+        <source>Training stopped</source>
+        <translation>训练已停止</translation>
+    </message>
+    <message>
+        <source>Training failed</source>
+        <translation>训练失败</translation>
     </message>
 </context>
 <context>
