@@ -60,7 +60,9 @@ class SessionView(QObject):
                 log.info("run %s started on %s (%s)", info.run_dir, info.device, info.precision)
         if own and (change.status or change.started) and session.active:
             self._show_state(session)
-        if change.progress and session.status != "preparing":
+        # nothing to say before the run has started (its step count is known):
+        # "step 0 of 0" flashed on the line when the worker's state arrived first
+        if change.progress and session.status != "preparing" and session.progress.total_steps:
             self.controls.show_progress(session.progress, session.status if own else "running")
         if not change.replay:
             for entry in change.logs:
@@ -76,7 +78,7 @@ class SessionView(QObject):
     def _show_state(self, session: RunSession) -> None:
         state = session.status
         self.controls.set_running(state)
-        if state != "preparing":
+        if state != "preparing" and session.progress.total_steps:
             self.controls.show_progress(session.progress, state)
         text = {
             "preparing": self.tr("Preparing the run\u2026"),
