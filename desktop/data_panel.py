@@ -176,14 +176,17 @@ def check_data(spec: TaskSpec, data: str, params: dict[str, Any]) -> DataSummary
     """What ``task.prepare`` says about ``data``: the same check a run starts with."""
     from trainlab.api import RunContext
     from trainlab.desktop.worker import importing_heavy_modules
-    from trainlab.pluginhost import load_factory
+    from trainlab.engine.plugin_calls import PluginCalls
+    from trainlab.pluginhost import import_factory
 
+    calls = PluginCalls.for_task(spec.id)  # a failure names the plugin and the method, as in a run
     with importing_heavy_modules():
-        factory = load_factory(spec.factory)
-        task = factory(spec, params)
+        with calls.call("factory"):
+            task = import_factory(spec.factory)(spec, params)
         ctx = RunContext(device="cpu", precision="fp32", seed=int(params.get("seed", 0) or 0), run_dir=None,
                          params=params, log=lambda message: log.info("%s", message))
-        return task.prepare(data, ctx)
+        with calls.call("prepare"):
+            return task.prepare(data, ctx)
 
 
 class DataPanel(QWidget):

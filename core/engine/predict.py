@@ -10,6 +10,7 @@ import threading
 from typing import Any, Sequence
 
 from trainlab.api import UsageError
+from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.runs import RunDir
 
 _predictors: dict[tuple[str, str], Any] = {}
@@ -32,14 +33,17 @@ def predict(run_dir: str, inputs: Sequence[str], top_k: int = 5, *, device: str 
         cached = _predictors.get(key)
         if cached is None:
             _, task, ctx = trained_task(rd, device)
-            cached = (task, task.load_predictor(rd.model_dir, ctx.device), threading.Lock())
+            with plugin_calls(task).call("load_predictor"):
+                cached = (task, task.load_predictor(rd.model_dir, ctx.device), threading.Lock())
             _predictors.clear()
             _predictors[key] = cached
     task, predictor, lock = cached
-    items = task.expand_inputs(list(inputs))
+    calls = plugin_calls(task)
+    with calls.call("expand_inputs"):
+        items = task.expand_inputs(list(inputs))
     if not items:
         raise UsageError("nothing to predict: no inputs")
-    with lock:
+    with lock, calls.call("predictor"):
         results = predictor(items, int(top_k))
     out: list[dict[str, Any]] = []
     for item, preds in zip(items, results):
