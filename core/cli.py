@@ -545,18 +545,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         with out.guarded():
             return COMMANDS[command](args, out)
     except UsageError as exc:
-        return _fail(out, EXIT_USAGE, str(exc))
+        return _fail(out, EXIT_USAGE, str(exc), exc)
     except RunFailed as exc:
-        return _fail(out, EXIT_FAILED, str(exc))
+        return _fail(out, EXIT_FAILED, str(exc), exc)
     except KeyboardInterrupt:
         return _fail(out, EXIT_INTERRUPTED, "interrupted")
     except BrokenPipeError:
         return EXIT_FAILED
 
 
-def _fail(out: Output, code: int, message: str) -> int:
+def _fail(out: Output, code: int, message: str, exc: BaseException | None = None) -> int:
+    from trainlab.engine.plugin_calls import failure_fields  # plugin, method, task of a plugin's failure
+
     out.note(f"trainlab: error: {message}")
-    out.result({"error": message, "exit_code": code})
+    out.result({"error": message, "exit_code": code, **failure_fields(exc)})
     return code
 
 

@@ -21,6 +21,7 @@ from trainlab.engine.context import class_weights
 from trainlab.engine.fitted import save_fitted_state
 from trainlab.engine.outcome import RunOutcome
 from trainlab.engine.plan import RunPlan
+from trainlab.engine.plugin_calls import attributed, plugin_calls
 from trainlab.engine.records import MetricsFileCallback, RunRecorder, open_store
 from trainlab.events import Finished, Log, Progress, Started
 from trainlab.fileio import atomic_write_json
@@ -60,7 +61,7 @@ def execute(
         TelemetryCallback(float(plan.params.get("telemetry_every", 5.0))),
     ]
     engine_callbacks += [
-        IsolatedCallback(cb, owner="plugin", log=plugin_failed) for cb in registry().run_callbacks(plan.task_id, plan.params)
+        IsolatedCallback(cb, owner=name, log=plugin_failed) for name, cb in registry().run_callbacks_by_plugin(plan.task_id, plan.params)
     ]
     cblist = CallbackList([*engine_callbacks, *callbacks])
     state = RunState(task_id=plan.task_id, params=plan.params, run_dir=run_dir.path, control=control, emit_to=cblist.emit)
@@ -81,6 +82,7 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
     task, ctx, control = plan.task, plan.ctx, state.control
     position = plan.position.copy()
     status, error, tb, usage_error = "failed", "", "", False
+    calls, failure = plugin_calls(task), None
     trainer: Trainer | None = None
     session_seconds = 0.0
     try:
@@ -128,6 +130,7 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
         status, error = "cancelled", "interrupted"
         raise
     except BaseException as exc:  # noqa: BLE001 - reported in run.json and the Finished event
+        exc, failure = attributed(calls, exc)  # the plugin and its method, when the task's code raised it
         status = "failed"
         error = str(exc) if isinstance(exc, (RunFailed, UsageError)) else f"{type(exc).__name__}: {exc}"
         tb = traceback.format_exc()
@@ -136,7 +139,7 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
     finally:
         if trainer is not None:
             trainer.close()
-        outcome = _finish(plan, state, cblist, recorder, trainer, position, session_seconds, status, error, tb, usage_error)
+        outcome = _finish(plan, state, cblist, recorder, trainer, position, session_seconds, status, error, tb, usage_error, failure)
     return outcome
 
 
@@ -186,6 +189,7 @@ def _finish(
     error: str,
     tb: str,
     usage_error: bool,
+    failure: dict[str, Any] | None = None,
 ) -> RunOutcome:
     """run.json's end, the Finished event, ``on_run_end``; the outcome from that event."""
     epochs_done = position.epoch - 1
@@ -195,7 +199,8 @@ def _finish(
     rate = samples / session_seconds if session_seconds else 0.0
     skipped = trainer.task.skipped_during_training() if trainer is not None else None
     best = recorder.finish(
-        state, status=status, error=error, traceback=tb, epochs=epochs_done, steps=steps, samples_per_second=rate, skipped=skipped
+        state, status=status, error=error, traceback=tb, epochs=epochs_done, steps=steps, samples_per_second=rate, skipped=skipped,
+        failure=failure,
     )
     state.status, state.error = status, error
     finished = Finished(
@@ -211,6 +216,7 @@ def _finish(
         task=plan.task_id,
         best=best,
         usage_error=usage_error,
+        failure=failure or {},
     )
     state.emit(finished)
     cblist.call("on_run_end", state)

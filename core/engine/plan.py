@@ -20,6 +20,7 @@ from typing import Any, Callable
 from trainlab import paths
 from trainlab.api import DataSummary, RunContext, Task, UsageError
 from trainlab.engine.context import RandomState, make_context
+from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.engine.position import LoopPosition
 from trainlab.engine.prepare import PreparedTask, prepare, resolved_path
 from trainlab.engine.records import data_fingerprint
@@ -199,7 +200,8 @@ def plan_run(
         }
 
     # Counted once, from the batches the task will actually give the loop.
-    batches = len(task.batch_order("train", 1, int(params["batch_size"]), int(params["seed"])))
+    with plugin_calls(task).call("batch_order"):
+        batches = len(task.batch_order("train", 1, int(params["batch_size"]), int(params["seed"])))
     steps_per_epoch = -(-batches // int(params["grad_accum"]))
     if prior_dir is not None:
         position, segments = _resume_position(prior_dir, steps_per_epoch, request.more_epochs, params)

@@ -154,14 +154,22 @@ class RunRecorder(Callback):
         steps: int,
         samples_per_second: float,
         skipped: Mapping[str, Any] | None = None,
+        failure: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The run's end; returns its ``best`` entry (empty when it never evaluated)."""
+        """The run's end; returns its ``best`` entry (empty when it never evaluated).
+
+        ``failure`` (plugin, task, method, exception) says whose code failed
+        when a plugin's did; a resumed run that ends otherwise drops it."""
         record = self._record
         now = time.time()
         timings = record.setdefault("timings", {})
         timings["finished"] = now
         timings["duration"] = now - timings.get("started", now)
         record.update(status=status, error=error, traceback=traceback, metrics=copy.deepcopy(state.metrics), pid=None)
+        if failure:
+            record["failure"] = dict(failure)
+        else:
+            record.pop("failure", None)
         record["progress"] = {"epochs_completed": epochs, "steps": steps}
         best = best_of(state)
         if best:
