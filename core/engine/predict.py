@@ -10,6 +10,7 @@ import threading
 from typing import Any, Sequence
 
 from trainlab.api import UsageError
+from trainlab.fileio import verify_safetensors_in
 from trainlab.runs import RunDir
 
 _predictors: dict[tuple[str, str], Any] = {}
@@ -32,6 +33,7 @@ def predict(run_dir: str, inputs: Sequence[str], top_k: int = 5, *, device: str 
         cached = _predictors.get(key)
         if cached is None:
             _, task, ctx = trained_task(rd, device)
+            verify_safetensors_in(rd.model_dir)  # a damaged file: one line naming it, before the task's own loader
             cached = (task, task.load_predictor(rd.model_dir, ctx.device), threading.Lock())
             _predictors.clear()
             _predictors[key] = cached
