@@ -416,7 +416,10 @@ def cmd_runs(args, out: Output) -> int:
     from trainlab.runs import RunStore
     from trainlab.status import status_word
 
-    runs = RunStore().list()
+    store = RunStore()  # IndexUnavailable (exit 2, one line naming the index) when it cannot be opened
+    runs = store.list()
+    for note in store.notes:
+        out.note(f"trainlab: {note}")
     if args.limit:
         runs = runs[: args.limit]
     rows = []
@@ -562,6 +565,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(out, EXIT_INTERRUPTED, "interrupted")
     except BrokenPipeError:
         return EXIT_FAILED
+    except OSError as exc:  # a full or read-only disk under a command: one line naming the file, not a traceback
+        if args.verbose:
+            import traceback
+
+            traceback.print_exc()
+        return _fail(out, EXIT_FAILED, _os_error_line(exc))
+
+
+def _os_error_line(exc: OSError) -> str:
+    from trainlab.fileio import disk_full_message, is_disk_full
+
+    filename = getattr(exc, "filename", None)
+    if filename and is_disk_full(exc):
+        from pathlib import Path
+
+        return disk_full_message(Path(filename).parent, f"writing {filename}")
+    reason = exc.strerror or str(exc)
+    return f"{filename}: {reason}" if filename else reason
 
 
 def _fail(out: Output, code: int, message: str) -> int:
