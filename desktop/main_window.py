@@ -468,13 +468,13 @@ class MainWindow(QMainWindow):
         # Each page stays a marked placeholder if its module cannot load (a
         # trimmed build): the rest of the window works without it.
         try:
-            from trainlab.desktop.history import RunHistoryView
-            from trainlab.runs import RunStore
+            from trainlab.desktop.history import open_history_view
 
-            self.history = RunHistoryView(RunStore(), self.stack)
-            self.history.runOpened.connect(self.open_run)
-            self.history.runsDeleted.connect(self._runs_deleted)
-            self._set_page("history", self.history)
+            self.history, page = open_history_view(self.stack)  # a page saying why when the index cannot be opened
+            if self.history is not None:
+                self.history.runOpened.connect(self.open_run)
+                self.history.runsDeleted.connect(self._runs_deleted)
+            self._set_page("history", page)
         except ImportError:
             self._set_page("history", _placeholder(self.tr("The run history is not available in this build."), self.stack))
 
