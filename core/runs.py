@@ -25,7 +25,7 @@ from trainlab.api import UsageError
 from trainlab.events import Event
 from trainlab.fileio import atomic_write_json, folder_write_problem
 from trainlab.records import RUN_SCHEMA_VERSION, EvalRecord, RunFileError, RunRecord, read_json_object, run_title
-from trainlab.status import FAILED, INTERRUPTED_ERROR, RUNNING
+from trainlab.status import FAILED, FINISHED, INTERRUPTED_ERROR, RUNNING
 from trainlab.tail import MetricsTail
 
 __all__ = ["RUN_SCHEMA_VERSION", "IndexUnavailable", "MetricsWriter", "RunDir", "RunFileError", "RunStore", "new_run_id"]
@@ -427,11 +427,16 @@ class RunStore:
         for row in stale:
             run_dir = RunDir(row["run_dir"])
             error = f"{INTERRUPTED_ERROR}; resume it with: trainlab train --resume {shlex.quote(str(run_dir.path))}"
+            data: dict[str, Any] = {}
             with contextlib.suppress(UsageError, OSError):
                 data = run_dir.read()
                 if data.get("status") == RUNNING:
                     data.update(status=FAILED, error=error, pid=None)
                     run_dir.write(data)
+            if data.get("status") in FINISHED and data.get("error") != error and data.get("id") == row["id"]:
+                # killed after run.json had its end, before the index did: the folder is right
+                self.record(data, run_dir.path, found=True)
+                continue
             with self._connect() as db:
                 db.execute(
                     "UPDATE runs SET status=?, error=?, pid=NULL, updated=? WHERE id=?",

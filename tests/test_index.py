@@ -234,3 +234,17 @@ class ReadOnlyFolder:
             subprocess.run(["umount", "-l", str(self.folder)], check=False)
         else:
             self.folder.chmod(0o755)
+
+
+def test_a_run_killed_after_its_run_json_ended_but_before_the_index_did_keeps_its_end(tmp_path):
+    store = RunStore()
+    rd = RunDir(tmp_path / "run")
+    rd.path.mkdir()
+    record = {"id": "r1", "task": "toy-classification", "status": "running", "timings": {"started": 1.0}}
+    store.record(record, rd.path)
+    with sqlite3.connect(store.db_path) as db:  # its process is gone
+        db.execute("UPDATE runs SET pid=999999, proc_start=1.0 WHERE id='r1'")
+    rd.write({**record, "status": "completed", "best": {"metric": "accuracy", "value": 0.9, "step": 12}})
+    rows = {r["id"]: r for r in store.list()}
+    assert rows["r1"]["status"] == "completed" and rows["r1"]["best_metric"] == 0.9
+    assert rd.read()["status"] == "completed"
