@@ -370,12 +370,16 @@ class RunStore:
         return self._other_folders
 
     def run_folders(self) -> list[Path]:
-        """Every run folder the index should list: those under ``runs/`` and the ``--out`` ones it was told of."""
+        """Every folder the index should list: those under ``runs/`` and the ``--out`` ones it was told of.
+
+        Not checked for a run.json here: ``sync_folders`` looks only at the
+        ones it does not know (a listing every 2 s must not stat them all).
+        """
         found: list[Path] = []
         with contextlib.suppress(OSError):
-            found += [entry for entry in self.runs_folder.iterdir() if (entry / "run.json").is_file()]
+            found += [entry for entry in self.runs_folder.iterdir() if not entry.name.startswith(".")]
         self._other_folders = None  # other processes append to it
-        found += [Path(line) for line in sorted(self._read_other_folders()) if (Path(line) / "run.json").is_file()]
+        found += [Path(line) for line in sorted(self._read_other_folders())]
         return found
 
     def sync_folders(self) -> int:
@@ -391,8 +395,10 @@ class RunStore:
         known_ids = {r["id"] for r in rows}
         added = 0
         for folder in self.run_folders():
+            if str(folder) in known_dirs:
+                continue
             run_dir = RunDir(folder)
-            if str(run_dir.path) in known_dirs:
+            if str(run_dir.path) in known_dirs or not run_dir.run_json.is_file():
                 continue
             try:
                 data = run_dir.read()

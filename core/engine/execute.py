@@ -96,8 +96,9 @@ def execute(
         metrics_file.writer.close()
         raise RunFailed(_write_failure(exc, run_dir.path, f"writing {run_dir.run_json}")) from None
     said_while_planning = CallbackList(engine_callbacks)
-    for event in plan.early_events:
-        said_while_planning.emit(event)
+    with contextlib.suppress(OSError):  # a full disk: the run's first write in the loop fails it, recorded
+        for event in plan.early_events:
+            said_while_planning.emit(event)
     return _train(plan, state, cblist, recorder)
 
 
