@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import signal
 import sys
 import time
@@ -567,22 +568,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except OSError as exc:  # a full or read-only disk under a command: one line naming the file, not a traceback
         if args.verbose:
-            import traceback
+            logging.getLogger("trainlab").exception("%s", exc)
+        from trainlab.fileio import os_error_line
 
-            traceback.print_exc()
-        return _fail(out, EXIT_FAILED, _os_error_line(exc))
-
-
-def _os_error_line(exc: OSError) -> str:
-    from trainlab.fileio import disk_full_message, is_disk_full
-
-    filename = getattr(exc, "filename", None)
-    if filename and is_disk_full(exc):
-        from pathlib import Path
-
-        return disk_full_message(Path(filename).parent, f"writing {filename}")
-    reason = exc.strerror or str(exc)
-    return f"{filename}: {reason}" if filename else reason
+        return _fail(out, EXIT_FAILED, os_error_line(exc))
 
 
 def _fail(out: Output, code: int, message: str) -> int:

@@ -83,7 +83,10 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # name the file being written, not a random temporary's name
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -245,6 +248,15 @@ def is_disk_full(exc: BaseException | None) -> bool:
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return False
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an OSError a command met: the file and the reason (a full disk: its folder and free space)."""
+    filename = getattr(exc, "filename", None)
+    if filename and is_disk_full(exc):
+        return disk_full_message(Path(filename).parent, f"writing {filename}")
+    reason = exc.strerror or str(exc)
+    return f"{filename}: {reason}" if filename else reason
 
 
 def disk_full_message(folder: Path, what: str = "") -> str:

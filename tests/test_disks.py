@@ -252,3 +252,18 @@ def test_runs_on_a_home_that_cannot_hold_the_index_is_one_line(tmp_path, kind):
         error = assert_one_line_error(cli("runs", "--json", env={"TRAINLAB_HOME": str(home)}))
         assert error.startswith(f"run index {home / 'index.sqlite3'} cannot be used: ")
         assert ("disk is full" in error) if kind == "full" else ("read-only file system" in error)
+
+
+@needs_mount
+def test_eval_of_a_run_on_a_read_only_disk_is_one_line_naming_the_file(toy_csv, tmp_path):
+    import shutil
+
+    done = cli("train", "toy-classification", "--data", toy_csv, "--out", tmp_path / "run", "--epochs", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    disk = tmp_path / "disk"
+    with tmpfs(disk, "16m"):
+        shutil.copytree(tmp_path / "run", disk / "run")
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        result = cli("eval", disk / "run", "--json")
+        error = assert_one_line_error(result, code=1)
+        assert error.startswith(f"{disk / 'run'}/eval-") and error.endswith(".json: Read-only file system")
