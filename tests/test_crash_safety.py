@@ -160,11 +160,13 @@ def abort_with_two_ctrl_c(out, toy_csv, epochs: int, wait_for: str):
         seen.append(line)
         if wait_for in line:
             break
-    if epochs > 1:  # the epoch's checkpoint is written right after its evaluation is told
+    if epochs > 1:
+        # the epoch's checkpoint is written right after its evaluation is told;
+        # 50 ms after it, the run is inside the next step (of 200 ms)
         import time
 
-        deadline = time.monotonic() + 30
-        while not (out / "checkpoints" / "last.safetensors").exists() and time.monotonic() < deadline:
+        last, deadline = out / "checkpoints" / "last.safetensors", time.monotonic() + 30
+        while time.monotonic() < deadline and not (last.exists() and time.time() - last.stat().st_mtime > 0.05):
             pass
     proc.send_signal(signal.SIGINT)
     for line in proc.stderr:  # the first one was taken: a stop after this step (of 0.2 s)
@@ -196,6 +198,7 @@ def test_two_ctrl_c_after_a_checkpoint_say_where_resume_continues(toy_plugin, to
     code, _, stderr = abort_with_two_ctrl_c(out, toy_csv, 2, "epoch 1: val loss")
     assert code == 130, stderr
     record = RunDir(out).read()
+    assert record["status"] == "cancelled", stderr
     # in step 13, before it counted: nothing after the checkpoint of step 12 was lost
     assert record["status"] == "cancelled" and record["error"] == "aborted after the checkpoint of step 12: --resume continues from it"
     straight = train(toy_csv, tmp_path, "straight", epochs=2, final_weights="last")

@@ -20,6 +20,7 @@ with a reason rather than half-way through writing a file.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -178,16 +179,34 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
 
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    block = getattr(signal, "pthread_sigmask", None)
-    if block is None or threading.current_thread() is not threading.main_thread():
-        yield  # Windows, or a worker thread (Python runs signal handlers on the main thread only)
+    """Hold Ctrl-C and SIGTERM while the run's end is written; hand them on after.
+
+    A handler, not a signal mask: a signal the C level took just before
+    would still run its Python handler in here.  One that lands while the
+    holders are being put in place is held too.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Python runs signal handlers on the main thread only
         return
-    signals = {signal.SIGINT, signal.SIGTERM}
-    previous = block(signal.SIG_BLOCK, signals)
+    held: list[int] = []
+    previous: dict[int, Any] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        while signum not in previous:
+            try:
+                previous[signum] = signal.signal(signum, lambda number, _frame: held.append(number))
+            except KeyboardInterrupt:  # the second Ctrl-C, a moment before this
+                held.append(signal.SIGINT)
     try:
         yield
     finally:
-        block(signal.SIG_SETMASK, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in held:
+            handler = previous.get(signum)
+            if callable(handler):
+                handler(signum, None)  # the CLI's: a stop (the run has ended), or the abort it asked for
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)
 
 
 def _abort_error(plan: RunPlan, position: Any) -> str:
