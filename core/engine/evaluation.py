@@ -102,6 +102,9 @@ def _evaluate_trained(rd: RunDir, record: dict[str, Any], task: Task, ctx: RunCo
         tensors, plain = read_checkpoint(checkpoint)
         load_model_weights(model, tensors, plain)
     else:
+        from trainlab.fileio import verify_safetensors_in
+
+        verify_safetensors_in(rd.model_dir)  # one line naming a damaged file, before the task's own loader
         model = task.prepare_model(task.load_trained_model(rd.model_dir, ctx), ctx)
     evaluator = Evaluator(task, model, ctx)
     try:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from trainlab.api import RunFailed, TaskSpec, UsageError
 from trainlab.engine.plugin_calls import plugin_calls
+from trainlab.fileio import verify_safetensors_in
 from trainlab.predictions import LabelScores, LabelSet, Number, Prediction, as_prediction
 from trainlab.runs import RunDir
 
@@ -172,6 +173,7 @@ def predict(
 
             _, task, ctx = trained_task(rd, device)  # fitted state restored before load_predictor
             items = _expand(task, inputs)  # before the model: bad input is reported without waiting for it
+            verify_safetensors_in(rd.model_dir)  # a damaged file: one line naming it, before the task's own loader
             with plugin_calls(task).call("load_predictor"):
                 cached = (task, task.load_predictor(rd.model_dir, ctx.device), threading.Lock())
             _predictors.clear()

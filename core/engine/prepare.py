@@ -39,6 +39,7 @@ TRAINING_ONLY_PARAMS = frozenset(
         "early_stopping_patience",
         "class_weighting",
         "checkpoint_every_steps",
+        "checkpoint_every_minutes",
         "keep_checkpoints",
         "final_weights",
         "monitor",
