@@ -1,5 +1,6 @@
 """text-multilabel with real torch and transformers on tiny-bert: data, thresholds, export, engine, CLI, resume."""
 
+import csv
 import json
 
 import pytest
@@ -180,6 +181,20 @@ def test_train_and_eval_from_the_command_line(cli, tmp_path):
     proc = cli("eval", run, "--data", new, "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
     assert last_json(proc)["samples"] == 3
+
+    # predict: the labels at or above the threshold (0.5) and every label's probability
+    out_csv = tmp_path / "predictions.csv"
+    proc = cli("predict", run, "Heavy rain postponed the football final.", new, "--out", out_csv, "--json", env=ONE_THREAD)
+    assert proc.returncode == 0, proc.stderr
+    predictions = last_json(proc)["predictions"]
+    assert len(predictions) == 4
+    for item in predictions:
+        prediction = item["prediction"]
+        assert prediction["kind"] == "label_set" and sorted(s["label"] for s in prediction["scores"]) == TOPICS
+        assert set(prediction["labels"]) == {s["label"] for s in prediction["scores"] if s["probability"] >= 0.5}
+    with open(out_csv, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["input", "labels", *(f"score_{name}" for name in TOPICS), "error"] and len(rows) == 5
 
     unknown = tmp_path / "unknown.jsonl"
     unknown.write_text('{"text": "a poem", "labels": ["poetry"]}\n', encoding="utf-8")

@@ -1,5 +1,6 @@
 """text-regression with real torch and transformers on tiny-bert: data, export, engine, CLI, resume."""
 
+import csv
 import json
 
 import pytest
@@ -176,6 +177,18 @@ def test_train_and_eval_from_the_command_line(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     evaluation = last_json(proc)
     assert evaluation["samples"] == 3 and set(evaluation["metrics"]) == {"mae", "rmse", "r2"}
+
+    # predict: a number per text, in the target's units, as JSON and CSV
+    out_csv = tmp_path / "predictions.csv"
+    proc = cli("predict", run, "The noodles tasted outstanding.", "-", new, "--out", out_csv, "--json", input="服务员态度很差\n", env=ONE_THREAD)
+    assert proc.returncode == 0, proc.stderr
+    predictions = last_json(proc)["predictions"]
+    assert [p["input"] for p in predictions] == ["The noodles tasted outstanding.", "服务员态度很差", "超高性价比，强烈推荐。", "Never again.", "Nothing special."]
+    assert all(p["prediction"]["kind"] == "number" and 0 < p["prediction"]["value"] < 6 for p in predictions)
+    with open(out_csv, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["input", "value", "error"]
+    assert [float(row[1]) for row in rows[1:]] == pytest.approx([p["prediction"]["value"] for p in predictions])
 
 
 def test_a_label_that_is_not_a_number_is_exit_2_naming_file_and_line(cli, tmp_path):

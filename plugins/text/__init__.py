@@ -114,7 +114,7 @@ TEXT_CLASSIFICATION = TaskSpec(
         "train.*, val.* and optionally test.* files."
     ),
     sample_data="samples/text",
-    # files of texts predict reads (as TEXT_FILE_SUFFIXES in task.py)
+    # files of texts predict reads (as TEXT_FILE_SUFFIXES in base.py)
     input=InputSpec(kind="text", suffixes=(".txt", ".csv", ".tsv", ".jsonl"), title="a text"),
     model_formats=("transformers",),
 )
