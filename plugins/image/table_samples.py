@@ -4,14 +4,14 @@
   background; the label is how many cells it holds (``image,label`` CSV).
 * ``scenes``: a noisy gradient background with any of four shapes on it
   (circle, cross, square, triangle; each with probability 0.4, so some
-  images show none); the labels are the shapes present (``image,labels``
-  CSV, ``;``-joined).
+  images show none), turned a little; the labels are the shapes present
+  (``image,labels`` CSV, ``;``-joined).
 
 Everything is drawn from a seed, so a table is reproducible.  The images lie
 beside the table, which names them by relative path.
 
     python -m trainlab.plugins.image.table_samples cells OUT [--images 300] [--size 64] [--seed 0]
-    python -m trainlab.plugins.image.table_samples scenes OUT [--images 400] [--size 48] [--seed 0]
+    python -m trainlab.plugins.image.table_samples scenes OUT [--images 400] [--size 64] [--seed 0]
 
 regenerate the bundled samples (resources/samples/images/cells and
 resources/samples/images/scenes) with the defaults.  No torch here: PIL and
@@ -32,6 +32,11 @@ from trainlab.plugins.image.sample import SHAPES, SUPERSAMPLE, _luma
 
 SCENE_LABELS = ("circle", "cross", "square", "triangle")  # at most four: one to a quarter
 SCENE_PROBABILITY = 0.4
+# Shapes turned at most this much (degrees): with any turn at all, a small CNN
+# trained from scratch needs far more than a minute of a CPU to tell a turned
+# square from a cross on 400 images (measured: micro-F1 0.73 after 15 epochs,
+# against 0.86 here with the same settings).
+SCENE_TURN = 15.0
 MAX_CELLS = 14
 
 
@@ -80,7 +85,7 @@ def draw_cells(count: int, size: int, rng: np.random.Generator) -> Image.Image:
 
 def draw_scene(present: list[str], size: int, rng: np.random.Generator) -> Image.Image:
     """The shapes ``present`` on a noisy gradient, each in its own quarter of the image (of random
-    size, position within it, rotation and colour), so that they never overlap."""
+    size, position within it, colour and a slight turn), so that they never overlap."""
     big = size * SUPERSAMPLE
     background = rng.uniform(0, 255, size=3)
     ramp = np.linspace(-1, 1, size)
@@ -94,7 +99,7 @@ def draw_scene(present: list[str], size: int, rng: np.random.Generator) -> Image
         x, y = left + rng.uniform(radius, half - radius), top + rng.uniform(radius, half - radius)
         mask = Image.new("L", (big, big), 0)
         SHAPES[name](ImageDraw.Draw(mask), x, y, radius)
-        mask = mask.rotate(rng.uniform(0, 360), resample=Image.Resampling.BILINEAR, center=(x, y))
+        mask = mask.rotate(rng.uniform(-SCENE_TURN, SCENE_TURN), resample=Image.Resampling.BILINEAR, center=(x, y))
         mask = mask.resize((size, size), Image.Resampling.LANCZOS)
         colour = rng.uniform(0, 255, size=3)
         while abs(_luma(colour) - _luma(background)) < 80:
@@ -119,7 +124,7 @@ def make_cells_table(root: str | Path, *, images: int = 300, size: int = 64, see
     return _write_csv(root / "cells.csv", ("image", "label"), rows)
 
 
-def make_scenes_table(root: str | Path, *, images: int = 400, size: int = 48, seed: int = 0, quality: int = 85) -> Path:
+def make_scenes_table(root: str | Path, *, images: int = 400, size: int = 64, seed: int = 0, quality: int = 85) -> Path:
     """Write ``root/scene_NNNN.jpg`` and ``root/scenes.csv`` (image, labels: the shapes, ``;``-joined)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -146,12 +151,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("kind", choices=("cells", "scenes"))
     parser.add_argument("out", help="folder to write (the table and its images)")
     parser.add_argument("--images", type=int, help="how many (cells: 300, scenes: 400)")
-    parser.add_argument("--size", type=int, help="side in px (cells: 64, scenes: 48)")
+    parser.add_argument("--size", type=int, default=64, help="side in px")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     make = make_cells_table if args.kind == "cells" else make_scenes_table
-    given = {k: v for k, v in (("images", args.images), ("size", args.size)) if v is not None}
-    print(make(args.out, seed=args.seed, **given))
+    given = {"images": args.images} if args.images is not None else {}
+    print(make(args.out, size=args.size, seed=args.seed, **given))
 
 
 if __name__ == "__main__":
