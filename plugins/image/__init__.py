@@ -218,6 +218,8 @@ SPEC = TaskSpec(
         "Or a table (.csv, .tsv, .jsonl, or a folder with train.* and val.*) with image and label columns."
     ),
     sample_data=SAMPLE_DATA,
+    input=IMAGE_INPUT,
+    model_formats=MODEL_FORMATS,
 )
 
 _TABLE_HELP = " (paths relative to the table's folder, or absolute), or a folder with train.* and val.* (optionally test.*) tables."
