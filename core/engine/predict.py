@@ -19,10 +19,14 @@ _predictors_lock = threading.Lock()
 def predict(run_dir: str, inputs: Sequence[str], top_k: int = 5, *, device: str = "auto") -> list[dict[str, Any]]:
     """Top-k predictions of a trained run for each input (paths or texts).
 
-    Each result is ``{"input", "predictions": [{"label", "probability"}]}``;
-    an input the task could not use has empty predictions and an ``"error"``.
+    Each result is ``{"input", "kind"}`` and the typed prediction's JSON
+    (``trainlab.predictions``): classification keeps ``"predictions":
+    [{"label", "probability"}]``; multi-label ``"labels", "scores"``;
+    regression ``"value"``.  An input the task could not use has empty
+    predictions and an ``"error"``.
     """
     from trainlab.engine.context import trained_task
+    from trainlab.predictions import as_prediction
 
     rd = RunDir(run_dir)
     if not rd.model_dir.is_dir():
@@ -46,5 +50,6 @@ def predict(run_dir: str, inputs: Sequence[str], top_k: int = 5, *, device: str 
         if isinstance(preds, Exception):  # this input only (an unreadable file); see Task.load_predictor
             out.append({"input": item, "predictions": [], "error": str(preds)})
         else:
-            out.append({"input": item, "predictions": [{"label": label, "probability": float(p)} for label, p in preds]})
+            prediction = as_prediction(preds)
+            out.append({"input": item, "kind": prediction.kind, **prediction.to_json()})
     return out
