@@ -875,26 +875,15 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------ samples
     def sample_path(self, task_id: str) -> str:
-        """The bundled sample data of ``task_id`` ('' when there is none)."""
-        entry = self.registry.tasks.get(task_id) if self.registry else None
-        if entry is None or not entry.spec.sample_data:
-            return ""
-        from trainlab.resources import resource_path
+        """The sample data of ``task_id`` ('' when there is none)."""
+        from trainlab.desktop.welcome import sample_data_path
 
-        path = resource_path(entry.spec.sample_data)
-        return str(path) if path.exists() else ""
+        return sample_data_path(self.registry, task_id)
 
     def _update_samples(self) -> None:
-        available = {}
-        for task_id in ("image-classification", "text-classification"):
-            entry = self.registry.tasks.get(task_id)
-            if entry is None:
-                available[task_id] = self.tr("The %s task is not installed.") % task_id
-            elif not self.sample_path(task_id):
-                available[task_id] = self.tr("This installation has no sample data for %s.") % task_id
-            else:
-                available[task_id] = ""
-        self.welcome.set_samples(available)
+        from trainlab.desktop.welcome import sample_offers
+
+        self.welcome.set_samples(sample_offers(self.registry))
 
     def try_sample(self, task_id: str) -> bool:
         """Pre-fill the sample of ``task_id`` with the task's defaults and start."""
