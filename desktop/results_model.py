@@ -92,10 +92,13 @@ class RunResults:
         return found
 
     def declared_metrics(self, report: SplitReport) -> list[str]:
-        """The metrics to show for ``report``, the task's order first."""
-        names = list(report.metric_names)
+        """The metrics to show for ``report``, in its task's order (its family's
+        when the task is not installed here), then any others it names."""
         if self.spec is not None:
-            names = [m.name for m in self.spec.metric_specs() if report.value(m.name) is not None] + names
+            order = [m.name for m in self.spec.metric_specs()]
+        else:
+            order = [m.name for m in FAMILY_METRICS.get(self.family_of(report), ((), ""))[0]]
+        names = [n for n in order if report.value(n) is not None] + list(report.metric_names)
         return list(dict.fromkeys(names))
 
     @property

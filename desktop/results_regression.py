@@ -76,8 +76,8 @@ class RegressionPage(ReportPage):
         self.scatter_plot = self.canvas.add_plot(0, 0, self.tr("Predicted against true"), self.tr("true"), self.tr("predicted"))
         self.histogram_plot = self.canvas.add_plot(1, 0, self.tr("Residuals (predicted \u2212 true)"), self.tr("error"),
                                                    self.tr("examples"))
-        self.points = self.scatter_plot.plot([], [], pen=None, symbol="o", symbolSize=5, symbolPen=None,
-                                             symbolBrush=brush(ACCENT, 150))
+        self.points = self.scatter_plot.plot([], [], pen=None, symbol="o", symbolSize=6, symbolPen=None,
+                                             symbolBrush=brush(ACCENT, 210))
         self.identity = self.scatter_plot.plot([], [], pen=pen(MUTED, 1.5, style=Qt.PenStyle.DashLine))
         self.marked = self.scatter_plot.plot([], [], pen=None, symbol="o", symbolSize=12, symbolPen=pen(WARM, 2),
                                              symbolBrush=None)

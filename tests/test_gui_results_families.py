@@ -138,12 +138,14 @@ def test_regression_image_examples_show_thumbnails(qtbot, results, tmp_path):
         for i in (3, 2, 1)
     ]
     report = {"family": "regression", "samples": 3, "loss": 0.1, "r2": 0.5, "mae": 2.0, "rmse": 2.2,
-              "metrics": {"r2": 0.5, "mae": 2.0, "rmse": 2.2}, "scatter": [[w["true"], w["predicted"]] for w in worst],
+              "metrics": {"mae": 2.0, "rmse": 2.2, "r2": 0.5}, "scatter": [[w["true"], w["predicted"]] for w in worst],
               "worst_examples": worst}
     (run / "eval.json").write_text(json.dumps(report), encoding="utf-8")
     (run / "run.json").write_text(json.dumps({"id": "x", "task": "not-installed-here", "status": "completed"}))
     results.load_run(str(run))
     page = results.page
+    # the task is not installed here: its family's order, R² first
+    assert [results.metrics_table.item(r, 0).text() for r in range(3)] == ["R²", "MAE", "RMSE"]
     assert page.worst_table.item(0, 0).text() == "3.png"
     qtbot.waitUntil(lambda: results.thumbnails_pending() == 0, timeout=5000)
     pixmap = page.worst_table.item(0, 0).icon().pixmap(48, 48)
