@@ -264,3 +264,17 @@ def test_a_row_input_with_named_columns_gets_a_field_per_column(qtbot, panel, re
     with qtbot.waitSignal(panel.predicted, timeout=60_000):
         qtbot.keyClick(panel.row_entry.fields[2], Qt.Key.Key_Return)
     assert panel.current_input == "0.1,-0.4,0.9" and panel.shown_value()
+
+
+def test_a_number_reads_in_the_targets_units_when_the_run_names_them(qtbot, panel, regression_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(regression_run, run)
+    report = json.loads((run / "eval.json").read_text())
+    report["target"]["units"] = "kg"  # where a task's evaluation names the target's units
+    (run / "eval.json").write_text(json.dumps(report))
+    panel.set_run(str(run))
+    with qtbot.waitSignal(panel.predicted, timeout=60_000):
+        panel.submit("0.1,-0.4,0.9")
+    assert panel.shown_value() == f"{panel.prediction.value:.6g} kg"
