@@ -198,7 +198,10 @@ class WelcomeView(QWidget):
             card.deleteLater()
         self.sample_cards = {}
         for offer in offers:
-            button = QPushButton(self.tr("Try {task}").format(task=_in_sentence(offer.title)), self)
+            template = self.tr("Try {task}")
+            # lower-casing a title mid-sentence is English grammar, not every language's
+            title = _in_sentence(offer.title) if template == "Try {task}" else offer.title
+            button = QPushButton(template.format(task=title), self)
             button.setObjectName(f"try_{offer.task_id}")
             button.setToolTip(
                 self.tr("Start a short demo run on the sample data that comes with this task ({path})").format(path=offer.path)

@@ -1770,7 +1770,7 @@ or choose one</source>
     </message>
     <message>
         <source>Try {task}</source>
-        <translation>试试{task}</translation>
+        <translation>试试“{task}”</translation>
     </message>
     <message>
         <source>Start a short demo run on the sample data that comes with this task ({path})</source>
