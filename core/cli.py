@@ -67,7 +67,7 @@ def _parser() -> ArgumentParser:
     add("tasks", "list tasks with their parameters and model presets")
 
     p = add("train", "train a model; writes a run folder")
-    p.add_argument("task", nargs="?", default="", help="task id, e.g. image-classification (optional with --resume)")
+    p.add_argument("task", nargs="?", default="", help="task id, as `trainlab tasks` lists them (optional with --resume)")
     p.add_argument("--data", default="", help="data file or folder (optional with --resume)")
     p.add_argument("--out", help="run folder to create (default: under the data dir)")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a cancelled, failed or killed run from its last checkpoint")
@@ -183,14 +183,14 @@ def cmd_plugins(args, out: Output) -> int:
 def cmd_tasks(args, out: Output) -> int:
     from trainlab.params import ENGINE_PARAMS
     from trainlab.pluginhost import registry
-    from trainlab.resources import resource_path
 
     reg = registry()
     tasks = []
     for task_id, entry in sorted(reg.tasks.items()):
         data = entry.spec.to_json(ENGINE_PARAMS)
         data["plugin"] = {"name": entry.plugin.name, "version": entry.plugin.version}
-        data["sample_data"] = str(resource_path(entry.spec.sample_data)) if entry.spec.sample_data else None
+        sample = entry.spec.sample_path()  # in the plugin's own package, or TrainLab's resources
+        data["sample_data"] = str(sample) if sample is not None else None
         tasks.append(data)
     # One set of column widths for every task, so that all the tables line up.
     rows = {task["id"]: [_param_row(param, task["defaults"]) for param in task["parameters"]] for task in tasks}
@@ -200,6 +200,7 @@ def cmd_tasks(args, out: Output) -> int:
         out.say(f"{task['id']}  ({task['title']}; plugin {task['plugin']['name']} {task['plugin']['version']})")
         if task["description"]:
             out.say(f"  {task['description']}")
+        out.say("  " + _task_declarations(task))
         if task["sample_data"]:
             out.say(f"  sample data: {task['sample_data']}")
         for setting, kind, limits, help_text in rows[task["id"]]:
@@ -213,6 +214,19 @@ def cmd_tasks(args, out: Output) -> int:
         out.say()
     out.result({"tasks": tasks})
     return EXIT_OK
+
+
+def _task_declarations(task: dict[str, Any]) -> str:
+    """Family, metrics (the monitor first marked), input kind, model formats: one line of `trainlab tasks`."""
+    metrics = ", ".join(
+        m["name"] + (" (monitor)" if m["name"] == task["monitor"] else "") + ("" if m["higher_is_better"] else " (lower is better)")
+        for m in task["metrics"]
+    )
+    if task["monitor"] == "loss":
+        metrics += ", loss (monitor)"
+    kind = task["input"]["kind"] + (f" ({', '.join(task['input']['suffixes'])})" if task["input"]["suffixes"] else "")
+    formats = ", ".join(task["model_formats"]) or "its own presets only"
+    return f"family {task['family']}; metrics {metrics or '-'}; input {kind}; model formats {formats}"
 
 
 # Choices longer than this go on a line of their own rather than widen the table.
@@ -235,34 +249,6 @@ def _value_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)
-
-
-class ConsoleProgress:
-    """Human progress on stderr: a line per evaluation, a status line at most every 2 s."""
-
-    def __init__(self, out: Output):
-        from trainlab.engine.callbacks import Callback
-
-        self.out = out
-        self._last = 0.0
-        self.callback = type("ConsoleCallback", (Callback,), {"on_event": lambda _self, e: self.on_event(e)})()
-
-    def on_event(self, event) -> None:
-        from trainlab.events import EvalResult, Log, Progress, Started, TrainStep
-
-        now = time.monotonic()
-        if isinstance(event, Started):
-            self.out.note(f"run folder: {event.run_dir}  ({event.device}, {event.precision}, {event.total_steps} steps)")
-        elif isinstance(event, TrainStep) and now - self._last >= 2.0:
-            self._last = now
-            self.out.note(f"epoch {event.epoch} step {event.step}: loss {event.loss:.4f}  lr {event.lr:.2e}  {event.samples_per_second:.0f} samples/s")
-        elif isinstance(event, EvalResult):
-            best = "  (best)" if event.best else ""
-            self.out.note(f"epoch {event.epoch}: val loss {event.loss:.4f}  accuracy {event.accuracy:.4f}  macro-F1 {event.macro_f1:.4f}{best}")
-        elif isinstance(event, Log) and event.level in ("warning", "error", "info"):
-            self.out.note(f"{event.level}: {event.message}" if event.level != "info" else event.message)
-        elif isinstance(event, Progress) and event.phase == "paused":
-            self.out.note("paused")
 
 
 @contextlib.contextmanager
@@ -308,6 +294,8 @@ def cmd_train(args, out: Output) -> int:
     request = RunRequest(
         task=args.task, data=args.data, params=_params_from(args), out=args.out, resume=args.resume, more_epochs=args.more_epochs
     )
+    from trainlab.reporting import ConsoleProgress, declared_metrics, done_text, task_spec
+
     progress = ConsoleProgress(out)
     outcome = _train_isolated(request, progress) if args.isolated else _train_here(request, progress)
     if outcome.status == "failed":
@@ -315,13 +303,13 @@ def cmd_train(args, out: Output) -> int:
     elif outcome.status == "cancelled":
         out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {outcome.run_dir}")
     else:
-        m = outcome.metrics
-        out.say(f"done: accuracy {m.get('accuracy', float('nan')):.4f}, macro-F1 {m.get('macro_f1', float('nan')):.4f}; run folder {outcome.run_dir}")
+        specs = progress.metric_specs or declared_metrics(task_spec(outcome.task))
+        out.say(f"done: {done_text(outcome.metrics, specs)}; run folder {outcome.run_dir}")
     out.result(outcome.to_json())
     return outcome.exit_code
 
 
-def _train_here(request, progress: ConsoleProgress):
+def _train_here(request, progress):
     from trainlab.engine.callbacks import RunControl
     from trainlab.engine.execute import execute
     from trainlab.engine.plan import plan_run
@@ -332,7 +320,7 @@ def _train_here(request, progress: ConsoleProgress):
         return execute(plan, callbacks=[progress.callback], control=control)
 
 
-def _train_isolated(request, progress: ConsoleProgress):
+def _train_isolated(request, progress):
     from trainlab.engine.child import ChildRun
 
     child = ChildRun(request)
@@ -348,58 +336,52 @@ def _train_isolated(request, progress: ConsoleProgress):
 
 
 def cmd_eval(args, out: Output) -> int:
+    from trainlab.engine.predict import open_trained_run
     from trainlab.engine.runner import evaluate_run
+    from trainlab.reporting import eval_lines, task_spec
 
+    record = open_trained_run(args.run_dir, need_model=False).read()  # a mistyped folder is named before torch loads
     report = evaluate_run(args.run_dir, args.data, device=args.device)
-    out.say(f"{report['split']} on {report['data']}: accuracy {report['accuracy']:.4f}, macro-F1 {report['macro_f1']:.4f}, loss {report['loss']:.4f} ({report['samples']} examples)")
-    for row in report["per_class"]:
-        out.say(f"  {row['label']:<24} precision {row['precision']:.3f}  recall {row['recall']:.3f}  f1 {row['f1']:.3f}  support {row['support']}")
+    for line in eval_lines(report, task_spec(str(record.get("task", "")))):
+        out.say(line)
     out.say(f"written to {report['written']}")
     out.result(report)
     return EXIT_OK
 
 
 def cmd_predict(args, out: Output) -> int:
-    import csv
-
+    from trainlab.engine.predict import open_trained_run, prediction_type
     from trainlab.engine.runner import predict
+    from trainlab.reporting import task_spec, write_predictions_csv
 
     if args.top_k < 1:
         raise UsageError("--top-k must be at least 1")
-    results = predict(args.run_dir, args.inputs, args.top_k, device=args.device)
-    errors = [item for item in results if item.get("error")]
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+        out.note(f"trainlab: warning: {message}")
+
+    results = predict(args.run_dir, args.inputs, args.top_k, device=args.device, on_warning=warn)
+    errors = [item for item in results if item.error]
     for item in results:
-        if item.get("error"):
-            out.say(f"{item['input']}\terror: {item['error']}")
-            continue
-        preds = ", ".join(f"{p['label']} {p['probability']:.3f}" for p in item["predictions"])
-        out.say(f"{item['input']}\t{preds}")
+        out.say(f"{item.input}\terror: {item.error}" if item.error else f"{item.input}\t{item.prediction.summary()}")
     written = None
     if args.out:
-        from trainlab.fileio import atomic_write
-
-        def write(tmp):
-            with open(tmp, "w", newline="", encoding="utf-8") as handle:
-                writer = csv.writer(handle)
-                header = ["input"]
-                for k in range(1, args.top_k + 1):
-                    header += [f"label_{k}", f"probability_{k}"]
-                writer.writerow(header + ["error"])
-                width = len(header)
-                for item in results:
-                    row = [item["input"]]
-                    for p in item["predictions"]:
-                        row += [p["label"], f"{p['probability']:.6f}"]
-                    row += [""] * (width - len(row))  # top_k may exceed the number of labels
-                    writer.writerow(row + [item.get("error", "")])
-
-        atomic_write(_path(args.out), write)
+        record = open_trained_run(args.run_dir).read()
+        spec = task_spec(str(record.get("task", "")))
+        family = spec.family if spec is not None else "classification"
+        labels = [str(name) for name in record.get("label_names") or []]
+        write_predictions_csv(_path(args.out), results, args.top_k, labels, prediction_type(family, results))
         written = str(_path(args.out).resolve())
         out.note(f"wrote {len(results)} predictions to {written}")
-    out.result({"run_dir": args.run_dir, "predictions": results, "out": written, "errors": len(errors)})
+    answer = {"run_dir": args.run_dir, "predictions": [item.to_json() for item in results], "out": written, "errors": len(errors)}
+    if warnings:
+        answer["warnings"] = warnings
+    out.result(answer)
     if errors:
         # every other input was predicted (and written); the exit code says not all were
-        out.note(f"{len(errors)} of {len(results)} input(s) could not be used: {errors[0]['error']}"
+        out.note(f"{len(errors)} of {len(results)} input(s) could not be used: {errors[0].error}"
                  + (" (and more, see above)" if len(errors) > 1 else ""))
         return EXIT_USAGE
     return EXIT_OK
@@ -412,7 +394,8 @@ def _path(value: str):
 
 
 def cmd_runs(args, out: Output) -> int:
-    from trainlab.formats import MISSING, format_duration, format_metric
+    from trainlab.formats import MISSING, format_duration
+    from trainlab.reporting import declared_metrics, metric_text, task_spec
     from trainlab.runs import RunStore
     from trainlab.status import status_word
 
@@ -420,7 +403,13 @@ def cmd_runs(args, out: Output) -> int:
     if args.limit:
         runs = runs[: args.limit]
     rows = []
+    specs_by_task: dict[str, tuple] = {}
     for r in runs:
+        if r["task"] not in specs_by_task:  # each task's declared metrics, for their display
+            specs_by_task[r["task"]] = declared_metrics(task_spec(str(r["task"] or "")))
+        best = MISSING
+        if r["best_metric"] is not None and r["monitor"]:
+            best = f"{r['monitor']} {metric_text(r['monitor'], r['best_metric'], specs_by_task[r['task']])}"
         rows.append(
             {
                 "id": r["id"],
@@ -431,12 +420,12 @@ def cmd_runs(args, out: Output) -> int:
                 "duration": r["duration"],
                 "best_metric": r["best_metric"],
                 "monitor": r["monitor"],
+                "best": best if r["best_metric"] is not None else None,
                 "run_dir": r["run_dir"],
             }
         )
         start = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r["started"] else MISSING
         duration = format_duration(r["duration"], missing=MISSING)
-        best = f"{r['monitor']} {format_metric(r['monitor'], r['best_metric'])}" if r["best_metric"] is not None else MISSING
         status = status_word(r["status"], r.get("error"))
         out.say(f"{r['id']:<44} {status:<11} {start:<17} {duration:>8}  {best:<20} {r['run_dir']}")
     if not rows:
@@ -466,7 +455,8 @@ def cmd_models(args, out: Output) -> int:
         out.say(f"  {p['task']:<24} {p['name']:<24} {p['description']}")
     out.say("pretrained models on this machine:")
     for m in available:
-        out.say(f"  {m.get('name', '?'):<40} {m.get('source', ''):<14} {m.get('path', '')}")
+        takers = ", ".join(m["tasks"]) or "no installed task"
+        out.say(f"  {m.get('name', '?'):<40} {m.get('source', ''):<9} {m['format']:<23} for {takers}  {m.get('path', '')}")
     if not available:
         out.say("  none (see docs/offline-install.md to stage some)")
     out.result({"presets": presets, "available": available})

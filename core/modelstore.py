@@ -12,8 +12,12 @@ A model name resolves, in this order, through
 Nothing here opens a connection or imports torch: the listing reads folder
 names and small JSON files, so ``trainlab models`` stays instant.  Only
 ``import_model`` asks transformers whether a model type can classify
-sequences.  Image checkpoints in ``$TORCH_HOME/hub/checkpoints`` are listed
-too, for the image task.
+sequences.  Checkpoints in ``$TORCH_HOME/hub/checkpoints`` are listed too.
+
+Every model has a *format* (``trainlab.modelformats``: ``transformers``,
+``trainlab-image``, ``torchvision-checkpoint`` or a plugin's own); which
+tasks take it comes from their ``TaskSpec.model_formats``, so nothing here
+knows any task by name.
 
 Before a folder is imported or used, its weights are checked without being
 loaded (``check_weights``): safetensors headers and checksums, and for
@@ -36,6 +40,16 @@ from typing import Any
 
 from trainlab.api import UsageError
 from trainlab.fileio import verify_safetensors
+from trainlab.modelformats import (  # noqa: F401 - re-exported: callers find formats with the models
+    MODEL_DESCRIPTION,
+    TORCH_CHECKPOINT_SUFFIXES,
+    TORCHVISION_CHECKPOINT,
+    TRAINLAB_IMAGE,
+    TRANSFORMERS,
+    accepts,
+    model_format,
+    tasks_accepting,
+)
 from trainlab.paths import model_store_dir
 
 METADATA_FILE = "trainlab-model.json"
@@ -49,7 +63,6 @@ WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json"
 # Files `hf download` fetches that a PyTorch run never reads; not copied into
 # the store (they are often as large as the weights themselves).
 SKIP_ON_IMPORT = ("*.h5", "*.msgpack", "*.ot", "*.onnx", "*.tflite", "*.mlmodel", ".git", ".cache", "onnx", "coreml", "openvino")
-TORCH_CHECKPOINT_SUFFIXES = (".pth", ".pt", ".safetensors")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 
@@ -369,11 +382,13 @@ def _folder_size(path: Path) -> int:
 def import_model(src_dir: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
     """Copy a model folder into the store; UsageError says what the folder lacks.
 
-    The folder must hold a model transformers can load for sequence
-    classification: config.json, a tokenizer and PyTorch weights.  ``name``
+    A transformers folder must hold a model transformers can load for
+    sequence classification: config.json, a tokenizer and PyTorch weights.  ``name``
     defaults to the folder's name; an entry of that name is replaced.
     Returns the new entry as ``available_models`` lists it, plus
-    ``replaced``.
+    ``replaced``.  A folder described by a ``model.json`` (a TrainLab image
+    model, a plugin's own format) is copied as it is; its safetensors are
+    verified and its task checks the rest when it loads it.
     """
     src = Path(src_dir).expanduser()
     if not src.exists():
@@ -381,10 +396,16 @@ def import_model(src_dir: str | os.PathLike[str], name: str | None = None) -> di
     src = src.resolve()
     if not src.is_dir():
         raise UsageError(f"{src}: not a folder; `trainlab models import` takes the folder that holds config.json")
-    check = check_text_model_folder(src)
-    if not check.usable:
-        raise UsageError(f"{src} is not a model folder TrainLab can use: missing {check.describe_missing()}")
-    check_weights(src)
+    fmt = model_format(src)
+    if fmt in ("", TRANSFORMERS):
+        check = check_text_model_folder(src)
+        if not check.usable:
+            raise UsageError(f"{src} is not a model folder TrainLab can use: missing {check.describe_missing()}")
+        check_weights(src)
+    else:  # a folder described by its own model.json: its task checks it when it loads
+        check = FolderCheck(src)
+        for weights in src.glob("*.safetensors"):
+            verify_safetensors(weights)
     name = (name or src.name).strip()
     if not _NAME_RE.match(name):
         raise UsageError(f"model name {name!r}: use letters, digits, '.', '_', '-' and at most one '/'")
@@ -406,6 +427,7 @@ def import_model(src_dir: str | os.PathLike[str], name: str | None = None) -> di
             "imported_at": time.time(),
             "model_type": check.model_type,
             "architectures": check.architectures,
+            "format": fmt or TRANSFORMERS,
         }
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
         replaced = target.exists()
@@ -418,7 +440,7 @@ def import_model(src_dir: str | os.PathLike[str], name: str | None = None) -> di
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise UsageError(f"could not import {src} into {root}: {exc}") from exc
-    entry = _describe(name, target, "store", check_folder(target))
+    entry = _describe(name, target, "store", _check_stored(target))
     entry["replaced"] = replaced
     return entry
 
@@ -455,11 +477,16 @@ def _import_ignore(src: Path):
 # Listing and resolving
 
 
+def _check_stored(folder: Path) -> FolderCheck:
+    """What a folder lacks: transformers folders are checked file by file; others are their task's to check."""
+    return check_folder(folder) if model_format(folder) in ("", TRANSFORMERS) else FolderCheck(folder)
+
+
 def _describe(name: str, path: Path, source: str, check: FolderCheck) -> dict[str, Any]:
     return {
         "name": name,
         "source": source,
-        "task": "text-classification",
+        "format": model_format(path) or TRANSFORMERS,
         "path": str(path),
         "model_type": check.model_type,
         "architectures": check.architectures,
@@ -472,12 +499,14 @@ def _describe(name: str, path: Path, source: str, check: FolderCheck) -> dict[st
 def available_models() -> list[dict[str, Any]]:
     """Every model on this machine: store, Hugging Face cache, torch hub checkpoints.
 
-    Each entry: name, source (``store``, ``hf-cache`` or ``torch-hub``), task,
-    path, usable, missing (what a text model folder lacks), size_bytes, and
-    model_type/architectures for text models or file/arch for image
-    checkpoints.
+    Each entry: name, source (``store``, ``hf-cache`` or ``torch-hub``),
+    format (``model_format``), path, usable, missing (what a transformers
+    folder lacks), size_bytes, and model_type/architectures for transformers
+    folders or file/arch for checkpoints; ``tasks``: the installed tasks
+    that take its format (``task``: the first of them, the one key listings
+    had before model formats).
     """
-    models = [_describe(name, folder, "store", check_folder(folder)) for name, folder in _store_entries()]
+    models = [_describe(name, folder, "store", _check_stored(folder)) for name, folder in _store_entries()]
     for repo_id, folder in _cache_entries():
         snapshot = _snapshot(folder)
         if snapshot is None:
@@ -494,7 +523,7 @@ def available_models() -> list[dict[str, Any]]:
                     {
                         "name": file.name,
                         "source": "torch-hub",
-                        "task": "image-classification",
+                        "format": TORCHVISION_CHECKPOINT,
                         "path": str(file),
                         "file": file.name,
                         # torchvision names files <arch>-<hash prefix>.pth
@@ -504,6 +533,13 @@ def available_models() -> list[dict[str, Any]]:
                         "size_bytes": file.stat().st_size,
                     }
                 )
+    accepting: dict[str, list[str]] = {}
+    for entry in models:
+        fmt = entry["format"]
+        if fmt not in accepting:
+            accepting[fmt] = tasks_accepting(fmt)
+        entry["tasks"] = list(accepting[fmt])
+        entry["task"] = accepting[fmt][0] if accepting[fmt] else ""
     return models
 
 
@@ -538,7 +574,7 @@ def resolve(name: str) -> Path:
                 f"{check.describe_missing()}; {staging_help(found_name)}"
             )
         return check.path
-    usable = sorted({m["name"] for m in available_models() if m["task"] == "text-classification" and m["usable"]})
+    usable = sorted({m["name"] for m in available_models() if m["format"] == TRANSFORMERS and m["usable"]})
     listing = ", ".join(usable) if usable else "none"
     raise UsageError(
         f"model {name!r} is not available offline (models on this machine: {listing}; "

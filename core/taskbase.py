@@ -264,7 +264,14 @@ class Task:
         return {}
 
     def load_fitted_state(self, state: Mapping[str, Any]) -> None:  # optional
-        """Restore what ``fitted_state`` returned (called before ``prepare`` on resume and eval)."""
+        """Restore what ``fitted_state`` returned.
+
+        Called before ``prepare`` for ``trainlab eval`` and before
+        ``load_predictor`` for ``predict``.  A resumed run prepares its data
+        again and fits again (the same training data gives the same state);
+        post-hoc state such as thresholds is fitted again by ``calibrate``
+        when the run completes.
+        """
 
     def expand_inputs(self, inputs: Iterable[str]) -> list[str]:  # optional
         """Turn command-line inputs (folders, files of texts) into items."""

@@ -3,7 +3,8 @@
 The state is a plain ``RunResults`` (``results_model.load_results``): the
 run's record and its evaluations, read through ``RunDir``; the pages only
 show it.  Which page shows a report is its family (``RunResults.family_of``:
-the report's own, else its task's, else classification), never its task id:
+the report's own, else the one run.json recorded, else its task's, else
+classification), never its task id:
 
 - classification: per-class table, confusion matrix, the examples behind a
   cell (``results_classification``);

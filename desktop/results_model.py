@@ -8,9 +8,11 @@ others: its error, naming the file, lands in ``problems``, and the view shows
 it.  The per-split reports are ``trainlab.records.SplitReport``.
 
 Which view shows a report is its family: the one the report names, else the
-family its task declares (``TaskSpec.family``, when the task is installed),
-else classification (every report from before plugin API 2).  The task's
-declared metrics give their titles, display forms and the monitored one.
+one ``run.json`` recorded, else the family its task declares
+(``TaskSpec.family``, when the task is installed), else classification
+(every report from before plugin API 2).  The metrics' titles and display
+forms come from what the run recorded (``declared_metrics`` in run.json),
+else from the installed task, else from the family's defaults.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ class RunResults:
     has_eval_files: bool = False
     spec: TaskSpec | None = None  # the run's task, when it is installed here
     parameters: dict[str, Any] = field(default_factory=dict)  # run.json's
+    recorded_family: str = ""  # run.json's "family": what the run was trained as
+    recorded_metrics: tuple[Metric, ...] = ()  # run.json's "declared_metrics"
 
     @property
     def running(self) -> bool:
@@ -79,25 +83,32 @@ class RunResults:
         """The view for ``report``: its own family, else its task's, else classification."""
         if report.family:
             return report.family
+        if self.recorded_family:
+            return self.recorded_family
         if self.spec is not None and self.spec.family:
             return self.spec.family
         return CLASSIFICATION
 
+    def _declared(self, family: str) -> tuple[Metric, ...]:
+        if self.recorded_metrics:
+            return self.recorded_metrics
+        if self.spec is not None:
+            return self.spec.metric_specs()
+        return FAMILY_METRICS.get(family or self.recorded_family, ((), ""))[0]
+
     def metric_spec(self, name: str, family: str = "") -> Metric | None:
-        """How metric ``name`` is declared: by the task, else by its family's defaults."""
-        found = self.spec.metric(name) if self.spec is not None else None
+        """How metric ``name`` is declared: as the run recorded it, else by the
+        installed task, else by its family's defaults."""
+        found = next((m for m in self._declared(family) if m.name == name), None)
         if found is None:
-            defaults = FAMILY_METRICS.get(family or (self.spec.family if self.spec else ""), ((), ""))[0]
+            defaults = FAMILY_METRICS.get(family or self.recorded_family or (self.spec.family if self.spec else ""), ((), ""))[0]
             found = next((m for m in defaults if m.name == name), None)
         return found
 
     def declared_metrics(self, report: SplitReport) -> list[str]:
-        """The metrics to show for ``report``, in its task's order (its family's
-        when the task is not installed here), then any others it names."""
-        if self.spec is not None:
-            order = [m.name for m in self.spec.metric_specs()]
-        else:
-            order = [m.name for m in FAMILY_METRICS.get(self.family_of(report), ((), ""))[0]]
+        """The metrics to show for ``report``, in its task's order (as recorded,
+        else the installed task's, else its family's), then any others it names."""
+        order = [m.name for m in self._declared(self.family_of(report))]
         names = [n for n in order if report.value(n) is not None] + list(report.metric_names)
         return list(dict.fromkeys(names))
 
@@ -140,6 +151,8 @@ def load_results(run_dir: str | os.PathLike[str]) -> RunResults:
         spec=task_spec(record.task) if record else None,
         parameters=dict(record.parameters) if record else {},
     )
+    if record is not None:
+        results.recorded_family, results.recorded_metrics = recorded_declarations(record)
     if record is None:
         results.problems.append(problem)
     files = folder.eval_files()
@@ -161,6 +174,17 @@ def load_results(run_dir: str | os.PathLike[str]) -> RunResults:
             results.reports[key] = report
             results.sources[key] = ReportSource(key, path.name, split, own, evaluation.data)
     return results
+
+
+def recorded_declarations(record: RunRecord) -> tuple[str, tuple[Metric, ...]]:
+    """The family and metrics run.json recorded (runs from before plugin API 2: none)."""
+    family = record.extra.get("family")
+    metrics = []
+    for item in record.extra.get("declared_metrics") or ():
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            metrics.append(Metric(item["name"], str(item.get("title") or ""), bool(item.get("higher_is_better", True)),
+                                  str(item.get("display") or "number")))
+    return (family if isinstance(family, str) else ""), tuple(metrics)
 
 
 @dataclass(frozen=True)

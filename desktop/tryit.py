@@ -8,7 +8,8 @@ evaluation listed (``eval.json``: the classification and multi-label
 examples, the regression's worst ones) that the task can take as input: a
 file that is there, a text, a row written as comma-separated values.
 
-Predictions run in a one-thread pool through ``trainlab.engine.runner.predict``,
+Predictions run in a one-thread pool through ``trainlab.engine.runner.predict``
+(its typed ``PredictedInput``, and the warnings of its input check),
 which imports torch there (never on the GUI thread) and keeps the run's
 predictor loaded, so only the first prediction of a run pays for loading it.
 One thread: the predictor is used by one caller at a time, and a burst of
@@ -37,9 +38,9 @@ from PySide6.QtWidgets import (
 
 from trainlab.api import UsageError
 from trainlab.descriptors import InputSpec, TaskSpec
-from trainlab.desktop.results_model import task_spec
+from trainlab.desktop.results_model import recorded_declarations, task_spec
 from trainlab.desktop.tryit_inputs import DropArea, RowEntry, TextEntry, accepts_file, input_suffixes, page, row_columns
-from trainlab.desktop.tryit_outputs import PredictionView, number_text, prediction_rows, typed_prediction
+from trainlab.desktop.tryit_outputs import PredictionView, number_text, prediction_rows
 from trainlab.predictions import Prediction
 from trainlab.records import EvalRecord, LabelSetExample, RegressionExample, RunRecord
 from trainlab.runs import RunDir
@@ -49,7 +50,7 @@ UNIT_KEYS = ("target_units", "units", "unit")
 
 
 class _PredictSignals(QObject):
-    done = Signal(int, object)  # request id, the predict result of the one input
+    done = Signal(int, object, object, list)  # request id, its Prediction, that prediction's JSON, warnings
     failed = Signal(int, str, str)  # request id, message, traceback
 
 
@@ -66,16 +67,18 @@ class _PredictJob(QRunnable):
         try:
             from trainlab.engine.runner import predict  # imports torch here, off the GUI thread
 
-            results = predict(self.run_dir, [self.item], self.top_k)
-            if results and results[0].get("error"):  # this input could not be used (an unreadable image)
-                self._emit(self.signals.failed, self.request_id, results[0]["error"], "")
+            warnings: list[str] = []
+            answers = predict(self.run_dir, [self.item], self.top_k, on_warning=warnings.append)
+            answer = answers[0]
+            if answer.error:  # this input could not be used (an unreadable image)
+                self._emit(self.signals.failed, self.request_id, answer.error, "")
                 return
-            result = results[0] if results else {}
         except Exception as exc:  # noqa: BLE001 - shown in the panel, never fatal
             message = str(exc) if exc.__class__.__name__ in ("UsageError", "DataError") else f"{type(exc).__name__}: {exc}"
             self._emit(self.signals.failed, self.request_id, message, traceback.format_exc())
             return
-        self._emit(self.signals.done, self.request_id, result)
+        body = answer.to_json().get("prediction") or {}
+        self._emit(self.signals.done, self.request_id, answer.prediction, body, warnings)
 
     @staticmethod
     def _emit(signal, *args) -> None:
@@ -226,8 +229,11 @@ class TryItPanel(QWidget):
         self.input_spec = self.spec.input if self.spec is not None else InputSpec()
         evaluation = self._evaluation()
         report = evaluation.primary if evaluation is not None else None
-        self.family = (report.family if report is not None and report.family else "") or (
-            self.spec.family if self.spec is not None else "classification"
+        recorded_family, _ = recorded_declarations(self.record)
+        self.family = (
+            (report.family if report is not None else "")
+            or recorded_family
+            or (self.spec.family if self.spec is not None else "classification")
         )
         self.units = self._units(report)
         self._configure_input()
@@ -405,13 +411,13 @@ class TryItPanel(QWidget):
         return self._pool.activeThreadCount() > 0
 
     # -- output ---------------------------------------------------------------------
-    def _done(self, request_id: int, result: dict) -> None:
+    def _done(self, request_id: int, prediction: Prediction | None, body: dict, warnings: list) -> None:
         if request_id != self._request:
             return
-        self.prediction = typed_prediction(result)
-        self.predictions = prediction_rows(self.prediction, result)
-        self.status.clear()
-        self.output.show_prediction(self.prediction, result, self._truth, self.top_k.value(), self.units)
+        self.prediction = prediction
+        self.predictions = prediction_rows(prediction, body)
+        self.status.setText("\n".join(warnings))  # a file name given to a task that takes texts, ...
+        self.output.show_prediction(prediction, body, self._truth, self.top_k.value(), self.units)
         self.predicted.emit(self.predictions)
 
     def _failed(self, request_id: int, message: str, details: str) -> None:

@@ -1,8 +1,7 @@
 """The output side of try-it: a typed prediction as people read it.
 
-``typed_prediction`` reads one answer of ``trainlab.engine.runner.predict``
-(the prediction's JSON, ``trainlab.predictions``) back into its type;
-``PredictionView`` shows it:
+``PredictionView`` shows the ``trainlab.predictions`` value that
+``trainlab.engine.runner.predict`` answered for one input:
 
 - ``LabelScores``: the top labels with probability bars, the best in bold;
 - ``LabelSet``: the chosen labels, then each label's score bar (chosen ones
@@ -22,24 +21,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QWidget
 from trainlab.predictions import LabelScores, LabelSet, Number, Prediction
 
 
-def typed_prediction(result: Mapping[str, Any]) -> Prediction | None:
-    """The typed prediction of one predict result (None: a form this version does not know)."""
-    kind = result.get("kind")
-    if kind == "number" or (kind is None and "value" in result):
-        try:
-            return Number(float(result["value"]))
-        except (KeyError, TypeError, ValueError):
-            return None
-    if kind == "label_set" or (kind is None and "labels" in result):
-        scores = [(s.get("label"), s.get("probability", 0.0)) for s in result.get("scores", []) if isinstance(s, Mapping)]
-        return LabelSet(tuple(result.get("labels") or ()), tuple(scores))
-    if kind in (None, "label_scores") and isinstance(result.get("predictions"), list):
-        pairs = [(p.get("label"), p.get("probability", 0.0)) for p in result["predictions"] if isinstance(p, Mapping)]
-        return LabelScores(tuple(pairs))
-    return None
-
-
-def prediction_rows(prediction: Prediction | None, result: Mapping[str, Any]) -> list[dict[str, Any]]:
+def prediction_rows(prediction: Prediction | None, body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The rows ``TryItPanel.predicted`` carries: labels with probabilities, best first, or ``[{"value"}]``."""
     if isinstance(prediction, LabelScores):
         return [{"label": label, "probability": p} for label, p in prediction.scores]
@@ -48,7 +30,7 @@ def prediction_rows(prediction: Prediction | None, result: Mapping[str, Any]) ->
         return [{"label": label, "probability": p, "chosen": label in prediction.labels} for label, p in ranked]
     if isinstance(prediction, Number):
         return [{"value": prediction.value}]
-    return [{k: v for k, v in result.items() if k != "input"}]
+    return [{k: v for k, v in body.items() if k != "kind"}]
 
 
 def number_text(value: float, units: str = "") -> str:
@@ -74,7 +56,7 @@ class PredictionView(QWidget):
                 widget.deleteLater()
         self.value_label = None
 
-    def show_prediction(self, prediction: Prediction | None, result: Mapping[str, Any], truth: str = "",
+    def show_prediction(self, prediction: Prediction | None, body: Mapping[str, Any], truth: str = "",
                         top_k: int = 5, units: str = "") -> None:
         self.clear()
         row = 0
@@ -109,7 +91,7 @@ class PredictionView(QWidget):
             self.value_label = value
             self.grid.addWidget(value, row, 0, 1, 3)
         else:
-            for key, item in result.items():
+            for key, item in body.items():
                 if key in ("input", "kind"):
                     continue
                 self.grid.addWidget(QLabel(str(key)), row, 0)

@@ -109,17 +109,25 @@ def test_a_multilabel_run_shows_per_label_scores_and_wrong_label_sets(qtbot, res
     assert f"“{label}”" in page.examples_title.text()
 
 
-def test_a_report_without_family_takes_its_tasks_family(qtbot, results, regression_run, tmp_path):
-    # eval.json as a plugin of API 1 days might write it: the installed task says regression
+def test_a_report_without_family_takes_the_runs_then_its_tasks_family(qtbot, results, regression_run, tmp_path):
     import shutil
 
     run = tmp_path / "run"
     shutil.copytree(regression_run, run)
     report = eval_json(run)
-    del report["family"]
+    del report["family"]  # as a plugin's own accumulator might write it
     (run / "eval.json").write_text(json.dumps(report), encoding="utf-8")
+    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    assert record["family"] == "regression"  # what the engine recorded of the run
     results.load_run(str(run))
     assert results.family == "regression" and results.page.objectName() == "regressionResults"
+
+    # a run.json from before the engine recorded it: the installed task says regression
+    del record["family"], record["declared_metrics"]
+    (run / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    results.load_run(str(run))
+    assert results.family == "regression" and results.page.objectName() == "regressionResults"
+    assert results.metrics_table.item(0, 0).text() == "R²"
 
 
 def _image(path: Path, shade: int) -> str:
@@ -170,15 +178,17 @@ def test_a_plugins_own_family_shows_every_declared_metric_per_split_and_its_curv
     own = {"family": "ranking", "samples": 50, "loss": 0.33, "ndcg": 0.61, "recall_at_10": 0.42,
            "metrics": {"ndcg": 0.61, "recall_at_10": 0.42}}
     (run / "eval.json").write_text(json.dumps({**own, "test": {**own, "ndcg": 0.57}}), encoding="utf-8")
-    (run / "run.json").write_text(json.dumps({"id": "r", "task": "a-ranker", "status": "completed",
-                                              "parameters": {"monitor": "ndcg"}}))
+    # as the engine records a run's declarations: the plugin need not be installed to read it right
+    declared = [{"name": "ndcg", "title": "NDCG", "higher_is_better": True, "display": "score"}]
+    (run / "run.json").write_text(json.dumps({"id": "r", "task": "a-ranker", "status": "completed", "family": "ranking",
+                                              "declared_metrics": declared, "parameters": {"monitor": "ndcg"}}))
     results.load_run(str(run))
     page = results.page
     assert results.family == "ranking" and page.objectName() == "metricsResults"
     splits = page.split_table
     assert [splits.horizontalHeaderItem(c).text() for c in range(splits.columnCount())] == ["Metric", "Validation", "Test"]
-    assert table_column(splits, 0) == ["ndcg", "recall_at_10", "Loss"]
-    assert table_column(splits, 1)[0] == "0.61" and table_column(splits, 2)[0] == "0.57"
+    assert table_column(splits, 0) == ["NDCG", "recall_at_10", "Loss"]  # its recorded title, else its key
+    assert table_column(splits, 1)[:2] == ["0.610", "0.42"] and table_column(splits, 2)[0] == "0.570"
     assert splits.item(0, 0).font().bold()  # monitored
     assert set(page.curves) == {"ndcg", "recall_at_10", "loss"}
     xs, ys = page.curves["recall_at_10"].getData()

@@ -103,6 +103,7 @@ def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto")
         evaluator.close()
     report["split"] = split
     report["data"] = str(Path(data_path).resolve())
+    report["whole_data"] = ctx.whole_data  # all of other data, or the run's own split (trainlab eval says which)
     report["weights"] = checkpoint.stem if checkpoint.exists() else "model"
     name = f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
     out = rd.path / name

@@ -104,6 +104,18 @@ def best_of(state: RunState) -> dict[str, Any]:
     return {"metric": state.params["monitor"], "value": state.best_metric, "step": state.best_step}
 
 
+def metric_declarations(task_id: str) -> dict[str, Any]:
+    """What run.json says about the task's metrics, so that a run reads right
+    without its plugin: ``family`` and ``declared_metrics`` (each metric's
+    name, title, direction and display, as ``trainlab.Metric.to_json``)."""
+    from trainlab.pluginhost import registry
+
+    entry = registry().tasks.get(task_id)
+    if entry is None:
+        return {}
+    return {"family": entry.spec.family, "declared_metrics": [m.to_json() for m in entry.spec.metric_specs()]}
+
+
 class RunRecorder(Callback):
     """Owns the run record: updates it at each evaluation and at the end, writes run.json and the index."""
 
@@ -111,6 +123,8 @@ class RunRecorder(Callback):
         self.run_dir = run_dir
         self.store = store
         self._record: dict[str, Any] = copy.deepcopy(dict(record))
+        for key, value in metric_declarations(str(self._record.get("task", ""))).items():
+            self._record.setdefault(key, value)  # a resumed run keeps what it was trained with
 
     @property
     def record(self) -> dict[str, Any]:

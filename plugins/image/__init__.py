@@ -7,7 +7,8 @@ descriptor: no torch, torchvision or PIL here.  The runtime side lives in
 
 from __future__ import annotations
 
-from trainlab import Param, Preset, TaskSpec, hookimpl
+from trainlab import InputSpec, Param, Preset, TaskSpec, hookimpl
+from trainlab.plugins.image.folder import IMAGE_EXTENSIONS  # standard library only: cheap at discovery
 
 TASK_ID = "image-classification"
 SAMPLE_DATA = "samples/images/shapes"
@@ -169,6 +170,9 @@ SPEC = TaskSpec(
         "sub-folders those splits are used, otherwise val_fraction of each class is held out."
     ),
     sample_data=SAMPLE_DATA,
+    input=InputSpec(kind="image", suffixes=tuple(sorted(IMAGE_EXTENSIONS)), title="an image"),
+    # a TrainLab image model folder (a run's model/) to fine-tune; ImageNet weights from the torch hub cache
+    model_formats=("trainlab-image", "torchvision-checkpoint"),
 )
 
 

@@ -7,7 +7,7 @@ torch, no transformers.  The runtime lives in
 
 from __future__ import annotations
 
-from trainlab import Param, Preset, TaskSpec, hookimpl
+from trainlab import InputSpec, Param, Preset, TaskSpec, hookimpl
 
 TASK_ID = "text-classification"
 
@@ -109,6 +109,9 @@ TEXT_CLASSIFICATION = TaskSpec(
         "train.*, val.* and optionally test.* files."
     ),
     sample_data="samples/text",
+    # files of texts predict reads (as TEXT_FILE_SUFFIXES in task.py)
+    input=InputSpec(kind="text", suffixes=(".txt", ".csv", ".tsv", ".jsonl"), title="a text"),
+    model_formats=("transformers",),
 )
 
 
