@@ -389,6 +389,10 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
         <translation>学习率</translation>
     </message>
     <message>
+        <source>best</source>
+        <translation>最佳</translation>
+    </message>
+    <message>
         <source>epoch</source>
         <translation>轮次</translation>
     </message>
