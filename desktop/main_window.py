@@ -169,7 +169,9 @@ class MainWindow(QMainWindow):
             self.set_theme("system")
 
     def _setup_done(self) -> None:
-        self.welcome.set_samples(self.train_page.sample_problems(("image-classification", "text-classification")))
+        from trainlab.desktop.welcome import sample_offers
+
+        self.welcome.set_samples(sample_offers(self.registry))
         self.refresh_recent_runs()
         self.is_ready = True
         self.status_label.setText(self.tr("Ready"))
