@@ -21,11 +21,9 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMenu,
-    QSplitter,
     QStackedWidget,
     QTableWidget,
     QTableWidgetItem,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -34,15 +32,16 @@ from trainlab.desktop.formatting import format_metric
 from trainlab.desktop.results_model import EvalExample, RunResults, SplitReport, is_image_example
 from trainlab.desktop.results_widgets import (
     THUMBNAIL_SIZE,
-    MetricsTable,
     NumberItem,
     ReportPage,
-    ScoreBarDelegate,
     ThumbnailLoader,
     metric_rows,
     placeholder_icon,
+    score_table,
     section_label,
     setup_table,
+    split,
+    stacked,
 )
 
 MAX_LISTED = 500  # a cell with thousands of examples: the most confident are what matter
@@ -60,21 +59,9 @@ class ClassificationPage(ReportPage):
         self._thumbs.ready.connect(self._thumbnail_ready)
         self._thumb_items: dict[str, list[QListWidgetItem]] = {}
 
-        self._metrics = MetricsTable()
-        self.class_table = QTableWidget(0, 5)
-        self.class_table.setObjectName("classTable")
-        self.class_table.setHorizontalHeaderLabels(
-            [self.tr("Class"), self.tr("Precision"), self.tr("Recall"), self.tr("F1"), self.tr("Support")]
+        self.class_table = score_table(
+            "classTable", [self.tr("Class"), self.tr("Precision"), self.tr("Recall"), self.tr("F1"), self.tr("Support")], (1, 2, 3)
         )
-        setup_table(self.class_table)
-        self.class_table.setSortingEnabled(True)
-        header = self.class_table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in range(1, 5):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        bars = ScoreBarDelegate(self.class_table)
-        for column in (1, 2, 3):
-            self.class_table.setItemDelegateForColumn(column, bars)
         self.class_table.cellDoubleClicked.connect(self._class_row_activated)
 
         self.confusion = ConfusionMatrixView()
@@ -112,45 +99,11 @@ class ClassificationPage(ReportPage):
         self.examples_stack.addWidget(self.image_list)
         self.examples_stack.addWidget(self.text_table)
 
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(section_label(self.tr("Metrics")))
-        left_layout.addWidget(self._metrics)
-        left_layout.addWidget(section_label(self.tr("Per class")))
-        left_layout.addWidget(self.class_table, 1)
-
-        matrix_box = QWidget()
-        matrix_layout = QVBoxLayout(matrix_box)
-        matrix_layout.setContentsMargins(0, 0, 0, 0)
-        matrix_layout.addWidget(section_label(self.tr("Confusion matrix")))
-        matrix_layout.addWidget(self.confusion, 1)
-        examples_box = QWidget()
-        examples_layout = QVBoxLayout(examples_box)
-        examples_layout.setContentsMargins(0, 0, 0, 0)
-        examples_layout.addWidget(self.examples_title)
-        examples_layout.addWidget(self.examples_stack, 1)
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(matrix_box)
-        right.addWidget(examples_box)
-        right.setStretchFactor(0, 3)
-        right.setStretchFactor(1, 2)
-        right.setSizes([460, 300])
-        right.setChildrenCollapsible(False)
-
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(left)
-        body.addWidget(right)
-        body.setStretchFactor(0, 2)
-        body.setStretchFactor(1, 3)
-        body.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(body)
-
-    @property
-    def metrics_table(self) -> MetricsTable:
-        return self._metrics
+        left = stacked(section_label(self.tr("Metrics")), self._metrics, section_label(self.tr("Per class")), (self.class_table, 1))
+        matrix_box = stacked(section_label(self.tr("Confusion matrix")), (self.confusion, 1))
+        examples_box = stacked(self.examples_title, (self.examples_stack, 1))
+        right = split(Qt.Orientation.Vertical, matrix_box, examples_box, (3, 2), (460, 300))
+        self.set_body(left, right, sizes=None)
 
     def show_report(self, report: SplitReport, run: RunResults, titles: dict[str, str]) -> None:
         self.report = report

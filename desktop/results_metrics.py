@@ -10,12 +10,12 @@ marked.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
 
 from trainlab.desktop.formatting import format_metric
 from trainlab.desktop.results_model import RunResults, SplitReport, eval_history
 from trainlab.desktop.results_plots import ACCENT, WARM, PlotCanvas, pen
-from trainlab.desktop.results_widgets import MetricsTable, ReportPage, metric_rows, metric_title, section_label, setup_table
+from trainlab.desktop.results_widgets import ReportPage, metric_rows, metric_title, section_label, setup_table, stacked
 
 PLOT_COLUMNS = 3
 
@@ -26,7 +26,6 @@ class MetricsPage(ReportPage):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("metricsResults")
-        self._metrics = MetricsTable()
         self.split_table = QTableWidget(0, 1)
         self.split_table.setObjectName("splitMetrics")
         setup_table(self.split_table)
@@ -40,33 +39,9 @@ class MetricsPage(ReportPage):
         self.curves: dict[str, object] = {}  # metric -> its curve
         self.best_markers: dict[str, object] = {}
 
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(section_label(self.tr("Metrics")))
-        left_layout.addWidget(self._metrics)
-        left_layout.addWidget(section_label(self.tr("Every split")))
-        left_layout.addWidget(self.split_table, 1)
-        right = QWidget()
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.addWidget(section_label(self.tr("During training (validation)")))
-        right_layout.addWidget(self.curves_note)
-        right_layout.addWidget(self.canvas, 1)
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(left)
-        body.addWidget(right)
-        body.setStretchFactor(0, 2)
-        body.setStretchFactor(1, 3)
-        body.setSizes([400, 700])
-        body.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(body)
-
-    @property
-    def metrics_table(self) -> MetricsTable:
-        return self._metrics
+        left = stacked(section_label(self.tr("Metrics")), self._metrics, section_label(self.tr("Every split")), (self.split_table, 1))
+        right = stacked(section_label(self.tr("During training (validation)")), self.curves_note, (self.canvas, 1))
+        self.set_body(left, right, sizes=(400, 700))
 
     def show_report(self, report: SplitReport, run: RunResults, titles: dict[str, str]) -> None:
         family = run.family_of(report)

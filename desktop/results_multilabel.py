@@ -13,30 +13,20 @@ import os
 
 from PySide6.QtCore import QSize, Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QIcon
-from PySide6.QtWidgets import (
-    QComboBox,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
 
 from trainlab.desktop.formatting import format_metric
 from trainlab.desktop.results_model import RunResults, SplitReport, is_image_example
 from trainlab.desktop.results_widgets import (
-    MetricsTable,
     NumberItem,
     ReportPage,
-    ScoreBarDelegate,
     ThumbnailLoader,
     metric_rows,
     placeholder_icon,
+    score_table,
     section_label,
     setup_table,
+    stacked,
 )
 from trainlab.records import LabelSetExample
 
@@ -59,22 +49,11 @@ class MultiLabelPage(ReportPage):
         self._thumbs = ThumbnailLoader(ROW_THUMBNAIL, self)
         self._thumbs.ready.connect(self._thumbnail_ready)
 
-        self._metrics = MetricsTable()
-        self.label_table = QTableWidget(0, 6)
-        self.label_table.setObjectName("labelTable")
-        self.label_table.setHorizontalHeaderLabels(
-            [self.tr("Label"), self.tr("Precision"), self.tr("Recall"), self.tr("F1"), self.tr("Support"),
-             self.tr("Threshold")]
+        self.label_table = score_table(
+            "labelTable",
+            [self.tr("Label"), self.tr("Precision"), self.tr("Recall"), self.tr("F1"), self.tr("Support"), self.tr("Threshold")],
+            (1, 2, 3),
         )
-        setup_table(self.label_table)
-        self.label_table.setSortingEnabled(True)
-        header = self.label_table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in range(1, 6):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        bars = ScoreBarDelegate(self.label_table)
-        for column in (1, 2, 3):
-            self.label_table.setItemDelegateForColumn(column, bars)
         self.label_table.cellDoubleClicked.connect(self._label_row_activated)
 
         self.label_filter = QComboBox()
@@ -94,40 +73,15 @@ class MultiLabelPage(ReportPage):
         self.example_table.setIconSize(QSize(ROW_THUMBNAIL, ROW_THUMBNAIL))
         example_header = self.example_table.horizontalHeader()
         example_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in range(1, 5):
-            example_header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        for index in range(1, 5):
+            example_header.setSectionResizeMode(index, QHeaderView.ResizeMode.ResizeToContents)
         self.example_table.cellDoubleClicked.connect(self._open_example)
 
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(section_label(self.tr("Metrics")))
-        left_layout.addWidget(self._metrics)
-        left_layout.addWidget(section_label(self.tr("Per label")))
-        left_layout.addWidget(self.label_table, 1)
-        right = QWidget()
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(0, 0, 0, 0)
+        left = stacked(section_label(self.tr("Metrics")), self._metrics, section_label(self.tr("Per label")), (self.label_table, 1))
         head = QHBoxLayout()
         head.addWidget(section_label(self.tr("Examples with wrong labels")), 1)
         head.addWidget(self.label_filter)
-        right_layout.addLayout(head)
-        right_layout.addWidget(self.examples_title)
-        right_layout.addWidget(self.example_table, 1)
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(left)
-        body.addWidget(right)
-        body.setStretchFactor(0, 2)
-        body.setStretchFactor(1, 3)
-        body.setSizes([440, 660])
-        body.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(body)
-
-    @property
-    def metrics_table(self) -> MetricsTable:
-        return self._metrics
+        self.set_body(left, stacked(head, self.examples_title, (self.example_table, 1)))
 
     def show_report(self, report: SplitReport, run: RunResults, titles: dict[str, str]) -> None:
         self.report = report

@@ -14,20 +14,20 @@ import os
 import numpy as np
 from PySide6.QtCore import QSize, Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QIcon
-from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QTableWidgetItem, QWidget
 
 from trainlab.desktop.formatting import MISSING, format_metric
 from trainlab.desktop.results_model import RunResults, SplitReport, is_image_example
 from trainlab.desktop.results_plots import ACCENT, MUTED, WARM, PlotCanvas, brush, pen
 from trainlab.desktop.results_widgets import (
-    MetricsTable,
     NumberItem,
     ReportPage,
     ThumbnailLoader,
     metric_rows,
     placeholder_icon,
+    score_table,
     section_label,
-    setup_table,
+    stacked,
 )
 from trainlab.records import RegressionExample
 
@@ -53,21 +53,10 @@ class RegressionPage(ReportPage):
         self._thumbs = ThumbnailLoader(ROW_THUMBNAIL, self)
         self._thumbs.ready.connect(self._thumbnail_ready)
 
-        self._metrics = MetricsTable()
         self.worst_title = QLabel()
         self.worst_title.setWordWrap(True)
-        self.worst_table = QTableWidget(0, 4)
-        self.worst_table.setObjectName("worstExamples")
-        self.worst_table.setHorizontalHeaderLabels(
-            [self.tr("Example"), self.tr("True"), self.tr("Predicted"), self.tr("Error")]
-        )
-        setup_table(self.worst_table)
-        self.worst_table.setSortingEnabled(True)
+        self.worst_table = score_table("worstExamples", [self.tr("Example"), self.tr("True"), self.tr("Predicted"), self.tr("Error")], ())
         self.worst_table.setIconSize(QSize(ROW_THUMBNAIL, ROW_THUMBNAIL))
-        header = self.worst_table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in (1, 2, 3):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         self.worst_table.itemSelectionChanged.connect(self._mark_selected)
         self.worst_table.cellDoubleClicked.connect(self._open_example)
 
@@ -84,28 +73,9 @@ class RegressionPage(ReportPage):
         self.bars = None
         self.zero_line = None
 
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(section_label(self.tr("Metrics")))
-        left_layout.addWidget(self._metrics)
-        left_layout.addWidget(section_label(self.tr("Worst examples")))
-        left_layout.addWidget(self.worst_title)
-        left_layout.addWidget(self.worst_table, 1)
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(left)
-        body.addWidget(self.canvas)
-        body.setStretchFactor(0, 2)
-        body.setStretchFactor(1, 3)
-        body.setSizes([440, 660])
-        body.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(body)
-
-    @property
-    def metrics_table(self) -> MetricsTable:
-        return self._metrics
+        left = stacked(section_label(self.tr("Metrics")), self._metrics, section_label(self.tr("Worst examples")), self.worst_title,
+                      (self.worst_table, 1))
+        self.set_body(left, self.canvas)
 
     def show_report(self, report: SplitReport, run: RunResults, titles: dict[str, str]) -> None:
         self.report = report

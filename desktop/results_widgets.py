@@ -14,10 +14,13 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
     QLabel,
+    QLayout,
+    QSplitter,
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QTableWidget,
     QTableWidgetItem,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -123,6 +126,53 @@ def setup_table(table: QTableWidget) -> None:
     table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     table.setAlternatingRowColors(True)
     table.setShowGrid(False)
+
+
+def score_table(object_name: str, headers: list[str], bar_columns: tuple[int, ...]) -> QTableWidget:
+    """A sortable table whose first column stretches, the others fit their
+    contents, and ``bar_columns`` (scores in [0, 1]) draw as bars."""
+    table = QTableWidget(0, len(headers))
+    table.setObjectName(object_name)
+    table.setHorizontalHeaderLabels(headers)
+    setup_table(table)
+    table.setSortingEnabled(True)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+    for column in range(1, len(headers)):
+        header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+    bars = ScoreBarDelegate(table)
+    for column in bar_columns:
+        table.setItemDelegateForColumn(column, bars)
+    return table
+
+
+def stacked(*parts: QWidget | QLayout | tuple[QWidget, int]) -> QWidget:
+    """A widget stacking ``parts`` top to bottom without margins; ``(widget,
+    stretch)`` gives a part the spare height."""
+    box = QWidget()
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    for part in parts:
+        if isinstance(part, tuple):
+            layout.addWidget(part[0], part[1])
+        elif isinstance(part, QLayout):
+            layout.addLayout(part)
+        else:
+            layout.addWidget(part)
+    return box
+
+
+def split(orientation: Qt.Orientation, first: QWidget, second: QWidget, stretch: tuple[int, int], sizes: tuple[int, int] | None) -> QSplitter:
+    """Two panes that cannot be collapsed, sharing the room as ``stretch`` says."""
+    splitter = QSplitter(orientation)
+    splitter.addWidget(first)
+    splitter.addWidget(second)
+    splitter.setStretchFactor(0, stretch[0])
+    splitter.setStretchFactor(1, stretch[1])
+    if sizes is not None:
+        splitter.setSizes(list(sizes))
+    splitter.setChildrenCollapsible(False)
+    return splitter
 
 
 def metric_title(name: str, declared: Metric | None = None) -> str:
@@ -241,7 +291,20 @@ class ThumbnailLoader(QObject):
 
 
 class ReportPage(QWidget):
-    """The body of the results view for one family: shows one split's report."""
+    """The body of the results view for one family: shows one split's report.
+
+    Every page has its metrics table (``metrics_table``) and a body of two
+    panes side by side (``set_body``).
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._metrics = MetricsTable()
+
+    def set_body(self, left: QWidget, right: QWidget, sizes: tuple[int, int] | None = (440, 660)) -> None:
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(split(Qt.Orientation.Horizontal, left, right, (2, 3), sizes))
 
     def show_report(self, report: SplitReport, run: RunResults, titles: dict[str, str]) -> None:
         """Show ``report`` of ``run``; ``titles`` names each of the run's reports (by key)."""
@@ -249,7 +312,7 @@ class ReportPage(QWidget):
 
     @property
     def metrics_table(self) -> MetricsTable:
-        raise NotImplementedError
+        return self._metrics
 
     def thumbnails_pending(self) -> int:
         return 0
