@@ -25,6 +25,7 @@ from trainlab.engine.records import MetricsFileCallback, RunRecorder, open_store
 from trainlab.events import Finished, Log, Progress, Started
 from trainlab.fileio import atomic_write_json
 from trainlab.pluginhost import registry
+from trainlab.queue.leases import hold_device_lease
 from trainlab.runs import RunStore
 from trainlab.telemetry import TelemetryCallback
 
@@ -41,6 +42,7 @@ def execute(
     ``callbacks`` see the run from its folder's creation on; what was said
     while planning reaches them only through ``plan_run``'s ``log``.
     """
+    callbacks = [hold_device_lease(plan.ctx.device), *callbacks]  # the GPU's machine-wide lease, held until the run ends
     control = control or RunControl()
     run_dir = plan.run_dir
     if not plan.resumed:
