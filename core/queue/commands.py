@@ -32,9 +32,11 @@ def add_queue_parser(add: Callable[..., Any], add_params: Callable[[Any], None])
     for name, help in (
         ("cancel", "drop a waiting entry; stop a running one (checkpoint kept)"),
         ("pause", "hold a waiting entry back; checkpoint and stop a running one, freeing its GPUs"),
-        ("continue", "put a paused entry back in line (a paused run resumes from its checkpoint)"),
     ):
         action(name, help).add_argument("id", metavar="ID")
+    p = action("continue", "put a paused entry back in line (a paused run resumes from its checkpoint)")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--no-start", action="store_true", help="do not start the scheduler")
     p = action("move", "put a waiting entry at position POS in line (1: next)")
     p.add_argument("id", metavar="ID")
     p.add_argument("position", type=int, metavar="POS")

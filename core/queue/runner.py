@@ -2,9 +2,9 @@
 
 The scheduler starts it detached (a session of its own, output to
 ``queue/logs/ENTRY.log``), so that neither a closed window nor a killed
-scheduler stops the run.  The runner claims its entry (``QueueStore.claim``:
-a withdrawn launch is not run), leases its GPUs (or the queue's CPU slot) for
-as long as it lives, runs the request (in this process on one GPU or the CPU;
+scheduler stops the run.  The runner leases its GPUs (or the queue's CPU
+slot) for as long as it lives, then claims its entry (``QueueStore.claim``: a
+withdrawn launch is not run), runs the request (in this process on one GPU or the CPU;
 ``trainlab train --gpus k`` for k), stops the run when the entry is paused or
 cancelled, and writes the entry's end.  For a sweep's trial it also reports
 each evaluation to the study, whose pruner may stop the run (reason
@@ -53,15 +53,22 @@ def main(argv: list[str] | None = None) -> int:
 
     setup_logging(console=True)
     store = QueueStore()
+    launched = store.get(entry_id)
+    if launched is None or launched.token != token:
+        print(f"queue entry {entry_id}: the launch was withdrawn; nothing to run", file=sys.stderr)
+        return 0
+    # the slot before the claim: a claimed entry always holds its GPUs, so the scheduler never sees them free
+    release = _take_slot(store, launched, token)
+    if release is None:
+        return 0
     entry = store.claim(entry_id, token, os.getpid(), _process_start())
     if entry is None:
+        release()
         print(f"queue entry {entry_id}: the launch was withdrawn; nothing to run", file=sys.stderr)
         return 0
     if entry.requested:
         settle(store, entry, token, RunOutcome.not_started(task=entry.task, status="cancelled", error=REQUESTED_REASONS[entry.requested]))
-        return 0
-    release = _take_slot(store, entry, token)
-    if release is None:
+        release()
         return 0
     control = RunControl()
     for name in ("SIGTERM", "SIGINT"):

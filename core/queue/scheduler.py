@@ -171,17 +171,20 @@ class Scheduler:
             self.say(f"{entry.id}: its process died; back in line to resume from its checkpoint")
 
     def _start_what_fits(self) -> None:
-        gpus, _why = read_gpus(self.nvml)
-        free = [state.gpu for state in gpu_states(gpus) if state.free]
         from trainlab.queue.runner import cpu_slot
 
-        resources = _Resources(free, len(gpus), cpu_slot().holder() is None)
+        gpus, _why = read_gpus(self.nvml)
         entries = self.store.entries()
-        held = {e.id for e in entries if e.kind == SWEEP and e.state not in (QUEUED, RUNNING)}  # a paused sweep's trials wait
+        # a launch whose runner has not leased its GPUs (or the CPU slot) yet still has them
+        launched = [e for e in entries if e.state == RUNNING and e.kind != SWEEP and not e.claimed]
+        promised = {d for e in launched for d in e.devices}
+        free = [state.gpu for state in gpu_states(gpus) if state.free and state.gpu.uuid not in promised]
+        cpu_free = cpu_slot().holder() is None and not any(not e.devices for e in launched)
+        resources = _Resources(free, len(gpus), cpu_free)
         for entry in entries:
             if entry.kind == SWEEP:
-                self._drive_sweep(entry, resources)
-            elif entry.state == QUEUED and entry.parent not in held:
+                self._drive_sweep(entry, resources)  # its trials too, in line at its place
+            elif entry.state == QUEUED and entry.parent is None:
                 self._try_start(entry, resources)
 
     def _try_start(self, entry: QueueEntry, resources: _Resources) -> bool:
@@ -248,8 +251,9 @@ class Scheduler:
                     study=sweep.study, trial=orphan.number, run_dir=str(orphan.user_attrs.get("run_dir", "")),
                 )
                 self.say(f"{sweep.id}: trial {orphan.number} of {sweep.study} back in line")
-        if any(t.state == QUEUED for t in self.store.trials_of(sweep.id)):
-            return  # they come next in line, before any new trial
+        for trial in self.store.trials_of(sweep.id):  # waiting trials before any new one
+            if trial.state == QUEUED and not self._try_start(trial, resources):
+                return
         target = int(sweep.request.get("trials", 0))
         while len(study.trials()) < target:
             devices = resources.take(resources.needs(sweep))
