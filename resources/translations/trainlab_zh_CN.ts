@@ -366,84 +366,8 @@
         <translation>正在加载…</translation>
     </message>
     <message>
-        <source>Log</source>
-        <translation>日志</translation>
-    </message>
-    <message>
         <source>Starting…</source>
         <translation>正在启动…</translation>
-    </message>
-    <message>
-        <source>&amp;File</source>
-        <translation>文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;New training</source>
-        <translation>新建训练(&amp;N)</translation>
-    </message>
-    <message>
-        <source>&amp;Open data…</source>
-        <translation>打开数据(&amp;O)…</translation>
-    </message>
-    <message>
-        <source>Open &amp;run folder…</source>
-        <translation>打开运行文件夹(&amp;R)…</translation>
-    </message>
-    <message>
-        <source>&amp;Quit</source>
-        <translation>退出(&amp;Q)</translation>
-    </message>
-    <message>
-        <source>&amp;Run</source>
-        <translation>运行(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;View</source>
-        <translation>视图(&amp;V)</translation>
-    </message>
-    <message>
-        <source>&amp;Log panel</source>
-        <translation>日志面板(&amp;L)</translation>
-    </message>
-    <message>
-        <source>&amp;Theme</source>
-        <translation>主题(&amp;T)</translation>
-    </message>
-    <message>
-        <source>Follow the system</source>
-        <translation>跟随系统</translation>
-    </message>
-    <message>
-        <source>Light</source>
-        <translation>浅色</translation>
-    </message>
-    <message>
-        <source>Dark</source>
-        <translation>深色</translation>
-    </message>
-    <message>
-        <source>&amp;Language</source>
-        <translation>语言(&amp;L)</translation>
-    </message>
-    <message>
-        <source>&amp;Tools</source>
-        <translation>工具(&amp;T)</translation>
-    </message>
-    <message>
-        <source>&amp;Plugins…</source>
-        <translation>插件(&amp;P)…</translation>
-    </message>
-    <message>
-        <source>&amp;Help</source>
-        <translation>帮助(&amp;H)</translation>
-    </message>
-    <message>
-        <source>&amp;About TrainLab</source>
-        <translation>关于 TrainLab(&amp;A)</translation>
-    </message>
-    <message>
-        <source>About &amp;Qt</source>
-        <translation>关于 Qt(&amp;Q)</translation>
     </message>
     <message>
         <source>Ready</source>
@@ -454,160 +378,12 @@
         <translation>部分插件加载失败：%s（工具 › 插件）</translation>
     </message>
     <message>
-        <source>Task</source>
-        <translation>任务</translation>
-    </message>
-    <message>
-        <source>What to train; the tasks come from the installed plugins</source>
-        <translation>要训练的内容；任务由已安装的插件提供</translation>
-    </message>
-    <message>
-        <source>No task is available: no plugin provides one. See Tools › Plugins for what went wrong.</source>
-        <translation>没有可用的任务：没有插件提供任务。请在“工具 › 插件”中查看原因。</translation>
-    </message>
-    <message>
-        <source>Data</source>
-        <translation>数据</translation>
-    </message>
-    <message>
-        <source>Parameters</source>
-        <translation>参数</translation>
-    </message>
-    <message>
-        <source>&amp;Continue the stopped run</source>
-        <translation>继续已停止的运行(&amp;C)</translation>
-    </message>
-    <message>
-        <source>Resume the stopped or failed run from its last checkpoint</source>
-        <translation>从最后一个检查点继续已停止或失败的运行</translation>
-    </message>
-    <message>
-        <source>The run history is not available in this build.</source>
-        <translation>此版本不提供运行记录。</translation>
-    </message>
-    <message>
-        <source>The results view is not available in this build.</source>
-        <translation>此版本不提供结果视图。</translation>
-    </message>
-    <message>
-        <source>Try it is not available in this build.</source>
-        <translation>此版本不提供试用功能。</translation>
-    </message>
-    <message>
-        <source>From plugin %1 %2 (%3)</source>
-        <translation>来自插件 %1 %2（%3）</translation>
-    </message>
-    <message>
         <source>TrainLab is still starting.</source>
         <translation>TrainLab 仍在启动。</translation>
     </message>
     <message>
-        <source>A run is in progress.</source>
-        <translation>有一个运行正在进行。</translation>
-    </message>
-    <message>
-        <source>Choose a task.</source>
-        <translation>请选择任务。</translation>
-    </message>
-    <message>
-        <source>Choose the data.</source>
-        <translation>请选择数据。</translation>
-    </message>
-    <message>
-        <source>Fix the parameters marked in red.</source>
-        <translation>请修正标红的参数。</translation>
-    </message>
-    <message>
-        <source>Start training (Ctrl+Enter)</source>
-        <translation>开始训练（Ctrl+Enter）</translation>
-    </message>
-    <message>
-        <source>Preparing the run…</source>
-        <translation>正在准备运行…</translation>
-    </message>
-    <message>
-        <source>Training…</source>
-        <translation>正在训练…</translation>
-    </message>
-    <message>
-        <source>Paused</source>
-        <translation>已暂停</translation>
-    </message>
-    <message>
-        <source>Stopping…</source>
-        <translation>正在停止…</translation>
-    </message>
-    <message>
         <source>The run failed: %s</source>
         <translation>运行失败：%s</translation>
-    </message>
-    <message>
-        <source>The run failed</source>
-        <translation>运行失败</translation>
-    </message>
-    <message>
-        <source>The window stays usable: fix the cause and start again. The details are in the log panel.</source>
-        <translation>窗口仍可正常使用：排除原因后重新开始即可。详细信息见日志面板。</translation>
-    </message>
-    <message>
-        <source>Finished: %s</source>
-        <translation>已完成：%s</translation>
-    </message>
-    <message>
-        <source>accuracy %s</source>
-        <translation>准确率 %s</translation>
-    </message>
-    <message>
-        <source>completed</source>
-        <translation>已完成</translation>
-    </message>
-    <message>
-        <source>Stopped. The run kept its last checkpoint: Run › Continue resumes it.</source>
-        <translation>已停止。运行保留了最后一个检查点：可通过“运行 › 继续”恢复。</translation>
-    </message>
-    <message>
-        <source>Failed: %s</source>
-        <translation>失败：%s</translation>
-    </message>
-    <message>
-        <source>see the log</source>
-        <translation>请查看日志</translation>
-    </message>
-    <message>
-        <source>Training finished</source>
-        <translation>训练完成</translation>
-    </message>
-    <message>
-        <source>Training stopped</source>
-        <translation>训练已停止</translation>
-    </message>
-    <message>
-        <source>Training failed</source>
-        <translation>训练失败</translation>
-    </message>
-    <message>
-        <source>The %s task is not installed.</source>
-        <translation>未安装 %s 任务。</translation>
-    </message>
-    <message>
-        <source>This installation has no sample data for %s.</source>
-        <translation>此安装中没有 %s 的示例数据。</translation>
-    </message>
-    <message>
-        <source>none</source>
-        <translation>无</translation>
-    </message>
-    <message>
-        <source>Unknown task %1 (available: %2).</source>
-        <translation>未知任务 %1（可用：%2）。</translation>
-    </message>
-    <message>
-        <source>Unknown parameter(s) for this task: %s</source>
-        <translation>此任务没有这些参数：%s</translation>
-    </message>
-    <message>
-        <source>Cannot start: %s</source>
-        <translation>无法开始：%s</translation>
     </message>
     <message>
         <source>%s is not a TrainLab run folder (no run.json).</source>
@@ -616,34 +392,6 @@
     <message>
         <source>Following %s as it runs</source>
         <translation>正在跟踪运行中的 %s</translation>
-    </message>
-    <message>
-        <source>The followed run has ended.</source>
-        <translation>跟踪的运行已结束。</translation>
-    </message>
-    <message>
-        <source>Open a run folder</source>
-        <translation>打开运行文件夹</translation>
-    </message>
-    <message>
-        <source>Language</source>
-        <translation>语言</translation>
-    </message>
-    <message>
-        <source>The new language is used the next time TrainLab starts.</source>
-        <translation>新语言将在下次启动 TrainLab 时生效。</translation>
-    </message>
-    <message>
-        <source>Stop the run and quit?</source>
-        <translation>停止运行并退出？</translation>
-    </message>
-    <message>
-        <source>TrainLab stops it after the current step and keeps its last checkpoint, so it can be continued later.</source>
-        <translation>TrainLab 会在当前步结束后停止运行，并保留最后一个检查点，以便之后继续。</translation>
-    </message>
-    <message>
-        <source>Stop and quit</source>
-        <translation>停止并退出</translation>
     </message>
     <message>
         <source>Stopping the run before closing…</source>
@@ -1186,6 +934,33 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     </message>
 </context>
 <context>
+    <name>RunDialogs</name>
+    <message>
+        <source>The run failed</source>
+        <translation>运行失败</translation>
+    </message>
+    <message>
+        <source>The window stays usable: fix the cause and start again. The details are in the log panel.</source>
+        <translation>窗口仍可正常使用：排除原因后重新开始即可。详细信息见日志面板。</translation>
+    </message>
+    <message>
+        <source>Stop the run and quit?</source>
+        <translation>停止运行并退出？</translation>
+    </message>
+    <message>
+        <source>A run is in progress.</source>
+        <translation>有一个运行正在进行。</translation>
+    </message>
+    <message>
+        <source>TrainLab stops it after the current step and keeps its last checkpoint, so it can be continued later.</source>
+        <translation>TrainLab 会在当前步结束后停止运行，并保留最后一个检查点，以便之后继续。</translation>
+    </message>
+    <message>
+        <source>Stop and quit</source>
+        <translation>停止并退出</translation>
+    </message>
+</context>
+<context>
     <name>RunHistoryModel</name>
     <message>
         <source>Status</source>
@@ -1340,6 +1115,144 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <message>
         <source>Unknown</source>
         <translation>未知</translation>
+    </message>
+</context>
+<context>
+    <name>SessionView</name>
+    <message>
+        <source>Preparing the run…</source>
+        <translation>正在准备运行…</translation>
+    </message>
+    <message>
+        <source>Training…</source>
+        <translation>正在训练…</translation>
+    </message>
+    <message>
+        <source>Paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>Stopping…</source>
+        <translation>正在停止…</translation>
+    </message>
+    <message>
+        <source>The followed run has ended.</source>
+        <translation>跟踪的运行已结束。</translation>
+    </message>
+    <message>
+        <source>Finished: %s</source>
+        <translation>已完成：%s</translation>
+    </message>
+    <message>
+        <source>accuracy %s</source>
+        <translation>准确率 %s</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>Stopped. The run kept its last checkpoint: Run › Continue resumes it.</source>
+        <translation>已停止。运行保留了最后一个检查点：可通过“运行 › 继续”恢复。</translation>
+    </message>
+    <message>
+        <source>Failed: %s</source>
+        <translation>失败：%s</translation>
+    </message>
+    <message>
+        <source>see the log</source>
+        <translation>请查看日志</translation>
+    </message>
+    <message>
+        <source>Training finished</source>
+        <translation>训练完成</translation>
+    </message>
+    <message>
+        <source>Training stopped</source>
+        <translation>训练已停止</translation>
+    </message>
+    <message>
+        <source>Training failed</source>
+        <translation>训练失败</translation>
+    </message>
+</context>
+<context>
+    <name>TrainPage</name>
+    <message>
+        <source>&amp;Continue the stopped run</source>
+        <translation>继续已停止的运行(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Resume the stopped or failed run from its last checkpoint</source>
+        <translation>从最后一个检查点继续已停止或失败的运行</translation>
+    </message>
+    <message>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>What to train; the tasks come from the installed plugins</source>
+        <translation>要训练的内容；任务由已安装的插件提供</translation>
+    </message>
+    <message>
+        <source>No task is available: no plugin provides one. See Tools › Plugins for what went wrong.</source>
+        <translation>没有可用的任务：没有插件提供任务。请在“工具 › 插件”中查看原因。</translation>
+    </message>
+    <message>
+        <source>Data</source>
+        <translation>数据</translation>
+    </message>
+    <message>
+        <source>Parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>From plugin %1 %2 (%3)</source>
+        <translation>来自插件 %1 %2（%3）</translation>
+    </message>
+    <message>
+        <source>The %s task is not installed.</source>
+        <translation>未安装 %s 任务。</translation>
+    </message>
+    <message>
+        <source>This installation has no sample data for %s.</source>
+        <translation>此安装中没有 %s 的示例数据。</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Unknown task %1 (available: %2).</source>
+        <translation>未知任务 %1（可用：%2）。</translation>
+    </message>
+    <message>
+        <source>Unknown parameter(s) for this task: %s</source>
+        <translation>此任务没有这些参数：%s</translation>
+    </message>
+    <message>
+        <source>Cannot start: %s</source>
+        <translation>无法开始：%s</translation>
+    </message>
+    <message>
+        <source>A run is in progress.</source>
+        <translation>有一个运行正在进行。</translation>
+    </message>
+    <message>
+        <source>Choose a task.</source>
+        <translation>请选择任务。</translation>
+    </message>
+    <message>
+        <source>Choose the data.</source>
+        <translation>请选择数据。</translation>
+    </message>
+    <message>
+        <source>Fix the parameters marked in red.</source>
+        <translation>请修正标红的参数。</translation>
+    </message>
+    <message>
+        <source>Start training (Ctrl+Enter)</source>
+        <translation>开始训练（Ctrl+Enter）</translation>
     </message>
 </context>
 <context>
@@ -1522,6 +1435,112 @@ or choose one</source>
     <message>
         <source>Start a short demo run on the bundled sample data</source>
         <translation>用自带的示例数据开始一次简短的演示训练</translation>
+    </message>
+</context>
+<context>
+    <name>WindowMenus</name>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;New training</source>
+        <translation>新建训练(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Open data…</source>
+        <translation>打开数据(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Open &amp;run folder…</source>
+        <translation>打开运行文件夹(&amp;R)…</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Log panel</source>
+        <translation>日志面板(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Theme</source>
+        <translation>主题(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Follow the system</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Tools</source>
+        <translation>工具(&amp;T)</translation>
+    </message>
+    <message>
+        <source>&amp;Plugins…</source>
+        <translation>插件(&amp;P)…</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;About TrainLab</source>
+        <translation>关于 TrainLab(&amp;A)</translation>
+    </message>
+    <message>
+        <source>About &amp;Qt</source>
+        <translation>关于 Qt(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>Open a run folder</source>
+        <translation>打开运行文件夹</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <source>The new language is used the next time TrainLab starts.</source>
+        <translation>新语言将在下次启动 TrainLab 时生效。</translation>
+    </message>
+</context>
+<context>
+    <name>WindowSetup</name>
+    <message>
+        <source>Log</source>
+        <translation>日志</translation>
+    </message>
+    <message>
+        <source>The run history is not available in this build.</source>
+        <translation>此版本不提供运行记录。</translation>
+    </message>
+    <message>
+        <source>The results view is not available in this build.</source>
+        <translation>此版本不提供结果视图。</translation>
+    </message>
+    <message>
+        <source>Try it is not available in this build.</source>
+        <translation>此版本不提供试用功能。</translation>
     </message>
 </context>
 </TS>
