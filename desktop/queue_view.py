@@ -120,7 +120,9 @@ class QueueView(QWidget):
         selected = self.selected_id()
         self.table.setRowCount(len(self.board.rows))
         for r, row in enumerate(self.board.rows):
-            state = row.state + (f" ({row.requested} asked)" if row.requested else "")
+            state = self.state_text(row.state)
+            if row.requested:
+                state += " " + (self.tr("(pause asked)") if row.requested == "pause" else self.tr("(cancel asked)"))
             what = ("    " if row.parent is not None else "") + row.what
             folder = row.run_dir if row.state == "running" or not row.reason else f"{row.reason}  {row.run_dir}".strip()
             texts = (str(row.id), str(row.position or ""), state, what, row.gpu, folder)
@@ -133,6 +135,11 @@ class QueueView(QWidget):
         self.scheduler_label.setText(self.board.scheduler_text())
         self.start_scheduler_button.setEnabled(not self.board.scheduler and self.board.has_work())
         self._update_buttons()
+
+    def state_text(self, state: str) -> str:
+        words = {"queued": self.tr("queued"), "running": self.tr("running"), "paused": self.tr("paused"),
+                 "done": self.tr("done"), "failed": self.tr("failed"), "cancelled": self.tr("cancelled")}
+        return words.get(state, state)
 
     def selected_id(self) -> int | None:
         items = self.table.selectedItems()

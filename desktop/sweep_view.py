@@ -43,7 +43,6 @@ log = logging.getLogger("trainlab.desktop")
 REFRESH_MS = 2000
 STATE_COLORS = {"completed": "#4e79a7", "pruned": "#bab0ac", "failed": "#e15759", "running": "#f28e2b", "waiting": "#76b7b2"}
 DIM_ALPHA = 70  # a pruned trial's curve and line: there, but behind the others
-HEADINGS = {"trial": "Trial", "state": "State", "gpu": "GPU", "duration": "Duration"}
 
 
 def _number_text(value: Any) -> str:
@@ -237,7 +236,7 @@ class SweepView(QWidget):
         counts: dict[str, int] = {}
         for row in board.rows:
             counts[row.state] = counts.get(row.state, 0) + 1
-        states = ", ".join(f"{n} {state}" for state, n in counts.items())
+        states = ", ".join(f"{n} {self.state_text(state)}" for state, n in counts.items())
         best_text = (self.tr("best: trial %1, %2 %3").replace("%1", str(best.number)).replace("%2", board.monitor)
                      .replace("%3", _number_text(best.value))) if best else self.tr("no trial completed yet")
         direction = self.tr("higher is better") if board.direction == "maximize" else self.tr("lower is better")
@@ -255,7 +254,8 @@ class SweepView(QWidget):
         board = self.board
         columns = board.columns()
         self.table.setColumnCount(len(columns))
-        self.table.setHorizontalHeaderLabels([HEADINGS.get(c, board.monitor if c == "value" else c) for c in columns])
+        headings = {"trial": self.tr("Trial"), "state": self.tr("State"), "gpu": self.tr("GPU"), "duration": self.tr("Duration")}
+        self.table.setHorizontalHeaderLabels([headings.get(c, board.monitor if c == "value" else c) for c in columns])
         rows = board.sorted_rows(self.sort_column, self.sort_descending)
         self.table.setRowCount(len(rows))
         best = board.best()
@@ -266,6 +266,8 @@ class SweepView(QWidget):
                     text = _duration_text(value)
                 elif column == "value" and value is None and row.last_value is not None:
                     text = self.tr("(%s at epoch %d)") % (_number_text(row.last_value), row.curve[-1][0])
+                elif column == "state":
+                    text = self.state_text(row.state)
                 else:
                     text = _number_text(value)
                 item = QTableWidgetItem(text)
@@ -285,6 +287,11 @@ class SweepView(QWidget):
         self.table.horizontalHeader().setSortIndicator(
             index, Qt.SortOrder.DescendingOrder if self.sort_descending else Qt.SortOrder.AscendingOrder
         )
+
+    def state_text(self, state: str) -> str:
+        words = {"completed": self.tr("completed"), "pruned": self.tr("pruned"), "failed": self.tr("failed"),
+                 "running": self.tr("running"), "waiting": self.tr("waiting")}
+        return words.get(state, state)
 
     def _header_clicked(self, index: int) -> None:
         if self.board is None:

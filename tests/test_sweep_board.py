@@ -86,3 +86,21 @@ def test_queue_rows_say_each_entry_place_and_what_it_allows(tmp_home):
     with pytest.raises(UsageError, match="only a queued or paused entry can move"):
         board.move_by(2, -1)
     assert "not running" in board.scheduler_text()
+
+
+def test_a_running_entry_names_the_gpus_it_was_given_as_this_machine_numbers_them(tmp_home):
+    from fixtures import fake_nvml
+
+    nvml = fake_nvml.two_gpus()
+    second = nvml.gpus[1].uuid
+    store = QueueStore()
+    entry = store.add("run", {"task": "toy-classification", "data": "/d.csv", "params": {}}, 1)
+    store.launch(entry.id, [second])
+    board = QueueBoard(store, start_scheduler=False, nvml=nvml)
+    board.refresh()
+    assert board.row(entry.id).gpu == "GPU 1"
+    trials = summary()
+    trials["trials"][0]["gpu"] = second
+    trials["trials"][2]["gpu"] = "cpu"
+    rows = {r.number: r.gpu for r in SweepBoard(trials, gpu_names={second: "GPU 1"}, dimensions=DIMENSIONS).rows}
+    assert (rows[0], rows[2], rows[1]) == ("GPU 1", "cpu", "")

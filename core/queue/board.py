@@ -52,7 +52,15 @@ class QueueRow:
         return self.position is not None
 
 
-def row_of(entry: QueueEntry, position: int | None) -> QueueRow:
+def gpu_names(nvml: Any = None) -> dict[str, str]:
+    """This machine's GPU UUIDs and their names in the views ("GPU 0"); empty without NVIDIA GPUs."""
+    from trainlab.queue.leases import read_gpus
+
+    gpus, _why = read_gpus(nvml)
+    return {g.uuid: f"GPU {g.index}" for g in gpus}
+
+
+def row_of(entry: QueueEntry, position: int | None, names: Mapping[str, str] | None = None) -> QueueRow:
     if entry.kind == SWEEP:
         what = f"sweep {entry.study} ({entry.request.get('trials')} trials of {entry.task})"
     elif entry.kind == TRIAL:
@@ -61,7 +69,7 @@ def row_of(entry: QueueEntry, position: int | None) -> QueueRow:
         what = entry.task
     asked = "CPU" if entry.gpus == 0 else f"{entry.gpus} GPU" + ("s" if entry.gpus > 1 else "")
     if entry.state == RUNNING and entry.kind != SWEEP:
-        gpu = ", ".join(_short(d) for d in entry.devices) or "CPU"
+        gpu = ", ".join((names or {}).get(d) or _short(d) for d in entry.devices) or "CPU"
     else:
         gpu = asked
     return QueueRow(
@@ -78,8 +86,10 @@ def _short(uuid: str) -> str:
 class QueueBoard:
     """The queue's rows and actions.  ``start_scheduler=False`` leaves starting it to ``trainlab queue run``."""
 
-    def __init__(self, store: QueueStore | None = None, *, start_scheduler: bool = True):
+    def __init__(self, store: QueueStore | None = None, *, start_scheduler: bool = True, nvml: Any = None):
         self.store = store or QueueStore()
+        self.nvml = nvml
+        self._gpu_names: dict[str, str] | None = None  # read once, when a row first shows a GPU
         self.start_scheduler = start_scheduler
         self.rows: list[QueueRow] = []
         self.scheduler = ""  # who runs the scheduler, in words ("" when nobody does)
@@ -91,7 +101,10 @@ class QueueBoard:
 
         entries = self.store.entries()
         waiting = [e.id for e in entries if e.parent is None and e.state in WAITING]
-        self.rows = [row_of(e, waiting.index(e.id) + 1 if e.id in waiting else None) for e in entries]
+        if self._gpu_names is None and any(e.devices for e in entries):
+            self._gpu_names = gpu_names(self.nvml)
+        names = self._gpu_names or {}
+        self.rows = [row_of(e, waiting.index(e.id) + 1 if e.id in waiting else None, names) for e in entries]
         holder = scheduler_holder()
         self.scheduler = holder.describe() if holder else ""
         seen = (tuple(self.rows), self.scheduler)

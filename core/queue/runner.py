@@ -138,7 +138,7 @@ def run_entry(store: QueueStore, entry: QueueEntry, token: str, control: RunCont
         from trainlab.sweep.study import SweepStudy
 
         study = SweepStudy.load(entry.study)
-        study.note_run_dir(int(entry.trial), run_dir)
+        study.note_run_dir(int(entry.trial), run_dir, ", ".join(entry.devices) or "cpu")
         callbacks.append(study.pruning(int(entry.trial)))
         extra = {"study": {"name": entry.study, "trial": entry.trial}}
     if entry.gpus > 1:

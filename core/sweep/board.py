@@ -71,7 +71,8 @@ class Importance:
 class SweepBoard:
     """A study's trials, read once (``load``); ``SweepBoard.load(name)`` again to refresh."""
 
-    def __init__(self, summary: Mapping[str, Any], devices: Mapping[int, str] | None = None, dimensions: Sequence[Any] = ()):
+    def __init__(self, summary: Mapping[str, Any], devices: Mapping[int, str] | None = None, dimensions: Sequence[Any] = (),
+                 gpu_names: Mapping[str, str] | None = None):
         self.summary = dict(summary)
         self.name = str(summary.get("study", ""))
         self.task = str(summary.get("task", ""))
@@ -79,7 +80,8 @@ class SweepBoard:
         self.direction = str(summary.get("direction", "maximize"))
         self.dimensions = list(dimensions)
         devices = dict(devices or {})
-        self.rows: list[TrialRow] = [self._row(t, devices) for t in summary.get("trials", [])]
+        names = dict(gpu_names or {})
+        self.rows: list[TrialRow] = [self._row(t, devices, names) for t in summary.get("trials", [])]
         names: list[str] = [d.name for d in self.dimensions]
         for row in self.rows:
             names += [n for n in row.params if n not in names]
@@ -92,12 +94,14 @@ class SweepBoard:
         from trainlab.sweep.study import SweepStudy
 
         study = SweepStudy.load(name)
-        board = cls(study.summary(), devices=_trial_devices(name), dimensions=study.dimensions)
+        from trainlab.queue.board import gpu_names
+
+        board = cls(study.summary(), devices=_trial_devices(name), dimensions=study.dimensions, gpu_names=gpu_names())
         board._study = study
         return board
 
     @staticmethod
-    def _row(trial: Mapping[str, Any], devices: Mapping[int, str]) -> TrialRow:
+    def _row(trial: Mapping[str, Any], devices: Mapping[int, str], gpu_names: Mapping[str, str]) -> TrialRow:
         curve = []
         for epoch, value in (trial.get("last_reported") or {}).items():
             if isinstance(value, (int, float)) and math.isfinite(value):
@@ -106,7 +110,7 @@ class SweepBoard:
         return TrialRow(
             number=number,
             state=str(trial.get("state", "")),
-            gpu=devices.get(number) or _run_gpu(str(trial.get("run_dir") or "")),
+            gpu=_gpu_text(devices.get(number) or str(trial.get("gpu") or ""), gpu_names),
             params=dict(trial.get("params") or {}),
             value=trial.get("value"),
             duration=trial.get("duration"),
@@ -248,23 +252,9 @@ def _trial_devices(study: str) -> dict[int, str]:
             if e.study == study and e.trial is not None and e.state == "running"}
 
 
-def _run_gpu(run_dir: str) -> str:
-    """Where a trial's run trained, from its run.json: the GPU names, else the device."""
-    if not run_dir:
-        return ""
-    from trainlab.runs import RunDir
-
-    try:
-        record = RunDir(run_dir).read()
-    except Exception:  # noqa: BLE001 - a folder gone or half-written: no GPU to show
-        return ""
-    environment = record.get("environment") or {}
-    gpus = environment.get("gpus") or []
-    device = str((record.get("parameters") or {}).get("device", ""))
-    resolved = str(record.get("device") or environment.get("device") or "")
-    if gpus and not (resolved or device).startswith("cpu"):
-        return ", ".join(str(g.get("name", g) if isinstance(g, dict) else g) for g in gpus)
-    return resolved or ("cpu" if not gpus else device)
+def _gpu_text(where: str, gpu_names: Mapping[str, str]) -> str:
+    """GPU UUIDs as their names on this machine ("GPU 0"); a device ("cpu", "cuda:1") as it is."""
+    return ", ".join(gpu_names.get(part.strip(), part.strip()) for part in where.split(",")) if where else ""
 
 
 def _scale(value: float, log: bool) -> float:

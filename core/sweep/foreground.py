@@ -112,7 +112,7 @@ def _run_trial(
     pruning = study.pruning(number)
     if outcome is None:
         request, run_dir = start_point(request, run_dir)
-        study.note_run_dir(number, run_dir)
+        study.note_run_dir(number, run_dir, placement.describe())
         control.trial = RunControl()
         if control.stopped:
             return

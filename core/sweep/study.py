@@ -169,8 +169,12 @@ class SweepStudy:
     def trial_params(self, number: int) -> dict[str, Any]:
         return dict(self._frozen(number).params)
 
-    def note_run_dir(self, number: int, run_dir: str) -> None:
-        self._live_trial(number).set_user_attr("run_dir", str(run_dir))
+    def note_run_dir(self, number: int, run_dir: str, gpu: str = "") -> None:
+        """The trial's run folder, and where it runs (GPU UUIDs, or the device), for the sweep views."""
+        trial = self._live_trial(number)
+        trial.set_user_attr("run_dir", str(run_dir))
+        if gpu:
+            trial.set_user_attr("gpu", str(gpu))
 
     def pruning(self, number: int) -> "TrialPruning":
         return TrialPruning(self, number)
@@ -300,6 +304,7 @@ def trial_json(trial: Any) -> dict[str, Any]:
         "last_reported": {str(k): v for k, v in sorted(trial.intermediate_values.items())},
         "run_dir": attrs.get("run_dir", ""),
         "reason": attrs.get("reason", ""),
+        "gpu": attrs.get("gpu", ""),
         "duration": trial.duration.total_seconds() if trial.duration is not None else None,
     }
 

@@ -698,6 +698,38 @@
         <translation>无法读取队列：%s</translation>
     </message>
     <message>
+        <source>(pause asked)</source>
+        <translation>（已请求暂停）</translation>
+    </message>
+    <message>
+        <source>(cancel asked)</source>
+        <translation>（已请求取消）</translation>
+    </message>
+    <message>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
         <source>Started the scheduler (process %s).</source>
         <translation>已启动调度器（进程 %s）。</translation>
     </message>
@@ -1329,8 +1361,44 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
         <translation>越低越好</translation>
     </message>
     <message>
+        <source>Trial</source>
+        <translation>试验</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Duration</source>
+        <translation>用时</translation>
+    </message>
+    <message>
         <source>(%s at epoch %d)</source>
         <translation>（%s，第 %d 轮）</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>pruned</source>
+        <translation>已剪枝</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>waiting</source>
+        <translation>等待中</translation>
     </message>
     <message>
         <source>By %s, over the completed trials.</source>
