@@ -184,7 +184,7 @@ def check_data(spec: TaskSpec, data: str, params: dict[str, Any]) -> Any:
     (its ``summary`` is what the panel shows)."""
     from trainlab.desktop.worker import importing_heavy_modules
 
-    with importing_heavy_modules():
+    with importing_heavy_modules():  # prepare_task names the plugin and the method of a failure
         from trainlab.engine.prepare import prepare_task
 
         return prepare_task(spec.id, data, params, log=lambda event: log.info("%s", event.message))

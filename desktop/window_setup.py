@@ -166,13 +166,13 @@ class WindowSetup(QObject):
     def _history_page(self) -> None:
         w = self.window
         try:
-            from trainlab.desktop.history import RunHistoryView
-            from trainlab.runs import RunStore
+            from trainlab.desktop.history import open_history_view
 
-            w.history = RunHistoryView(RunStore(), w.stack)
-            w.history.runOpened.connect(w.open_run)
-            w.history.runsDeleted.connect(w._runs_deleted)
-            w._set_page("history", w.history)
+            w.history, page = open_history_view(w.stack)  # a page saying why when the run index cannot be opened
+            if w.history is not None:
+                w.history.runOpened.connect(w.open_run)
+                w.history.runsDeleted.connect(w._runs_deleted)
+            w._set_page("history", page)
         except ImportError:
             w._set_page("history", placeholder(self.tr("The run history is not available in this build."), w.stack))
 

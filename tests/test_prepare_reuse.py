@@ -30,7 +30,7 @@ def small_text_copy(tmp_path, rows_per_split=48):
 @pytest.fixture
 def encode_calls(monkeypatch):
     """Every split the text task tokenises."""
-    import trainlab.plugins.text.task as text_task
+    import trainlab.plugins.text.base as text_task
 
     calls = []
     real = text_task.encode_split

@@ -11,6 +11,7 @@ the folder is loaded; ``model.json`` may only name weights inside its folder.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import platform
 from pathlib import Path
@@ -129,9 +130,18 @@ def export_torch_program(model: torch.nn.Module, path: Path, image_size: int) ->
 
 
 def _save_program(program: Any, tmp: Path) -> None:
-    # Through a file object: torch.export.save warns about a path not ending in .pt2.
+    # Into memory first, then to the file from Python: torch.export.save
+    # writing to a file that fails (a full disk) raises, and then the
+    # writer's destructor throws c10::Error again, which aborts the process
+    # (SIGABRT).  A BytesIO cannot fail that way; the file write raises a
+    # plain OSError.  (A file object, not a path: torch.export.save warns
+    # about a path not ending in .pt2.)
+    import io
+
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
     with open(tmp, "wb") as handle:
-        torch.export.save(program, handle)
+        handle.write(buffer.getbuffer())
 
 
 def onnx_available() -> bool:
@@ -190,6 +200,11 @@ def save_model_folder(
     _check_reload(model, reference, image_size)
     try:
         exports["torch_export"] = export_torch_program(reference, out_dir / EXPORT_FILE, image_size)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:  # a full disk fails the run, naming the folder; not an export that "failed"
+            raise
+        exports["torch_export"] = {"error": f"{type(exc).__name__}: {exc}"}
+        log(f"warning: torch.export of {arch} failed: {exc}")
     except Exception as exc:  # noqa: BLE001 - the weights are still usable; say what failed
         exports["torch_export"] = {"error": f"{type(exc).__name__}: {exc}"}
         log(f"warning: torch.export of {arch} failed: {exc}")

@@ -1,11 +1,16 @@
-"""Built-in plugin: ``text-classification`` (BERT-family sequence classifiers).
+"""Built-in plugin: the text tasks on BERT-family models.
 
-This module is what discovery imports, so it only declares the task: no
-torch, no transformers.  The runtime lives in
-``trainlab.plugins.text.task`` and is imported when a run starts.
+``text-classification`` (a class per text), ``text-regression`` (a number
+per text) and ``text-multilabel`` (any number of labels per text).  This
+module is what discovery imports, so it only declares the tasks: no torch,
+no transformers.  The runtimes live in ``trainlab.plugins.text.task``,
+``.regression`` and ``.multilabel`` (sharing ``.base``), imported when a run
+starts.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from trainlab import InputSpec, Param, Preset, TaskSpec, hookimpl
 
@@ -109,9 +114,103 @@ TEXT_CLASSIFICATION = TaskSpec(
         "train.*, val.* and optionally test.* files."
     ),
     sample_data="samples/text",
-    # files of texts predict reads (as TEXT_FILE_SUFFIXES in task.py)
+    # files of texts predict reads (as TEXT_FILE_SUFFIXES in base.py)
     input=InputSpec(kind="text", suffixes=(".txt", ".csv", ".tsv", ".jsonl"), title="a text"),
     model_formats=("transformers",),
+)
+
+
+# -- text-regression and text-multilabel ---------------------------------------
+# The same models, columns and batching as text-classification; only the label
+# column's meaning, the validation split and (multi-label) the decision differ.
+
+
+def _changed(params: tuple[Param, ...], **changes: dict) -> tuple[Param, ...]:
+    return tuple(dataclasses.replace(p, **changes[p.name]) if p.name in changes else p for p in params)
+
+
+TEXT_INPUT = TEXT_CLASSIFICATION.input
+TEXT_MODEL_FORMATS = TEXT_CLASSIFICATION.model_formats
+
+REGRESSION_PARAMS = _changed(
+    PARAMS,
+    label_column={"help": "Column holding the number to predict (any finite number: a rating, a score, a price)."},
+    val_fraction={"help": "Share of the rows held out for validation when the data has no val file, spread over the target's range."},
+)
+
+MULTILABEL_PARAMS = (
+    *_changed(
+        PARAMS,
+        label_column={
+            "default": "labels",
+            "help": "Column holding a text's labels: names joined by label_separator in CSV/TSV, a list in JSONL; may be empty.",
+        },
+        val_fraction={"help": "Share of the rows held out for validation when the data has no val file, stratified by each text's rarest label."},
+    ),
+    Param(
+        "label_separator",
+        "str",
+        ";",
+        "In CSV/TSV files, the character that joins a text's labels (sports;weather).",
+        title="Label separator",
+        group="data",
+    ),
+    Param(
+        "threshold",
+        "str",
+        "0.5",
+        "A label is predicted when its probability reaches this; auto: each label's own threshold, "
+        "chosen on the validation split for its best F1 and recorded with the model.",
+        title="Decision threshold",
+        group="task",
+    ),
+)
+
+TEXT_REGRESSION = TaskSpec(
+    id="text-regression",
+    title="Text regression",
+    factory="trainlab.plugins.text.regression:TextRegressionTask",
+    description=(
+        "Fine-tune a BERT-family model (or train the built-in tiny-bert) to predict a number for each text: "
+        "a rating, a score, a reading level. Chinese, English and mixed text; sentence pairs supported."
+    ),
+    params=REGRESSION_PARAMS,
+    defaults={**DEFAULTS},
+    # from scratch, a regression head needs more epochs than a classifier
+    presets=(dataclasses.replace(PRESETS[0], overrides={**PRESETS[0].overrides, "epochs": 8}),),
+    data_kind="either",
+    data_help=(
+        "A .csv, .tsv or .jsonl file with columns text and label (a number; UTF-8), or a folder with "
+        "train.*, val.* and optionally test.* files."
+    ),
+    sample_data="samples/text-regression",
+    family="regression",
+    input=dataclasses.replace(TEXT_INPUT, title="a text to score"),
+    model_formats=TEXT_MODEL_FORMATS,
+)
+
+TEXT_MULTILABEL = TaskSpec(
+    id="text-multilabel",
+    title="Text multi-label classification",
+    factory="trainlab.plugins.text.multilabel:TextMultiLabelTask",
+    description=(
+        "Fine-tune a BERT-family model (or train the built-in tiny-bert) to tag each text with any number of "
+        "labels (none included). Chinese, English and mixed text; sentence pairs supported."
+    ),
+    params=MULTILABEL_PARAMS,
+    defaults={**DEFAULTS},
+    # from scratch, per-label outputs leave "no label anywhere" only after
+    # some hundred optimizer steps: smaller batches give them sooner
+    presets=(dataclasses.replace(PRESETS[0], overrides={**PRESETS[0].overrides, "batch_size": 16}),),
+    data_kind="either",
+    data_help=(
+        "A .csv, .tsv or .jsonl file with columns text and labels (joined by ; in CSV/TSV, a list in JSONL; "
+        "UTF-8), or a folder with train.*, val.* and optionally test.* files."
+    ),
+    sample_data="samples/text-multilabel",
+    family="multilabel",
+    input=dataclasses.replace(TEXT_INPUT, title="a text to tag"),
+    model_formats=TEXT_MODEL_FORMATS,
 )
 
 
@@ -122,4 +221,4 @@ def trainlab_api_version() -> str:
 
 @hookimpl
 def trainlab_tasks() -> list[TaskSpec]:
-    return [TEXT_CLASSIFICATION]
+    return [TEXT_CLASSIFICATION, TEXT_REGRESSION, TEXT_MULTILABEL]

@@ -75,7 +75,7 @@ class PadCollator:
         self.multiple = max(1, int(multiple))
         self.max_length = max_length
 
-    def __call__(self, items: list[tuple[np.ndarray, np.ndarray | None, int, int]]) -> dict[str, Any]:
+    def __call__(self, items: list[tuple[np.ndarray, np.ndarray | None, Any, int]]) -> dict[str, Any]:
         import torch
 
         lengths = np.fromiter((len(item[0]) for item in items), dtype=np.int64, count=len(items))
@@ -92,9 +92,20 @@ class PadCollator:
         batch = {
             "input_ids": torch.from_numpy(ids),
             "attention_mask": torch.from_numpy(mask),
-            "labels": torch.tensor([item[2] for item in items], dtype=torch.long),
+            "labels": _targets([item[2] for item in items]),
             "keys": [item[3] for item in items],
         }
         if types is not None:
             batch["token_type_ids"] = torch.from_numpy(types)
         return batch
+
+
+def _targets(values: list[Any]) -> Any:
+    """The batch's targets as one tensor: class ids as int64 (what cross-entropy
+    takes), numbers and multi-hot rows as they were stored (float32)."""
+    import torch
+
+    array = np.asarray(values)
+    if array.dtype.kind in "iub":
+        array = array.astype(np.int64)
+    return torch.from_numpy(np.ascontiguousarray(array))

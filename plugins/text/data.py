@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from trainlab import DataError
+from trainlab.plugins.text.labels import ClassLabel, LabelKind
 
 SUFFIXES = (".csv", ".tsv", ".jsonl")
 SPLIT_NAMES = ("train", "val", "test")
 # Other names people give the validation file; `val` wins when both exist.
 VAL_ALIASES = ("validation", "valid", "dev")
 MAX_SKIPPED_EXAMPLES = 20
+CLASS_LABEL = ClassLabel()
 
 
 @dataclass(frozen=True)
@@ -34,13 +36,17 @@ class Columns:
 
 @dataclass
 class TextSplit:
-    """The usable rows of one split; ``lines`` are 1-based line numbers in ``path``."""
+    """The usable rows of one split; ``lines`` are 1-based line numbers in ``path``.
+
+    ``labels`` hold what the family's ``LabelKind`` read: class names,
+    numbers, or tuples of label names.
+    """
 
     name: str
     path: Path
     texts: list[str] = field(default_factory=list)
     pairs: list[str] | None = None
-    labels: list[str] = field(default_factory=list)
+    labels: list[Any] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -117,20 +123,6 @@ def _cell_text(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return json.dumps(value, ensure_ascii=False)
-
-
-def _label_text(value: Any, path: Path, line: int) -> str:
-    if value is None or isinstance(value, bool):
-        return "" if value is None else str(value).lower()
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if value.is_integer():
-            return str(int(value))
-        raise DataError(f"{path}: line {line}: label {value!r} is not a class name or an integer")
-    if isinstance(value, str):
-        return value.strip()
-    raise DataError(f"{path}: line {line}: label {value!r} is not a class name or an integer")
 
 
 def _csv_rows(path: Path, text: str, delimiter: str, columns: Columns) -> Iterator[tuple[int, Any, Any, Any]]:
@@ -222,8 +214,8 @@ def _jsonl_rows(path: Path, text: str, columns: Columns) -> Iterator[tuple[int, 
         raise DataError(f"{path}: the file is empty")
 
 
-def read_file(path: Path, columns: Columns, split: str, skipped: Skipped) -> TextSplit:
-    """One file's usable rows; DataError for anything that stops reading."""
+def read_file(path: Path, columns: Columns, split: str, skipped: Skipped, label_kind: LabelKind = CLASS_LABEL) -> TextSplit:
+    """One file's usable rows, labels read by ``label_kind``; DataError for anything that stops reading."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
@@ -243,8 +235,8 @@ def read_file(path: Path, columns: Columns, split: str, skipped: Skipped) -> Tex
         if not body.strip():
             skipped.add(path, line, "empty text")
             continue
-        label = _label_text(label_value, path, line)
-        if not label:
+        label = label_kind.parse(label_value, path, line)
+        if label is None:
             skipped.add(path, line, "no label")
             continue
         out.texts.append(body)
@@ -282,10 +274,10 @@ def find_split_files(folder: Path) -> dict[str, Path]:
     return found
 
 
-def stratified_split(split: TextSplit, fraction: float, seed: int) -> tuple[TextSplit, TextSplit]:
-    """Carve a validation split out of ``split``, per label, reproducibly."""
-    by_label: dict[str, list[int]] = {}
-    for i, label in enumerate(split.labels):
+def stratified_split(split: TextSplit, fraction: float, seed: int, strata: Sequence[Any] | None = None) -> tuple[TextSplit, TextSplit]:
+    """Carve a validation split out of ``split``, per stratum (default: per label), reproducibly."""
+    by_label: dict[Any, list[int]] = {}
+    for i, label in enumerate(split.labels if strata is None else strata):
         by_label.setdefault(label, []).append(i)
     rng = random.Random(seed)
     train_idx: list[int] = []
@@ -293,15 +285,17 @@ def stratified_split(split: TextSplit, fraction: float, seed: int) -> tuple[Text
     for label in sorted(by_label):
         indices = by_label[label]
         rng.shuffle(indices)
-        # a label with a single row stays in training
+        # a stratum with a single row stays in training
         take = 0 if len(indices) < 2 else min(len(indices) - 1, max(1, round(len(indices) * fraction)))
         val_idx += indices[:take]
         train_idx += indices[take:]
     return split.subset("train", sorted(train_idx)), split.subset("val", sorted(val_idx))
 
 
-def read_data(path: str | Path, columns: Columns, val_fraction: float, seed: int, whole: bool = False) -> TextData:
-    """All splits of a data path.
+def read_data(
+    path: str | Path, columns: Columns, val_fraction: float, seed: int, whole: bool = False, label_kind: LabelKind = CLASS_LABEL
+) -> TextData:
+    """All splits of a data path, labels read by ``label_kind``.
 
     A folder gives its ``train``/``val``/``test`` files (no ``val``: carved out
     of ``train``); a single file is split by ``val_fraction``, unless
@@ -314,21 +308,22 @@ def read_data(path: str | Path, columns: Columns, val_fraction: float, seed: int
     skipped = Skipped()
     if path.is_dir():
         files = find_split_files(path)
-        splits = {name: read_file(file, columns, name, skipped) for name, file in files.items()}
+        splits = {name: read_file(file, columns, name, skipped, label_kind) for name, file in files.items()}
         data = TextData(splits, skipped, list(files.values()))
         if whole:
             data.splits = {"val": splits.get("val") or splits.get("test") or splits["train"]}
         elif "val" not in splits:
-            data.splits["train"], data.splits["val"] = stratified_split(splits["train"], val_fraction, seed)
+            train = splits["train"]
+            data.splits["train"], data.splits["val"] = stratified_split(train, val_fraction, seed, label_kind.strata(train.labels))
             data.split_from = files["train"].name
     else:
-        rows = read_file(path, columns, "train", skipped)
+        rows = read_file(path, columns, "train", skipped, label_kind)
         data = TextData({}, skipped, [path])
         if whole:
             rows.name = "val"
             data.splits = {"val": rows}
         else:
-            train, val = stratified_split(rows, val_fraction, seed)
+            train, val = stratified_split(rows, val_fraction, seed, label_kind.strata(rows.labels))
             data.splits = {"train": train, "val": val}
             data.split_from = path.name
     if not whole and not data.splits["val"].texts:
@@ -349,17 +344,18 @@ def check_labels(data: TextData, label_names: Sequence[str], trained: bool) -> N
     """Every label in every split must be known; DataError names the row.
 
     ``trained``: the names come from a trained model rather than from this
-    data's training split (the message says which).
+    data's training split (the message says which).  A row's label may be a
+    tuple of labels (multi-label): each must be known.
     """
     known = set(label_names)
     for split in data.splits.values():
-        for label, line in zip(split.labels, split.lines):
-            if label not in known:
+        for row, line in zip(split.labels, split.lines):
+            for label in row if isinstance(row, tuple) else (row,):
+                if label in known:
+                    continue
                 source = "the trained model" if trained else "training"
                 shown = ", ".join(repr(n) for n in list(label_names)[:20])
-                raise DataError(
-                    f"{split.path}: line {line}: label {label!r} does not occur in {source} (labels: {shown})"
-                )
+                raise DataError(f"{split.path}: line {line}: label {label!r} does not occur in {source} (labels: {shown})")
 
 
 # --------------------------------------------------------------------------

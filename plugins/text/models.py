@@ -136,11 +136,21 @@ def position_limit(source: ModelSource) -> int | None:
     return limit
 
 
-def build_model(source: ModelSource, tokenizer: Any, label_names: Sequence[str], log: Callable[[str], None]) -> Any:
-    """A sequence classifier for ``label_names`` (new weights for the head)."""
+def build_model(
+    source: ModelSource, tokenizer: Any, label_names: Sequence[str], log: Callable[[str], None], problem_type: str | None = None
+) -> Any:
+    """A sequence model with one output per name in ``label_names`` (new weights for the head).
+
+    ``problem_type`` is transformers' (``regression``: one output, the name
+    is the target's; ``multi_label_classification``: an output per label);
+    it goes into ``config.json``, so that plain transformers and its
+    pipelines read the outputs as the task meant them.  None keeps
+    transformers' default (single-label classification).
+    """
     _quiet_transformers()
     id2label = dict(enumerate(label_names))
     label2id = {name: i for i, name in id2label.items()}
+    head = {"problem_type": problem_type} if problem_type else {}
     if source.kind == "preset":
         from transformers import BertConfig, BertForSequenceClassification
 
@@ -150,6 +160,7 @@ def build_model(source: ModelSource, tokenizer: Any, label_names: Sequence[str],
             num_labels=len(label_names),
             id2label=id2label,
             label2id=label2id,
+            **head,
             **TINY_BERT_CONFIG,
         )
         return BertForSequenceClassification(config)
@@ -160,7 +171,7 @@ def build_model(source: ModelSource, tokenizer: Any, label_names: Sequence[str],
     check_weights(source.path, pickles=False)
     try:
         config = AutoConfig.from_pretrained(
-            str(source.path), num_labels=len(label_names), id2label=id2label, label2id=label2id, local_files_only=True
+            str(source.path), num_labels=len(label_names), id2label=id2label, label2id=label2id, local_files_only=True, **head
         )
         model, info = AutoModelForSequenceClassification.from_pretrained(
             str(source.path),
@@ -176,7 +187,8 @@ def build_model(source: ModelSource, tokenizer: Any, label_names: Sequence[str],
     new = sorted(set(info.get("missing_keys") or []) | {str(k[0]) if isinstance(k, tuple) else str(k) for k in info.get("mismatched_keys") or []})
     if new:
         shown = ", ".join(new[:4]) + (", ..." if len(new) > 4 else "")
-        log(f"model {source.describe()}: new weights for {len(label_names)} labels ({shown})")
+        outputs = "a regression output" if problem_type == "regression" else f"{len(label_names)} labels"
+        log(f"model {source.describe()}: new weights for {outputs} ({shown})")
     return model
 
 

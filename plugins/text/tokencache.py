@@ -28,7 +28,7 @@ class EncodedSplit:
     ids: np.ndarray  # int32, flat
     offsets: np.ndarray  # int64, n + 1
     type_ids: np.ndarray | None  # int8, flat; only for text pairs
-    labels: np.ndarray  # int64, n
+    labels: np.ndarray  # the targets: int64 class ids [n], float32 values [n] or multi-hot rows [n, labels]
     full_lengths: np.ndarray  # int32, n: tokens before truncation
 
     def __len__(self) -> int:
@@ -38,10 +38,10 @@ class EncodedSplit:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray | None, int, int]:
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray | None, Any, int]:
         start, end = self.offsets[index], self.offsets[index + 1]
         types = None if self.type_ids is None else self.type_ids[start:end]
-        return self.ids[start:end], types, int(self.labels[index]), int(index)
+        return self.ids[start:end], types, self.labels[index], int(index)
 
 
 @contextmanager
@@ -68,10 +68,11 @@ def _encode(tokenizer: Any, texts: Sequence[str], pairs: Sequence[str] | None, t
     )
 
 
-def encode_split(
-    tokenizer: Any, split: TextSplit, label_ids: dict[str, int], max_length: int, use_type_ids: bool
-) -> EncodedSplit:
-    """Tokenise a split once; texts longer than ``max_length`` are truncated."""
+def encode_split(tokenizer: Any, split: TextSplit, targets: np.ndarray, max_length: int, use_type_ids: bool) -> EncodedSplit:
+    """Tokenise a split once; texts longer than ``max_length`` are truncated.
+
+    ``targets``: one row per text, in the task family's form (kept as given).
+    """
     with_types = use_type_ids and split.pairs is not None
     ids: list[np.ndarray] = []
     types: list[np.ndarray] = []
@@ -110,7 +111,7 @@ def encode_split(
         ids=np.concatenate(ids) if ids else np.zeros(0, dtype=np.int32),
         offsets=offsets,
         type_ids=np.concatenate(types) if types else None,
-        labels=np.asarray([label_ids[label] for label in split.labels], dtype=np.int64),
+        labels=np.asarray(targets),
         full_lengths=np.asarray(full_lengths, dtype=np.int32),
     )
 
