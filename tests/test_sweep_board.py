@@ -64,13 +64,15 @@ def test_the_best_configuration_is_the_base_parameters_with_the_best_values_and_
     with pytest.raises(UsageError, match="no trial has completed yet"):
         SweepBoard(lonely, dimensions=DIMENSIONS).best_request()
     importance = SweepBoard(lonely, dimensions=DIMENSIONS).importance()
-    assert not importance.values and "needs 2 completed trials (0 so far)" in importance.message
+    assert not importance.values and "Importance needs 2 completed trials (0 so far)." in importance.message
     assert "PED-ANOVA" in importance.evaluator
 
 
 def test_queue_rows_say_each_entry_place_and_what_it_allows(tmp_home):
     store = QueueStore()
-    board = QueueBoard(store, start_scheduler=False)
+    from fixtures import fake_nvml
+
+    board = QueueBoard(store, start_scheduler=False, nvml=fake_nvml.two_gpus())
     for gpus in (1, 0, 2):
         store.add("run", {"task": "toy-classification", "data": "/d.csv", "params": {}}, gpus)
     assert board.refresh() and not board.refresh()  # a second read with nothing new changes nothing
@@ -86,6 +88,10 @@ def test_queue_rows_say_each_entry_place_and_what_it_allows(tmp_home):
     with pytest.raises(UsageError, match="only a queued or paused entry can move"):
         board.move_by(2, -1)
     assert "not running" in board.scheduler_text()
+    # with no NVIDIA GPU every entry runs on the CPU, and the view says so; a finished one shows none
+    no_gpus = QueueBoard(store, start_scheduler=False, nvml=fake_nvml.FakeNvml([]))
+    no_gpus.refresh()
+    assert [(r.id, r.gpu) for r in no_gpus.rows] == [(1, "CPU"), (3, "CPU"), (2, "")]
 
 
 def test_a_running_entry_names_the_gpus_it_was_given_as_this_machine_numbers_them(tmp_home):

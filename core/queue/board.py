@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from trainlab.queue import actions
-from trainlab.queue.store import PAUSED, QUEUED, RUNNING, SWEEP, TRIAL, WAITING, QueueEntry, QueueStore
+from trainlab.queue.store import FINISHED, PAUSED, QUEUED, RUNNING, SWEEP, TRIAL, WAITING, QueueEntry, QueueStore
 
 
 @dataclass(frozen=True)
@@ -61,15 +61,18 @@ def gpu_names(nvml: Any = None) -> dict[str, str]:
 
 
 def row_of(entry: QueueEntry, position: int | None, names: Mapping[str, str] | None = None) -> QueueRow:
+    """``names``: this machine's GPUs by UUID (``gpu_names``); with none, every run goes to the CPU, and says so."""
     if entry.kind == SWEEP:
         what = f"sweep {entry.study} ({entry.request.get('trials')} trials of {entry.task})"
     elif entry.kind == TRIAL:
         what = f"trial {entry.trial} of {entry.study}"
     else:
         what = entry.task
-    asked = "CPU" if entry.gpus == 0 else f"{entry.gpus} GPU" + ("s" if entry.gpus > 1 else "")
+    asked = "CPU" if entry.gpus == 0 or names == {} else f"{entry.gpus} GPU" + ("s" if entry.gpus > 1 else "")
     if entry.state == RUNNING and entry.kind != SWEEP:
         gpu = ", ".join((names or {}).get(d) or _short(d) for d in entry.devices) or "CPU"
+    elif entry.state in FINISHED:
+        gpu = ""  # its GPUs were freed; the run folder says where it ran
     else:
         gpu = asked
     return QueueRow(
@@ -89,7 +92,7 @@ class QueueBoard:
     def __init__(self, store: QueueStore | None = None, *, start_scheduler: bool = True, nvml: Any = None):
         self.store = store or QueueStore()
         self.nvml = nvml
-        self._gpu_names: dict[str, str] | None = None  # read once, when a row first shows a GPU
+        self._gpu_names: dict[str, str] | None = None  # read once (NVML), at the first refresh
         self.start_scheduler = start_scheduler
         self.rows: list[QueueRow] = []
         self.scheduler = ""  # who runs the scheduler, in words ("" when nobody does)
@@ -101,10 +104,9 @@ class QueueBoard:
 
         entries = self.store.entries()
         waiting = [e.id for e in entries if e.parent is None and e.state in WAITING]
-        if self._gpu_names is None and any(e.devices for e in entries):
+        if self._gpu_names is None:
             self._gpu_names = gpu_names(self.nvml)
-        names = self._gpu_names or {}
-        self.rows = [row_of(e, waiting.index(e.id) + 1 if e.id in waiting else None, names) for e in entries]
+        self.rows = [row_of(e, waiting.index(e.id) + 1 if e.id in waiting else None, self._gpu_names) for e in entries]
         holder = scheduler_holder()
         self.scheduler = holder.describe() if holder else ""
         seen = (tuple(self.rows), self.scheduler)

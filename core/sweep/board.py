@@ -182,11 +182,11 @@ class SweepBoard:
     def importance(self) -> Importance:
         done = [r for r in self.rows if r.state == "completed"]
         if len(done) < MIN_TRIALS_FOR_IMPORTANCE:
-            return Importance(message=f"importance needs {MIN_TRIALS_FOR_IMPORTANCE} completed trials ({len(done)} so far)")
+            return Importance(message=f"Importance needs {MIN_TRIALS_FOR_IMPORTANCE} completed trials ({len(done)} so far).")
         if len(self.param_names) < 2:
-            return Importance(values={n: 1.0 for n in self.param_names}, message="one parameter: it explains everything")
+            return Importance(values={n: 1.0 for n in self.param_names}, message="One parameter: it explains everything.")
         if self._study is None:
-            return Importance(message="the study is not loaded")
+            return Importance(message="The study is not loaded.")
         import warnings
 
         from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
@@ -196,7 +196,7 @@ class SweepBoard:
                 warnings.simplefilter("ignore")
                 values = get_param_importances(self._study.study, evaluator=PedAnovaImportanceEvaluator())
         except Exception as exc:  # noqa: BLE001 - too few distinct values, say, is a message, not a crash
-            return Importance(message=f"importance could not be computed: {exc}")
+            return Importance(message=f"Importance could not be computed: {exc}")
         return Importance(values={k: float(v) for k, v in values.items()})
 
     # -- train the best configuration -----------------------------------------------------------
