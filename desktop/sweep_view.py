@@ -86,6 +86,7 @@ class SweepView(QWidget):
         self._loading = ""
         self._generation = 0
         self._colormap = pg.colormap.get("viridis")
+        self._drawn_study = ""
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 12, 12, 12)
@@ -241,9 +242,10 @@ class SweepView(QWidget):
                      .replace("%3", _number_text(best.value))) if best else self.tr("no trial completed yet")
         direction = self.tr("higher is better") if board.direction == "maximize" else self.tr("lower is better")
         self.summary.setText(f"{board.task} \u00b7 {board.monitor} ({direction}) \u00b7 {len(board.rows)} trials: {states} \u00b7 {best_text}")
-        epochs = (board.summary.get("params") or {}).get("epochs")
-        if epochs and not self.best_epochs.property("edited"):
-            self.best_epochs.setValue(int(epochs))
+        if board.name != self._drawn_study:  # a reload of the same study keeps what the user set
+            self._drawn_study = board.name
+            epochs = (board.summary.get("params") or {}).get("epochs")
+            self.best_epochs.setValue(int(epochs) if epochs else self._task_epochs(board.task))
         self._fill_table()
         self._draw_parallel()
         self._draw_curves()
@@ -424,7 +426,6 @@ class SweepView(QWidget):
         """Queue the best trial's values as a full run; the queue entry's id."""
         if self.board is None:
             return None
-        self.best_epochs.setProperty("edited", True)
         store = self.queue_board.store if self.queue_board is not None else None
         start = self.queue_board.start_scheduler if self.queue_board is not None else True
         try:
@@ -437,6 +438,17 @@ class SweepView(QWidget):
                                   .replace("%2", str(best.number)).replace("%3", str(self.best_epochs.value())))
         self.bestQueued.emit(entry.id)
         return entry.id
+
+    @staticmethod
+    def _task_epochs(task: str) -> int:
+        """The task's default epochs, for a sweep that left them at the default."""
+        try:
+            from trainlab.params import ENGINE_PARAMS, resolve
+            from trainlab.pluginhost import registry
+
+            return int(resolve(registry().task(task).spec, ENGINE_PARAMS, {}, {})["epochs"])
+        except Exception:  # noqa: BLE001 - a task no longer installed: any sensible number
+            return 10
 
     def shutdown(self) -> None:
         self.timer.stop()
