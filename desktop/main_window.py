@@ -170,8 +170,10 @@ class MainWindow(QMainWindow):
             self.set_theme("system")
 
     def _setup_done(self) -> None:
+        from trainlab.desktop.welcome import sample_offers
+
         self._build_queue_page()
-        self.welcome.set_samples(self.train_page.sample_problems(("image-classification", "text-classification")))
+        self.welcome.set_samples(sample_offers(self.registry))
         self.refresh_recent_runs()
         self.is_ready = True
         self.status_label.setText(self.tr("Ready"))

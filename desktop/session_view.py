@@ -55,6 +55,7 @@ class SessionView(QObject):
                 self.controls.show_message("")
         if change.started and session.started is not None:
             info = session.started
+            self.plots.show_run_metrics(info.run_dir, info.task)  # the metric plots follow the task's declarations
             self.window.setWindowTitle(f"TrainLab \u2014 {Path(info.run_dir).name}")
             if not change.replay:
                 log.info("run %s started on %s (%s)", info.run_dir, info.device, info.precision)

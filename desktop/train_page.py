@@ -228,26 +228,10 @@ class TrainPage(QSplitter):
 
     # -- samples and pre-filling -------------------------------------------------------------
     def sample_path(self, task_id: str) -> str:
-        """The bundled sample data of ``task_id`` ('' when there is none)."""
-        entry = self.registry.tasks.get(task_id)
-        if entry is None or not entry.spec.sample_data:
-            return ""
-        from trainlab.resources import resource_path
+        """The sample data of ``task_id`` ('' when there is none): a built-in's or a plugin's own."""
+        from trainlab.desktop.welcome import sample_data_path
 
-        path = resource_path(entry.spec.sample_data)
-        return str(path) if path.exists() else ""
-
-    def sample_problems(self, task_ids: tuple[str, ...]) -> dict[str, str]:
-        """Why each task's sample cannot be tried ('' when it can)."""
-        problems = {}
-        for task_id in task_ids:
-            if self.registry.tasks.get(task_id) is None:
-                problems[task_id] = self.tr("The %s task is not installed.") % task_id
-            elif not self.sample_path(task_id):
-                problems[task_id] = self.tr("This installation has no sample data for %s.") % task_id
-            else:
-                problems[task_id] = ""
-        return problems
+        return sample_data_path(self.registry, task_id)
 
     def try_sample(self, task_id: str) -> bool:
         """The sample of ``task_id`` with the task's defaults, started."""
