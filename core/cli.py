@@ -98,6 +98,12 @@ def _parser() -> ArgumentParser:
 
     add("doctor", "check this machine: torch, CUDA, driver, GPUs, plugins, offline state, folders")
 
+    from trainlab.queue.commands import add_queue_parser
+    from trainlab.sweep.commands import add_sweep_parser
+
+    add_queue_parser(add, add_params)
+    add_sweep_parser(add, add_params)
+
     p = add("install-launcher", "add TrainLab to the desktop menu", json_flag=True)
     p.add_argument("--desktop", action="store_true", help="also put an icon on the desktop")
     add("uninstall-launcher", "remove the desktop menu entry and icon", json_flag=True)
@@ -497,6 +503,18 @@ def cmd_uninstall_launcher(args, out: Output) -> int:
     return EXIT_OK
 
 
+def cmd_queue(args, out: Output) -> int:
+    from trainlab.queue.commands import cmd_queue as queue
+
+    return queue(args, out)
+
+
+def cmd_sweep(args, out: Output) -> int:
+    from trainlab.sweep.commands import cmd_sweep as sweep
+
+    return sweep(args, out)
+
+
 def cmd_gui(args, out: Output) -> int:
     from trainlab.desktop.app import run_app  # Qt is imported here and only here
 
@@ -519,6 +537,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Output], int]] = {
     "runs": cmd_runs,
     "models": cmd_models,
     "doctor": cmd_doctor,
+    "queue": cmd_queue,
+    "sweep": cmd_sweep,
     "install-launcher": cmd_install_launcher,
     "uninstall-launcher": cmd_uninstall_launcher,
 }

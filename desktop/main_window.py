@@ -41,7 +41,7 @@ from trainlab.desktop.window_menus import WindowMenus
 
 log = logging.getLogger("trainlab.desktop")
 
-PAGES = ("welcome", "train", "history", "results", "tryit")
+PAGES = ("welcome", "train", "history", "results", "tryit", "queue")
 
 
 def placeholder(text: str, parent: QWidget) -> QWidget:
@@ -77,6 +77,7 @@ class MainWindow(QMainWindow):
         self.train_page = self.session_view = self.telemetry = None
         self.plots = self.gpu_panel = self.history = self.results = self.tryit = None
         self.log_panel = self.log_dock = None  # built once the window shows
+        self.queue_page = None  # QueuePage (trainlab.desktop.queue_view), built with the other pages
         self._dialogs = None  # RunDialogs (QMessageBox is imported when needed: start-up time)
         self._prefill: dict[str, Any] | None = None
         self._close_when_stopped = False
@@ -103,7 +104,7 @@ class MainWindow(QMainWindow):
         self.nav.setObjectName("navigation")
         self.nav.setFixedWidth(168)
         self.nav.setFrameShape(QFrame.Shape.NoFrame)
-        titles = (self.tr("Start"), self.tr("Train"), self.tr("Runs"), self.tr("Results"), self.tr("Try it"))
+        titles = (self.tr("Start"), self.tr("Train"), self.tr("Runs"), self.tr("Results"), self.tr("Try it"), self.tr("Queue"))
         for title in titles:  # row i is PAGES[i]
             self.nav.addItem(QListWidgetItem(title))
         self.stack = QStackedWidget(central)
@@ -171,6 +172,7 @@ class MainWindow(QMainWindow):
     def _setup_done(self) -> None:
         from trainlab.desktop.welcome import sample_offers
 
+        self._build_queue_page()
         self.welcome.set_samples(sample_offers(self.registry))
         self.refresh_recent_runs()
         self.is_ready = True
@@ -253,6 +255,37 @@ class MainWindow(QMainWindow):
         self.runFinished.emit(outcome)
         if self._close_when_stopped:
             QTimer.singleShot(0, self.close)
+
+    # ------------------------------------------------------------ the queue
+    def _build_queue_page(self) -> None:
+        try:
+            from trainlab.desktop.queue_view import QueuePage
+            from trainlab.queue.board import QueueBoard
+
+            self.queue_page = QueuePage(QueueBoard(), self.resolved_theme, self.stack)
+        except Exception as exc:  # noqa: BLE001 - an unreadable queue file must not keep the window from starting
+            log.warning("the queue is not available: %s", exc)
+            self._set_page("queue", placeholder(self.tr("The queue is not available: %s") % exc, self.stack))
+            return
+        self._set_page("queue", self.queue_page)
+        self.train_page.queue_action.triggered.connect(self.add_to_queue)
+
+    def add_to_queue(self) -> int | None:
+        """Queue the Train page's run (the queue's scheduler starts it when a GPU or the CPU is free)."""
+        if self.queue_page is None or self.train_page is None:
+            return None
+        try:
+            task, data, params = self.train_page.queue_request()
+            entry = self.queue_page.queue.board.add_run(task, data, params)
+        except Exception as exc:  # noqa: BLE001 - UsageError: the reason, on the controls
+            self.controls.show_message(str(exc))
+            return None
+        self.queue_page.queue.refresh(force=True)
+        row = self.queue_page.queue.board.row(entry.id)
+        place = row.position if row is not None and row.position else "-"
+        self.controls.show_message(self.tr("Queued %1 (place %2 in line); see the Queue page.").replace("%1", str(entry.id))
+                                   .replace("%2", str(place)), role="info")
+        return entry.id
 
     # ------------------------------------------------------------ samples, prefill
     def sample_path(self, task_id: str) -> str:
@@ -366,6 +399,8 @@ class MainWindow(QMainWindow):
         self._save_geometry()
         if self.runs is not None:
             self.runs.shutdown()
+        if self.queue_page is not None:
+            self.queue_page.shutdown()  # its timers; the queue and its scheduler go on
         if self.telemetry is not None:
             self.telemetry.close()
         from trainlab.desktop import background

@@ -57,6 +57,7 @@ class TrainPage(QSplitter):
         self.continue_action.setToolTip(self.tr("Resume the stopped or failed run from its last checkpoint"))
         self.continue_action.triggered.connect(self.continue_run)
         c.start_action.triggered.connect(lambda: self.start_run())
+        self._add_queue_button()
         c.pause_action.triggered.connect(controller.toggle_pause)
         c.stop_action.triggered.connect(controller.stop)
         c.moreEpochsRequested.connect(self.train_more)
@@ -274,7 +275,37 @@ class TrainPage(QSplitter):
             reasons.append(self.tr("Fix the parameters marked in red."))
         return reasons
 
+    def _add_queue_button(self) -> None:
+        """"Add to queue" beside Start (the window connects it: trainlab.desktop.queue_view)."""
+        from PySide6.QtWidgets import QToolButton
+
+        self.queue_action = QAction(self.tr("Add to &queue"), self)
+        self.queue_action.setToolTip(self.tr("Queue this run: it starts when a GPU (or the CPU) is free, "
+                                             "and goes on when the window closes"))
+        button = QToolButton(self.controls)
+        button.setDefaultAction(self.queue_action)
+        button.setObjectName("queue_button")
+        self.controls.layout().itemAt(0).layout().insertWidget(1, button)  # the buttons' row, after Start
+
+    def queue_request(self) -> tuple[str, str, dict[str, Any]]:
+        """(task, data, parameters) of the run the form describes, for the queue; UsageError when it cannot be queued."""
+        from trainlab.api import UsageError
+
+        blockers = [b for b in self.start_blockers() if b != self.tr("A run is in progress.")]
+        if blockers:
+            raise UsageError(" ".join(blockers))
+        task_id = self.task_id()
+        self.remember_task_values(task_id)
+        values = self.params_form.param_values
+        params = {**values.remembered(), **values.explicit()}
+        device = str(params.get("device", "")).strip().lower()
+        if device.startswith("cuda:"):  # the queue chooses the GPU
+            params.pop("device")
+        return task_id, self.data_panel.path(), params
+
     def update_actions(self) -> None:
+        if hasattr(self, "queue_action"):
+            self.queue_action.setEnabled(not [b for b in self.start_blockers() if b != self.tr("A run is in progress.")])
         if self.controller.running:
             return
         blockers = self.start_blockers()

@@ -35,8 +35,6 @@ PLANNED = {
     "train --rdzv-endpoint",
     "train --rdzv-id",
     "train --dry-run",
-    "queue",
-    "sweep",
     "plugins check",
 }
 

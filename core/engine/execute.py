@@ -39,6 +39,7 @@ from trainlab.engine.records import MetricsFileCallback, RunRecorder, open_store
 from trainlab.events import Finished, Log, Progress, Started
 from trainlab.fileio import atomic_write_json, disk_full_message, folder_write_problem, is_disk_full, remove_stale_temporaries
 from trainlab.pluginhost import registry
+from trainlab.queue.leases import hold_device_lease
 from trainlab.runs import RunStore
 from trainlab.telemetry import TelemetryCallback
 
@@ -55,6 +56,7 @@ def execute(
     ``callbacks`` see the run from its folder's creation on; what was said
     while planning reaches them only through ``plan_run``'s ``log``.
     """
+    callbacks = [hold_device_lease(plan.ctx.device), *callbacks]  # the GPU's machine-wide lease, held until the run ends
     control = control or RunControl()
     run_dir = plan.run_dir
     if not plan.resumed:

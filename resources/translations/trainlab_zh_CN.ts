@@ -467,6 +467,10 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
         <translation>试用</translation>
     </message>
     <message>
+        <source>Queue</source>
+        <translation>队列</translation>
+    </message>
+    <message>
         <source>Loading…</source>
         <translation>正在加载…</translation>
     </message>
@@ -489,6 +493,14 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
     <message>
         <source>The run failed: %s</source>
         <translation>运行失败：%s</translation>
+    </message>
+    <message>
+        <source>The queue is not available: %s</source>
+        <translation>队列不可用：%s</translation>
+    </message>
+    <message>
+        <source>Queued %1 (place %2 in line); see the Queue page.</source>
+        <translation>已加入队列 %1（排第 %2 位）；见“队列”页面。</translation>
     </message>
     <message>
         <source>%s is not a TrainLab run folder (no run.json).</source>
@@ -866,6 +878,112 @@ added: {added}</source>
     <message>
         <source>Labels: {labels}</source>
         <translation>标签：{labels}</translation>
+    </message>
+</context>
+<context>
+    <name>QueuePage</name>
+    <message>
+        <source>Queue</source>
+        <translation>队列</translation>
+    </message>
+    <message>
+        <source>Sweeps</source>
+        <translation>超参数搜索</translation>
+    </message>
+</context>
+<context>
+    <name>QueueView</name>
+    <message>
+        <source>Start the scheduler</source>
+        <translation>启动调度器</translation>
+    </message>
+    <message>
+        <source>#</source>
+        <translation>#</translation>
+    </message>
+    <message>
+        <source>Place</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Run folder / reason</source>
+        <translation>运行文件夹 / 原因</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>Continue</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Move up</source>
+        <translation>上移</translation>
+    </message>
+    <message>
+        <source>Move down</source>
+        <translation>下移</translation>
+    </message>
+    <message>
+        <source>Show trials</source>
+        <translation>显示试验</translation>
+    </message>
+    <message>
+        <source>The queue could not be read: %s</source>
+        <translation>无法读取队列：%s</translation>
+    </message>
+    <message>
+        <source>(pause asked)</source>
+        <translation>（已请求暂停）</translation>
+    </message>
+    <message>
+        <source>(cancel asked)</source>
+        <translation>（已请求取消）</translation>
+    </message>
+    <message>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>Started the scheduler (process %s).</source>
+        <translation>已启动调度器（进程 %s）。</translation>
     </message>
 </context>
 <context>
@@ -1426,6 +1544,125 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     </message>
 </context>
 <context>
+    <name>SweepView</name>
+    <message>
+        <source>Study:</source>
+        <translation>研究：</translation>
+    </message>
+    <message>
+        <source>Refresh</source>
+        <translation>刷新</translation>
+    </message>
+    <message>
+        <source>Parameter importance</source>
+        <translation>参数重要性</translation>
+    </message>
+    <message>
+        <source>Train the best configuration</source>
+        <translation>训练最佳配置</translation>
+    </message>
+    <message>
+        <source>Queue a full run with the best trial&apos;s values</source>
+        <translation>用最佳试验的参数值排队一次完整训练</translation>
+    </message>
+    <message>
+        <source> epochs</source>
+        <translation> 轮</translation>
+    </message>
+    <message>
+        <source>Epochs of the full run (the sweep&apos;s own by default)</source>
+        <translation>完整训练的轮数（默认与搜索相同）</translation>
+    </message>
+    <message>
+        <source>Parallel coordinates</source>
+        <translation>平行坐标</translation>
+    </message>
+    <message>
+        <source>Learning curves (pruned trials dimmed)</source>
+        <translation>学习曲线（被剪枝的试验变暗）</translation>
+    </message>
+    <message>
+        <source>epoch</source>
+        <translation>轮次</translation>
+    </message>
+    <message>
+        <source>No sweep yet: `trainlab sweep TASK --data PATH --space ...` starts one.</source>
+        <translation>还没有搜索：`trainlab sweep TASK --data PATH --space ...` 可开始一次。</translation>
+    </message>
+    <message>
+        <source>The study %1 could not be read: %2</source>
+        <translation>无法读取研究 %1：%2</translation>
+    </message>
+    <message>
+        <source>best: trial %1, %2 %3</source>
+        <translation>最佳：试验 %1，%2 %3</translation>
+    </message>
+    <message>
+        <source>no trial completed yet</source>
+        <translation>尚无完成的试验</translation>
+    </message>
+    <message>
+        <source>higher is better</source>
+        <translation>越高越好</translation>
+    </message>
+    <message>
+        <source>lower is better</source>
+        <translation>越低越好</translation>
+    </message>
+    <message>
+        <source>Trial</source>
+        <translation>试验</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Duration</source>
+        <translation>用时</translation>
+    </message>
+    <message>
+        <source>(%s at epoch %d)</source>
+        <translation>（%s，第 %d 轮）</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>pruned</source>
+        <translation>已剪枝</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>waiting</source>
+        <translation>等待中</translation>
+    </message>
+    <message>
+        <source>By %s, over the completed trials.</source>
+        <translation>由 %s 基于已完成的试验计算。</translation>
+    </message>
+    <message>
+        <source>Queue a full run of trial %1: %2</source>
+        <translation>排队试验 %1 的完整训练：%2</translation>
+    </message>
+    <message>
+        <source>Queued %1: trial %2&apos;s values for %3 epochs.</source>
+        <translation>已加入队列 %1：试验 %2 的参数值，训练 %3 轮。</translation>
+    </message>
+</context>
+<context>
     <name>TrainPage</name>
     <message>
         <source>&amp;Continue the stopped run</source>
@@ -1490,6 +1727,14 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <message>
         <source>Fix the parameters marked in red.</source>
         <translation>请修正标红的参数。</translation>
+    </message>
+    <message>
+        <source>Add to &amp;queue</source>
+        <translation>加入队列(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>Queue this run: it starts when a GPU (or the CPU) is free, and goes on when the window closes</source>
+        <translation>将此次训练加入队列：GPU（或 CPU）空闲时开始，关闭窗口后仍继续</translation>
     </message>
     <message>
         <source>Start training (Ctrl+Enter)</source>

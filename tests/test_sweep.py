@@ -1,0 +1,131 @@
+"""trainlab sweep in the foreground: six seeded trials of the toy task with pruning, a crash resumed, bad spaces."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_PLUGINS, subprocess_env
+from fixtures.waiting import wait_until
+from trainlab.api import UsageError
+
+SPACE = ["--space", "lr=1e-4:0.5:log", "--space", "hidden=4,16"]
+
+
+def js(result) -> dict:
+    assert result.stdout.strip(), result.stderr
+    return json.loads(result.stdout)
+
+
+def run_json(folder: str) -> dict:
+    return json.loads(Path(folder, "run.json").read_text(encoding="utf-8"))
+
+
+def test_six_seeded_trials_prune_the_weak_ones_and_report_the_best(cli, toy_csv, tmp_home):
+    result = cli(
+        "sweep", "toy-classification", "--data", toy_csv, *SPACE, "--trials", "6", "--sampler", "random",
+        "--study", "lr-hidden", "--epochs", "3", "--json", extra_path=[FIXTURE_PLUGINS],
+    )
+    assert result.returncode == 0, result.stderr
+    summary = js(result)
+    trials = summary["trials"]
+    assert [t["number"] for t in trials] == list(range(6))
+    assert {t["state"] for t in trials} <= {"completed", "pruned"}
+    pruned = [t for t in trials if t["state"] == "pruned"]
+    assert pruned, f"the seeded sweep pruned nothing: {trials}"
+    assert "pruned after epoch 1" in result.stderr
+    for trial in pruned:  # a pruned trial is a cancelled run, reason pruned, stopped early with its checkpoint
+        record = run_json(trial["run_dir"])
+        assert (record["status"], record["error"]) == ("cancelled", "pruned")
+        assert record["progress"]["epochs_completed"] < 3
+        assert Path(trial["run_dir"], "checkpoints", "last.safetensors").is_file()
+    completed = [t for t in trials if t["state"] == "completed"]
+    best = summary["best"]
+    assert best["value"] == max(t["value"] for t in completed) and summary["direction"] == "maximize"
+    record = run_json(best["run_dir"])
+    assert record["status"] == "completed" and record["study"] == {"name": "lr-hidden", "trial": best["number"]}
+    assert record["best"]["value"] == best["value"]
+    assert float(record["parameters"]["lr"]) == pytest.approx(best["params"]["lr"])
+    # each trial is an ordinary run in the history
+    history = js(cli("runs", "--json", extra_path=[FIXTURE_PLUGINS]))["runs"]
+    assert sorted(r["run_dir"] for r in history) == sorted(str(Path(t["run_dir"]).resolve()) for t in trials)
+    assert Path(summary["storage"]) == tmp_home / "studies" / "lr-hidden.journal"
+
+
+def test_a_killed_sweep_resumes_its_trial_from_the_checkpoint_and_extends(cli, toy_csv, tmp_home):
+    command = [
+        "sweep", "toy-classification", "--data", str(toy_csv), "--space", "lr=1e-3:0.3:log", "--sampler", "random",
+        "--study", "again", "--epochs", "1", "--set", "step_delay=0.03", "--set", "checkpoint_every_steps=2",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainlab", *command, "--trials", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=subprocess_env([FIXTURE_PLUGINS]),
+    )
+    try:
+        checkpoint = wait_until(lambda: next((tmp_home / "runs").glob("*/checkpoints/last.safetensors"), None), "a checkpoint of trial 0")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    killed_run = checkpoint.parent.parent
+
+    result = cli(*command, "--trials", "3", "--json", extra_path=[FIXTURE_PLUGINS])
+    assert result.returncode == 0, result.stderr
+    assert "study again: 1 trial(s) so far; going on to 3" in result.stderr and "trial 0: resuming" in result.stderr
+    summary = js(result)
+    assert [(t["number"], t["state"] in ("completed", "pruned")) for t in summary["trials"]] == [(0, True), (1, True), (2, True)]
+    assert Path(summary["trials"][0]["run_dir"]).resolve() == killed_run.resolve()
+    starts = [json.loads(line) for line in (killed_run / "metrics.jsonl").read_text().splitlines() if '"started"' in line]
+    assert [s["resumed"] for s in starts] == [False, True]  # continued, not started over
+    assert len(list((tmp_home / "runs").iterdir())) == 3  # one run per trial: nothing repeated
+
+
+def test_a_space_the_task_would_refuse_is_exit_2_naming_it(cli, toy_csv):
+    for item, message in (
+        ("lr=1e-4:20", "--space lr=1e-4:20: lr: 20.0 is above the maximum 10"),
+        ("model=mlp,huge", "--space model=mlp,huge: model: 'huge' is not one of mlp, wide-mlp"),
+    ):
+        result = cli("sweep", "toy-classification", "--data", toy_csv, "--space", item, "--trials", "2", "--json", extra_path=[FIXTURE_PLUGINS])
+        assert result.returncode == 2
+        assert js(result)["error"] == message
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("hidden=0:3", "hidden: 0 is below the minimum 1"),
+        ("lr=a:b", "lr: expected a number, got 'a'"),
+        ("model=a:b", "model is a choice (mlp, wide-mlp), not a number: list its values with commas"),
+        ("lr=0:1e-2:log", "a log range needs a low end above 0"),
+        ("lr=1e-2:1e-3", "the low end must be below the high end"),
+        ("lr=1e-4:1e-2:log:1", "a range of points needs at least 2"),
+        ("lr=1e-4:1e-2:cubic", "'cubic' is neither 'log' nor a point count"),
+        ("bogus=1,2", "unknown parameter 'bogus'"),
+        ("device=cpu,cuda", "device is chosen by the sweep and the queue, not swept"),
+    ],
+)
+def test_space_items_are_checked_against_the_schema(toy_plugin, item, message):
+    from trainlab.params import full_schema
+    from trainlab.pluginhost import registry
+    from trainlab.sweep.space import parse_space
+
+    with pytest.raises(UsageError) as caught:
+        parse_space([item], full_schema(registry().task("toy-classification").spec))
+    assert str(caught.value).startswith(f"--space {item}: ") and message in str(caught.value)
+
+
+def test_a_grid_takes_point_counts_and_lists_integer_ranges(toy_plugin, toy_csv):
+    from trainlab.params import full_schema
+    from trainlab.pluginhost import registry
+    from trainlab.sweep.space import grid_size, parse_space
+
+    schema = full_schema(registry().task("toy-classification").spec)
+    lr, hidden, model = parse_space(["lr=1e-5:1e-3:log:3", "hidden=4:6", "model=mlp,wide-mlp"], schema)
+    assert lr.grid_values() == [1e-5, 1e-4, 1e-3] and hidden.grid_values() == [4, 5, 6]
+    assert grid_size([lr, hidden, model]) == 18
+    with pytest.raises(UsageError, match=r"a grid over a range needs a point count, e\.g\. lr=1e-05:0\.001:4"):
+        parse_space(["lr=1e-5:1e-3"], schema)[0].grid_values()
