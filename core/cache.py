@@ -166,8 +166,9 @@ def clear(name: str | None = None) -> int:
 def cache_entry_used(path: Path) -> list[str]:
     """Marks an entry as used now, then evicts the least recently used others while the caches pass the limit.
 
-    Returns the paths evicted. The entry itself is never evicted here, even
-    when it alone is over the limit: the run that uses it needs it.
+    Returns the paths evicted. The entry itself is kept even when it alone
+    is over the limit (the run that uses it needs it), unless the limit is 0,
+    which turns the caches off: then it goes too, and the next run rebuilds.
     """
     path = Path(path)
     now = time.time()
@@ -175,7 +176,7 @@ def cache_entry_used(path: Path) -> list[str]:
         os.utime(path, (now, now))
     except OSError:
         pass
-    return trim(keep=path)
+    return trim(keep=path if limit_bytes() > 0 else None)
 
 
 def trim(keep: Path | None = None) -> list[str]:
