@@ -59,12 +59,12 @@ def tokenizer_digest(tokenizer: Any, folder: Path | None) -> str:
     digest = hashlib.sha256()
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
-        model = json.loads(backend.to_str())
-        # truncation and padding are call-time state, not the tokenizer:
-        # save_pretrained writes whatever the last call left
-        model.pop("truncation", None)
-        model.pop("padding", None)
-        digest.update(b"fast\0" + json.dumps(model, sort_keys=True).encode())
+        # truncation and padding are call-time state, not the tokenizer (the
+        # transformers wrapper sets both again on every call), and
+        # save_pretrained writes whatever the last call left: cleared first
+        backend.no_truncation()
+        backend.no_padding()
+        digest.update(b"fast\0" + backend.to_str().encode())
     elif folder is not None:
         for name in TOKENIZER_FILES:
             path = Path(folder) / name
