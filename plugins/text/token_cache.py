@@ -81,11 +81,13 @@ def split_key(split: TextSplit, tokenizer_id: str, max_length: int, with_types: 
 
     digest = hashlib.sha256()
     digest.update(f"format {FORMAT}|tokenizers {tokenizers.__version__}|{tokenizer_id}|{max_length}|{with_types}|{len(split)}\n".encode())
-    # NUL cannot occur in text read from CSV/JSONL as a separator would:
-    # it is the unambiguous boundary between rows
-    digest.update("\0".join(split.texts).encode("utf-8", "surrogatepass"))
-    if split.pairs is not None:
-        digest.update(b"\1pairs\1" + "\0".join(split.pairs).encode("utf-8", "surrogatepass"))
+    # rows joined by NUL, and every row's length beside them: a NUL inside
+    # a text cannot move a row boundary unnoticed
+    for column in (split.texts, split.pairs):
+        if column is None:
+            continue
+        digest.update(np.fromiter(map(len, column), dtype=np.int64, count=len(column)).tobytes())
+        digest.update(b"\1" + "\0".join(column).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 
