@@ -164,3 +164,14 @@ def test_eval_of_a_finished_run_reads_the_ids_its_training_wrote(tmp_path):
     evaluated = subprocess.run([*base, "eval", str(run), "--json"], capture_output=True, text=True, timeout=300)
     assert evaluated.returncode == 0, evaluated.stderr
     assert "token ids of train, val read from the cache" in evaluated.stderr
+
+
+def test_rows_that_join_alike_key_apart(tmp_path):
+    """Texts are hashed joined: a NUL inside a text must not make two different splits one entry."""
+    from trainlab.plugins.text.data import TextSplit
+    from trainlab.plugins.text.token_cache import split_key
+
+    one = TextSplit("train", tmp_path / "a.csv", texts=["a\0b", "c"])
+    other = TextSplit("train", tmp_path / "a.csv", texts=["a", "b\0c"])
+    assert split_key(one, "tok", 32, False) != split_key(other, "tok", 32, False)
+    assert split_key(one, "tok", 32, False) == split_key(TextSplit("val", tmp_path / "b.csv", texts=["a\0b", "c"]), "tok", 32, False)
