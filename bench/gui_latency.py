@@ -336,6 +336,7 @@ def measure_startup(pairs: int, env: dict) -> dict:
     return {
         "window_vs_bare": round(statistics.median(ratios), 3),
         "window_vs_bare_range": [round(min(ratios), 3), round(max(ratios), 3)],
+        "window_vs_bare_spread_pct": round(100 * (max(ratios) - min(ratios)) / 2 / statistics.median(ratios), 2),
         "window_shown_s": round(statistics.median(window_times), 3),
         "bare_shown_s": round(statistics.median(bare_times), 3),
     }

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pairs import spread
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -43,14 +45,15 @@ def main() -> int:
         params = {"device": "cpu", "epochs": "3"}
         request = RunRequest(task="text-classification", data=data, params=params, out=str(Path(tmp) / "run"))
         plan_run(request)  # warm-up: imports, the tokenizer's first load
-        fresh, reused = [], []
+        fresh, reused, fresh_cpu, reused_cpu = [], [], [], []
         for pair in range(args.pairs):
             prepared = prepare_task("text-classification", data, params)  # the data check, before Start
             order = ["fresh", "reused"] if pair % 2 == 0 else ["reused", "fresh"]
             for kind in order:
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 plan = plan_run(request, prepared=prepared if kind == "reused" else None)
                 seconds = time.perf_counter() - start
+                (fresh_cpu if kind == "fresh" else reused_cpu).append(time.process_time() - cpu_start)
                 assert plan.reused_preparation == (kind == "reused")
                 (fresh if kind == "fresh" else reused).append(seconds)
             print(f"pair {pair + 1}: plan_run preparing itself {fresh[-1] * 1000:7.1f} ms, "
@@ -60,6 +63,10 @@ def main() -> int:
         "saved_seconds": statistics.median(saved),
         "plan_preparing_seconds": statistics.median(fresh),
         "plan_reusing_seconds": statistics.median(reused),
+        "saved_seconds_spread": spread(saved),
+        "saved_cpu_seconds": statistics.median(a - b for a, b in zip(fresh_cpu, reused_cpu)),
+        "plan_preparing_cpu_seconds": statistics.median(fresh_cpu),
+        "plan_reusing_cpu_seconds": statistics.median(reused_cpu),
         "pairs": args.pairs,
         "data": data,
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,

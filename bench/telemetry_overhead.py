@@ -164,7 +164,16 @@ def step_ratio(nvml, rounds: int, block_seconds: float, interval: float, threads
         # The training thread's own CPU time per step: blind to GIL waits, but
         # far less blurred than wall time when other processes share the cores.
         "step_cpu_ratio": round(statistics.median(cpu_ratios), 4),
+        "step_time_ratio_spread": _spread(ratios),
+        "step_cpu_ratio_spread": _spread(cpu_ratios),
     }
+
+
+def _spread(values):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from pairs import spread
+
+    return spread(values)
 
 
 def main(argv: list[str] | None = None) -> int:

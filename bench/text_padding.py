@@ -267,6 +267,11 @@ def main() -> int:
         }
 
     headline = ratios(cpu)
+    from pairs import load_average, ratio_summary
+
+    spread_of = {"vs_max_length": ("grouped", "max_length"), "vs_seed": ("grouped", "seed"), "vs_raw_loop": ("engine", "raw_loop")}
+    spreads = {name: ratio_summary(cpu[a], cpu[b]) for name, (a, b) in spread_of.items()}
+    wall_spreads = {name: ratio_summary(wall[a], wall[b]) for name, (a, b) in spread_of.items()}
     figures = {
         "bench": "text_padding",
         "texts": N_TEXTS,
@@ -280,6 +285,9 @@ def main() -> int:
         "samples_per_cpu_second": {k: round(statistics.median(v), 1) for k, v in cpu.items()},
         "wall_clock_ratios": ratios(wall),
         **headline,
+        "spreads": spreads,  # over rounds (vs_max_length, vs_seed) or pairs (vs_raw_loop), CPU-time rates
+        "wall_clock_spreads": wall_spreads,
+        "load_average": load_average(),
     }
     figures["goals_met"] = headline["vs_max_length"] >= 4 and headline["vs_seed"] >= 2.5 and headline["vs_raw_loop"] >= 0.97
     print(json.dumps(figures))

@@ -87,6 +87,12 @@ _API = {
     "check_weights": "trainlab.modelstore",
     "refuse_pickle": "trainlab.modelstore",
     "weight_files": "trainlab.modelstore",
+    # Disposable derived data a plugin keeps between runs (token ids): a
+    # folder per named cache under TrainLab's cache, one size cap over all
+    # (`trainlab cache list|clear`); mark an entry used after reading or
+    # writing it so the cap evicts the least recently used first.
+    "cache_dir": "trainlab.cache",
+    "cache_entry_used": "trainlab.cache",
     # Files shipped inside TrainLab (sample data, vocabularies).
     "resource_path": "trainlab.resources",
 }

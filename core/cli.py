@@ -96,6 +96,10 @@ def _parser() -> ArgumentParser:
     p.add_argument("path", nargs="?", help="with import: the model folder")
     p.add_argument("--name", help="with import: the name to store it under")
 
+    p = add("cache", "what TrainLab's caches hold (token ids of text data), and clearing them")
+    p.add_argument("action", nargs="?", choices=["list", "clear"], default="list")
+    p.add_argument("--limit-gb", dest="limit_gb", type=float, metavar="GB", help="set the size cap over all caches (oldest evicted first)")
+
     add("doctor", "check this machine: torch, CUDA, driver, GPUs, plugins, offline state, folders")
 
     from trainlab.queue.commands import add_queue_parser
@@ -473,6 +477,20 @@ def cmd_models(args, out: Output) -> int:
     return EXIT_OK
 
 
+def cmd_cache(args, out: Output) -> int:
+    from trainlab import cache
+
+    if args.limit_gb is not None:
+        cache.set_limit_gb(args.limit_gb)
+    freed = cache.clear() if args.action == "clear" else None
+    evicted = cache.trim() if args.limit_gb is not None else []
+    state = cache.report()
+    for line in cache.describe(state, freed=freed, evicted=len(evicted)):
+        out.say(line)
+    out.result({**state.to_json(), "cleared_bytes": freed, "evicted": evicted})
+    return EXIT_OK
+
+
 def cmd_doctor(args, out: Output) -> int:
     from trainlab import doctor
 
@@ -536,6 +554,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Output], int]] = {
     "predict": cmd_predict,
     "runs": cmd_runs,
     "models": cmd_models,
+    "cache": cmd_cache,
     "doctor": cmd_doctor,
     "queue": cmd_queue,
     "sweep": cmd_sweep,

@@ -80,6 +80,8 @@ class WindowMenus(QObject):
         self.plugins_action = tools.addAction(self.tr("&Plugins\u2026"))
         self.plugins_action.setShortcuts([QKeySequence("Ctrl+Shift+P")])
         self.plugins_action.triggered.connect(self.show_plugins)
+        self.caches_action = tools.addAction(self.tr("&Caches\u2026"))
+        self.caches_action.triggered.connect(self.show_caches)
 
         help_menu = bar.addMenu(self.tr("&Help"))
         about = help_menu.addAction(self.tr("&About TrainLab"))
@@ -111,6 +113,11 @@ class WindowMenus(QObject):
             from trainlab.desktop.plugins_dialog import PluginsDialog
 
             self.window.plugins_dialog = self._open(PluginsDialog(self.window.registry, self.window))
+
+    def show_caches(self) -> None:
+        from trainlab.desktop.cache_dialog import CacheDialog
+
+        self.window.cache_dialog = self._open(CacheDialog(self.window))
 
     def show_about(self) -> None:
         from trainlab.desktop.about import AboutDialog

@@ -29,8 +29,16 @@ def small_text_copy(tmp_path, rows_per_split=48):
 
 @pytest.fixture
 def encode_calls(monkeypatch):
-    """Every split the text task tokenises."""
+    """Every split the text task tokenises.
+
+    With the token cache off (a limit of 0): these tests count the hand-over
+    of a preparation in memory, which the disk cache would otherwise hide
+    (tests/test_token_cache.py tests that one).
+    """
     import trainlab.plugins.text.base as text_task
+    from trainlab.cache import set_limit_gb
+
+    set_limit_gb(0)
 
     calls = []
     real = text_task.encode_split

@@ -34,6 +34,7 @@ from trainlab.plugins.text import models
 from trainlab.plugins.text.batching import PadCollator, length_grouped_batches, random_batches, sorted_batches
 from trainlab.plugins.text.data import Columns, TextData, TextSplit, read_data, read_texts
 from trainlab.plugins.text.labels import LabelKind
+from trainlab.plugins.text.token_cache import cached_encode, tokenizer_digest
 from trainlab.plugins.text.tokencache import EncodedSplit, encode_split, length_stats
 
 TRUNCATION_WARNING_SHARE = 0.05
@@ -59,6 +60,7 @@ class TextTask:
         self.length_grouping = bool(self.params.get("length_grouping", True))
         self.data: TextData | None = None
         self.encoded: dict[str, EncodedSplit] = {}
+        self.token_cache: dict[str, str] = {}  # per split: "hit" (ids read from the disk cache) or "built"
         self.source: models.ModelSource | None = None
         self.tokenizer: Any = None
         self.collator: PadCollator | None = None
@@ -109,10 +111,13 @@ class TextTask:
 
         self.tokenizer = models.load_tokenizer(self.source)
         use_type_ids = "token_type_ids" in getattr(self.tokenizer, "model_input_names", ["token_type_ids"])
-        self.encoded = {
-            name: encode_split(self.tokenizer, split, self.targets(split), self.max_length, use_type_ids)
-            for name, split in self.data.splits.items()
-        }
+        self.encoded, self.token_cache = {}, {}
+        key_parts = (tokenizer_digest(self.tokenizer, self.source.path), self.max_length, use_type_ids)
+        for name, split in self.data.splits.items():
+            targets = self.targets(split)
+            self.encoded[name], self.token_cache[name] = cached_encode(
+                split, targets, key_parts, lambda: encode_split(self.tokenizer, split, targets, self.max_length, use_type_ids)
+            )
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         # multiples of 8 keep tensor-core shapes on CUDA; on a CPU they only add padding
         self.collator = PadCollator(pad_id, multiple=8 if ctx.is_cuda else 1)
@@ -135,6 +140,7 @@ class TextTask:
                 "tokens": tokens,
                 "max_length": self.max_length,
                 "length_grouping": self.length_grouping,
+                "token_cache": dict(self.token_cache),
             },
         )
         if self.data.split_from:
@@ -170,6 +176,9 @@ class TextTask:
                     f"{split} length in tokens: mean {stats['mean']}, median {stats['median']}, 95% <= {stats['p95']}, "
                     f"max {stats['max']}; {stats['truncated']} truncated at max_length {stats['max_length']}"
                 )
+        hits = [split for split, how in summary.extra.get("token_cache", {}).items() if how == "hit"]
+        if hits:
+            lines.append(f"token ids of {', '.join(hits)} read from the cache (nothing tokenised)")
         if summary.extra.get("val_split"):
             lines.append(summary.extra["val_split"])
         if summary.extra.get("model"):

@@ -1,0 +1,205 @@
+"""Image: the time to a good model, TrainLab's defaults against the plain torchvision script a user would write.
+
+Data: generated 32 px shapes (``make_shapes_dataset``: 6 classes, 240 train
+and 60 validation images each: 1,440 / 360, the size of the digits set of
+issue 16), written as ``train/`` and ``val/`` JPEG folders.
+
+(a) the plain script, written here as a user writes it: torchvision
+    ``ImageFolder`` with ``ToTensor`` and ``Normalize``, three conv blocks
+    (32, 64, 128 channels, each conv-ReLU-max-pool) and a 128-unit hidden
+    layer, Adam at 1e-3, batch 32, ``--epochs`` epochs (5), no augmentation,
+    two loader workers; validation accuracy after each epoch.
+(b) TrainLab: ``run_training`` on ``image-classification`` with its
+    defaults (only ``device=cpu`` and ``--set`` values given here), stopped
+    as soon as a validation accuracy reaches the target.
+
+The target is the plain script's final accuracy (median over its runs so
+far: a warm-up run of the script sets the first one). Both sides count
+training time only (the training passes, from each epoch's start to its
+evaluation; evaluation is reported beside it): ``time_to_target`` is that
+time summed up to the epoch whose evaluation first reached the target.
+``ratio`` = TrainLab's time to the target over the script's time for all
+its epochs (goal <= 2/3), median over ``--pairs`` alternating pairs, with
+its spread; the training thread's CPU time is reported beside the wall time
+(the loader workers' CPU is not in it: it is the main thread's own), and
+the load average. ``--set`` passes parameters to the TrainLab side, to
+measure one lever at a time (``--set batch_size=128 --set lr=0.006``,
+``--set model=...``, ``--set num_workers=0``).
+
+    python bench/image_time_to_accuracy.py [--pairs 3] [--epochs 5] [--set KEY=VALUE ...] [--json]
+
+The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from pairs import load_average, order, ratio_summary, spread
+
+CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS, SIZE = 6, 240, 60, 32
+SEED = 0
+
+
+def make_data(root: Path) -> Path:
+    from trainlab.plugins.image.sample import make_shapes_dataset
+
+    return make_shapes_dataset(root, classes=CLASSES, size=SIZE, seed=SEED, splits={"train": TRAIN_PER_CLASS, "val": VAL_PER_CLASS})
+
+
+def plain_script(data: Path, epochs: int) -> dict:
+    """What a user writes with torchvision, timed per epoch."""
+    from torch import nn
+    from torchvision import datasets, transforms
+
+    torch.manual_seed(SEED)
+    tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))])
+    train = datasets.ImageFolder(str(data / "train"), tf)
+    val = datasets.ImageFolder(str(data / "val"), tf)
+    train_loader = torch.utils.data.DataLoader(train, batch_size=32, shuffle=True, num_workers=2, persistent_workers=True)
+    val_loader = torch.utils.data.DataLoader(val, batch_size=256, num_workers=2, persistent_workers=True)
+
+    def block(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+
+    model = nn.Sequential(
+        block(3, 32), block(32, 64), block(64, 128), nn.Flatten(),
+        nn.Linear(128 * (SIZE // 8) ** 2, 128), nn.ReLU(), nn.Linear(128, len(train.classes)),
+    )  # fmt: skip
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    epochs_out = []
+    for _ in range(epochs):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        model.train()
+        for x, y in train_loader:
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        train_wall, train_cpu = time.perf_counter() - wall, time.thread_time() - cpu
+        wall = time.perf_counter()
+        model.eval()
+        correct = 0
+        with torch.no_grad():
+            for x, y in val_loader:
+                correct += (model(x).argmax(1) == y).sum().item()
+        epochs_out.append({"train_s": train_wall, "train_cpu_s": train_cpu, "eval_s": time.perf_counter() - wall,
+                           "accuracy": correct / len(val)})  # fmt: skip
+    return {"epochs": epochs_out}
+
+
+def trainlab_run(data: Path, out: Path, target: float, sets: dict[str, str]) -> dict:
+    import trainlab
+    from trainlab.engine.callbacks import RunControl
+    from trainlab.engine.runner import RunRequest, run_training
+
+    control = RunControl()
+    epochs_out: list[dict] = []
+
+    class Probe(trainlab.Callback):
+        def on_epoch_start(self, state):
+            self._wall, self._cpu = time.perf_counter(), time.thread_time()
+
+        def on_eval_start(self, state):
+            epochs_out.append({"train_s": time.perf_counter() - self._wall, "train_cpu_s": time.thread_time() - self._cpu})
+            self._eval = time.perf_counter()
+
+        def on_eval_end(self, state, result):
+            accuracy = result.metrics.get("accuracy", getattr(result, "accuracy", None))
+            epochs_out[-1].update(eval_s=time.perf_counter() - self._eval, accuracy=accuracy)
+            if accuracy is not None and accuracy >= target:
+                control.request_stop("bench: target reached")
+
+    params = {"device": "cpu", **sets}
+    result = run_training(RunRequest(task="image-classification", data=str(data), params=params, out=str(out)), callbacks=[Probe()], control=control)
+    return {"epochs": epochs_out, "status": result.status}
+
+
+def time_to(epochs: list[dict], target: float) -> tuple[float | None, float | None]:
+    wall = cpu = 0.0
+    for epoch in epochs:
+        wall += epoch["train_s"]
+        cpu += epoch["train_cpu_s"]
+        if epoch.get("accuracy") is not None and epoch["accuracy"] >= target:
+            return wall, cpu
+    return None, None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=5, help="the plain script's epochs")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="a TrainLab parameter (one lever)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads of both sides")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(max(1, args.threads))
+    sets = dict(item.split("=", 1) for item in args.sets)
+    say = (lambda text: print(text, file=sys.stderr)) if args.json else print
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        os.environ.setdefault("TRAINLAB_HOME", str(tmp / "home"))
+        data = make_data(tmp / "data")
+        warm = plain_script(data, args.epochs)  # imports, the page cache, and the first target
+        finals = [warm["epochs"][-1]["accuracy"]]
+        say(f"warm-up plain script: final accuracy {finals[0]:.4f}")
+        scripts, runs, ratios_wall, ratios_cpu = [], [], [], []
+        for pair in range(args.pairs):
+            got = {}
+            for side in order(pair, ["script", "trainlab"]):
+                if side == "script":
+                    got["script"] = plain_script(data, args.epochs)
+                    finals.append(got["script"]["epochs"][-1]["accuracy"])
+                else:
+                    got["trainlab"] = trainlab_run(data, tmp / f"run-{pair}", statistics.median(finals), sets)
+                    got["target"] = statistics.median(finals)
+            script_wall = sum(e["train_s"] for e in got["script"]["epochs"])
+            script_cpu = sum(e["train_cpu_s"] for e in got["script"]["epochs"])
+            reach_wall, reach_cpu = time_to(got["trainlab"]["epochs"], got["target"])
+            scripts.append(got["script"])
+            runs.append({**got["trainlab"], "target": got["target"], "time_to_target_s": reach_wall, "time_to_target_cpu_s": reach_cpu,
+                         "script_train_s": script_wall, "script_train_cpu_s": script_cpu})  # fmt: skip
+            if reach_wall is not None:
+                ratios_wall.append((reach_wall, script_wall))
+                ratios_cpu.append((reach_cpu, script_cpu))
+            accuracies = [round(e["accuracy"], 4) for e in got["trainlab"]["epochs"]]
+            say(f"pair {pair + 1}: script {script_wall:6.1f} s training (CPU {script_cpu:6.1f} s) to {got['script']['epochs'][-1]['accuracy']:.4f}; "
+                f"TrainLab reached {got['target']:.4f} after {reach_wall if reach_wall is None else round(reach_wall, 1)} s "
+                f"(CPU {reach_cpu if reach_cpu is None else round(reach_cpu, 1)} s), accuracy by epoch {accuracies}")  # fmt: skip
+    ratio = ratio_summary([a for a, _ in ratios_wall], [b for _, b in ratios_wall])
+    ratio_cpu = ratio_summary([a for a, _ in ratios_cpu], [b for _, b in ratios_cpu])
+    summary = {
+        "benchmark": "image_time_to_accuracy",
+        "ratio": ratio.get("median"),
+        "ratio_spread": ratio,
+        "ratio_cpu": ratio_cpu.get("median"),
+        "ratio_cpu_spread": ratio_cpu,
+        "reached_target": f"{len(ratios_wall)} of {args.pairs}",
+        "script_final_accuracy": spread(finals),
+        "script_train_seconds": spread([r["script_train_s"] for r in runs]),
+        "script_eval_seconds_per_epoch": spread([e["eval_s"] for s in scripts for e in s["epochs"]]),
+        "trainlab_time_to_target_seconds": spread([r["time_to_target_s"] for r in runs if r["time_to_target_s"] is not None]),
+        "trainlab_eval_seconds_per_epoch": spread([e["eval_s"] for r in runs for e in r["epochs"] if "eval_s" in e]),
+        "trainlab_params": {"device": "cpu", **sets},
+        "runs": runs,
+        "goal": "ratio <= 0.667 at the script's final accuracy",
+        "load_average": load_average(),
+        "threads": torch.get_num_threads(),
+    }
+    if not args.json:
+        print(f"TrainLab time to the script's accuracy / the script's training time: {summary['ratio']} "
+              f"(+-{ratio.get('spread_pct')}%), CPU {summary['ratio_cpu']}; load average {summary['load_average']}")
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

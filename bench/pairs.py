@@ -1,0 +1,126 @@
+"""What every ratio bench here shares: alternating pairs, CPU time beside wall time, the spread.
+
+On a shared machine wall time measures the load as much as the code: a
+ratio of wall times read 0.94, 1.26 and 0.88 within one hour (issue 16,
+2b). CPU time (what this process's threads ran, ``time.process_time``, or
+the calling thread's, ``time.thread_time``) leaves out the time spent waiting
+for a core, so it moves far less; both are reported, and a bench states
+which one its goal reads.
+
+* ``Clock``: wall, process CPU and thread CPU seconds of one measured block.
+* ``order(pair)``: ABBA alternation, so drift over the run (a neighbour's
+  job starting, the CPU warming) falls on both sides equally.
+* ``spread(values)`` and ``ratio_summary(a, b)``: the median with min, max
+  and the half-range as a share of the median (``spread_pct``: a ratio
+  reading 1.00 with spread 3 % lies within 0.97-1.03).
+* ``instruction_counter()``: whether this machine can count instructions
+  (``perf stat``; valgrind's callgrind), the one measure the load cannot
+  move. On virtual machines without hardware counters perf says "not
+  supported" and only callgrind is left, which runs 20-100x slower: a bench
+  offers it as an option on a small workload, never by default.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+
+@dataclass
+class Clock:
+    """``with Clock() as c: ...`` then ``c.wall``, ``c.cpu`` (process) and ``c.thread`` in seconds."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+    thread: float = 0.0
+    _start: tuple[float, float, float] = field(default=(0.0, 0.0, 0.0), repr=False)
+
+    def __enter__(self) -> "Clock":
+        self._start = (time.perf_counter(), time.process_time(), time.thread_time())
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        wall, cpu, thread = self._start
+        self.wall += time.perf_counter() - wall
+        self.cpu += time.process_time() - cpu
+        self.thread += time.thread_time() - thread
+
+
+def order(pair: int, names: Sequence[str]) -> list[str]:
+    """ABBA: pairs 0 and 3 run A first, 1 and 2 B first, and so on."""
+    names = list(names)
+    return names if pair % 4 in (0, 3) else names[::-1]
+
+
+def spread(values: Sequence[float]) -> dict[str, Any]:
+    values = [float(v) for v in values]
+    if not values:
+        return {"n": 0}
+    median = statistics.median(values)
+    half = (max(values) - min(values)) / 2
+    return {
+        "median": round(median, 6),
+        "min": round(min(values), 6),
+        "max": round(max(values), 6),
+        "spread_pct": round(100 * half / median, 2) if median else None,
+        "n": len(values),
+    }
+
+
+def ratio_summary(numerators: Sequence[float], denominators: Sequence[float]) -> dict[str, Any]:
+    """Pairwise ratios numerator/denominator: their median, min, max and spread."""
+    ratios = [a / b for a, b in zip(numerators, denominators) if b]
+    return {**spread(ratios), "ratios": [round(r, 4) for r in ratios]}
+
+
+def load_average() -> float | None:
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+
+
+def instruction_counter() -> dict[str, Any]:
+    """What can count instructions here: ``perf`` (hardware counters) and/or ``callgrind``."""
+    found: dict[str, Any] = {"perf": "absent", "callgrind": "absent"}
+    perf = shutil.which("perf")
+    if perf:
+        try:
+            done = subprocess.run([perf, "stat", "-x,", "-e", "instructions:u", "true"], capture_output=True, text=True, timeout=20)
+            line = (done.stderr.strip().splitlines() or [""])[-1]
+            found["perf"] = "not supported (no hardware counters in this VM)" if "not supported" in line or "not counted" in line else "ok"
+        except (OSError, subprocess.SubprocessError) as exc:
+            found["perf"] = f"failed: {exc}"
+    if shutil.which("valgrind"):
+        found["callgrind"] = "ok"
+    return found
+
+
+def perf_instructions(command: Sequence[str], env: dict[str, str] | None = None, timeout: float = 600) -> int | None:
+    """User-space instructions of ``command`` through ``perf stat``; None where perf cannot count them."""
+    perf = shutil.which("perf")
+    if not perf:
+        return None
+    done = subprocess.run([perf, "stat", "-x,", "-e", "instructions:u", *command], capture_output=True, text=True, env=env, timeout=timeout)
+    for line in done.stderr.splitlines():
+        parts = line.split(",")
+        if len(parts) > 2 and parts[2].startswith("instructions") and parts[0].isdigit():
+            return int(parts[0])
+    return None
+
+
+def callgrind_instructions(command: Sequence[str], out_file: str, env: dict[str, str] | None = None, timeout: float = 1800) -> int | None:
+    """Instructions executed by ``command`` under callgrind (``Ir``); slow: keep the workload small."""
+    valgrind = shutil.which("valgrind")
+    if not valgrind:
+        return None
+    done = subprocess.run(
+        [valgrind, "--tool=callgrind", f"--callgrind-out-file={out_file}", *command],
+        capture_output=True, text=True, env=env, timeout=timeout,
+    )  # fmt: skip
+    for line in done.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip())
+    return None
