@@ -186,6 +186,11 @@ class BenchPlugin:
 # -- the plain PyTorch script of the generated-feature entries ------------------------
 
 
+def bench_params() -> dict[str, Any]:
+    """What the generated-feature entries set; the rest is the engine's defaults."""
+    return {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED}
+
+
 def plain_script(family: str, out_dir: Path) -> SideFigures:
     """What a careful person writes by hand for this family: same maths as the engine."""
     import random
@@ -201,7 +206,7 @@ def plain_script(family: str, out_dir: Path) -> SideFigures:
     regression = family == "regression"
     mean, std = builtin._scaling(family, yt)  # standardised targets, as RegressionTask does; figures in the target's units
     model = make_model(1 if regression else LABELS)
-    values = {"lr": LR, "weight_decay": 0.01, "warmup_ratio": 0.06, "epochs": EPOCHS, "clip_grad_norm": 1.0}
+    values = builtin.recipe(f"bench-{family}", bench_params())  # the engine's defaults for the rest, as the run resolves them
     n_train, n_val = len(yt), len(yv)
 
     def batches_of(epoch: int) -> list:
@@ -251,7 +256,7 @@ def trainlab_run(task_id: str, quality_metric: str, out_dir: Path, data: Path | 
         data = out_dir / "in-memory.txt"
         data.write_text("in-memory benchmark data\n")
     if params is None:
-        params = {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED}
+        params = bench_params()
     params = {**params, "device": "cpu", "final_weights": "last", **EXTRA_PARAMS}
     request = RunRequest(task=task_id, data=str(data), params=params, out=str(out_dir / f"run-{time.time_ns()}"))
     timer = PassTimer()
@@ -277,7 +282,7 @@ class FamilyEntry:
     trainlab: Callable[[Path], SideFigures]
     available: Callable[[], str]  # "" when it can run here, else why not
     setup: Callable[[Path], None] = lambda out: None  # writes the entry's data once, before its runs
-    recipe: Callable[[], dict] = lambda: {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED}
+    recipe: Callable[[], dict] = lambda: {}
     batch_order: str = "identical: torch.randperm seeded as Task.batch_order seeds it"
 
 
@@ -349,10 +354,12 @@ ENTRIES = [
     FamilyEntry(
         "regression", "regression", "r2",
         lambda out: plain_script("regression", out), lambda out: trainlab_run("bench-regression", "r2", out), _always,
+        recipe=lambda: builtin.recipe("bench-regression", bench_params()),
     ),
     FamilyEntry(
         "multilabel", "multilabel", "micro_f1",
         lambda out: plain_script("multilabel", out), lambda out: trainlab_run("bench-multilabel", "micro_f1", out), _always,
+        recipe=lambda: builtin.recipe("bench-multilabel", bench_params()),
     ),
     *(
         BuiltInEntry(task_id, family, modality).entry()
