@@ -1,31 +1,48 @@
 """Task families: TrainLab against a plain PyTorch script, per family, side by side.
 
-For each family entry (regression and multi-label on generated data, and
-the built-in tasks of those families when this TrainLab has them) the same
-model, data, seed, batch order, optimizer (AdamW, no decay on biases and
-norms), warmup-linear schedule and gradient clipping run through
+Six entries, each the same model, data, seed, batch order, optimizer (AdamW,
+no decay on biases and norms), warmup-linear schedule and gradient clipping
+run through
 
-  (a) a plain PyTorch script written here: train, evaluate each epoch, save
-      the final weights as safetensors;
-  (b) ``trainlab.engine.runner.run_training`` on a task of that family
-      (``RegressionTask``, ``MultiLabelTask``): its evaluation through the
-      family's accumulator (torchmetrics), run.json and the index, the
-      checkpoints, eval.json, the fitted state and the exported model.
+  (a) a plain PyTorch script written in the bench: train, evaluate each
+      epoch, save the final weights;
+  (b) ``trainlab.engine.runner.run_training`` on a task of that family: its
+      evaluation through the family's accumulator (torchmetrics), run.json
+      and the index, the checkpoints, eval.json, the fitted state and the
+      exported model.
 
-in alternating pairs (which goes first alternates too).  For each family it
-reports the median and the spread (min, max) over pairs of the training
-samples/s of both and of their ratio (time in the training passes: data,
-forward, backward, optimizer, and for TrainLab its callbacks and loss
-read-backs), the end-to-end ratio (whole runs), and the quality figure of
+``regression`` and ``multilabel``: an MLP on in-memory generated features,
+through bench-only tasks (``RegressionTask``, ``MultiLabelTask``).
+``image-regression``, ``image-multilabel``, ``text-regression``,
+``text-multilabel``: the built-in tasks on data the bench writes in their
+documented formats (PNG tables, CSV texts), against the scripts of
+``bench/builtin_families.py`` (small-cnn at 16 px; a BERT from a tiny config
+saved as a model folder), with the recipe the task resolves by default
+(its preset's learning rate and batch size; the tiny-bert preset's recipe
+for the texts) and fewer epochs.
+
+The runs go in alternating pairs (which goes first alternates too), after a
+warm-up run of each.  Per entry: the median and spread (min, max) over pairs
+of the training samples/s of both and of their ratio (wall time in the
+training passes: data, forward, backward, optimizer, and for TrainLab its
+callbacks and loss read-backs; both timed from an epoch's start to its
+evaluation), the CPU-time ratio of the same passes (process CPU time, all
+threads: steadier than wall time on a loaded machine), both ratios end to end
+(whole runs: data, evaluation, checkpoints, export), the quality figure of
 both on the validation split after the last epoch (regression: R^2 in the
 target's units; multi-label: micro-F1 at threshold 0.5), computed by the
-script itself for (a) and by TrainLab's accumulator for (b), plus the
-largest difference between the final weights.
+script itself for (a) and by TrainLab's accumulator for (b), and the largest
+difference between the final weights (0: the two sides trained alike, bit for
+bit).  Every ratio is TrainLab's figure over the script's: above 1, TrainLab
+is faster or uses less CPU.
 
-    python bench/task_families.py [--pairs 5] [--families regression,multilabel] [--set KEY=VALUE ...] [--json]
+    python bench/task_families.py [--pairs 5] [--families image-regression,text-multilabel] [--quick] [--warmup 1]
+                                  [--set KEY=VALUE ...] [--json]
 
-``--set`` passes an engine parameter to the TrainLab side (``telemetry_every=0``
-to see what the telemetry sampler costs); the summary records them.
+``--quick``: a fifth of the work (the test's configuration; the figures are
+then dominated by start-up).  ``--set`` passes an engine parameter to the
+TrainLab side (``telemetry_every=0`` to see what the telemetry sampler
+costs); the summary records them.
 
 Goal: ratio >= 0.98 at equal or better quality (``quality_diff`` >= -1e-4).
 The last line printed is one JSON object.
@@ -50,8 +67,13 @@ import torch
 import trainlab
 from trainlab import DataSummary, MultiLabelTask, Param, RegressionTask, TaskSpec
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench's helpers, however this file is run
+import builtin_families as builtin  # noqa: E402
+from builtin_families import SideFigures  # noqa: E402
+
 N_TRAIN, N_VAL, FEATURES, HIDDEN, LABELS = 8192, 2048, 64, 768, 8
 EPOCHS, BATCH, LR, SEED = 3, 128, 1e-3, 1234
+SIZES = builtin.Sizes()  # the built-in entries' work
 EXTRA_PARAMS: dict[str, str] = {}  # --set
 
 
@@ -161,95 +183,89 @@ class BenchPlugin:
         ]  # fmt: skip
 
 
-# -- the plain PyTorch script -------------------------------------------------------
+# -- the plain PyTorch script of the generated-feature entries ------------------------
 
 
-def r2_score(pred: torch.Tensor, target: torch.Tensor) -> float:
-    pred, target = pred.double(), target.double()
-    return float(1 - ((target - pred) ** 2).sum() / ((target - target.mean()) ** 2).sum())
+def bench_params() -> dict[str, Any]:
+    """What the generated-feature entries set; the rest is the engine's defaults."""
+    return {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED}
 
 
-def micro_f1(logits: torch.Tensor, target: torch.Tensor) -> float:
-    pred = (logits.sigmoid() >= 0.5).int()
-    target = target.int()
-    tp = int(((pred == 1) & (target == 1)).sum())
-    fp = int(((pred == 1) & (target == 0)).sum())
-    fn = int(((pred == 0) & (target == 1)).sum())
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
-def plain_script(family: str, out_dir: Path):
+def plain_script(family: str, out_dir: Path) -> SideFigures:
     """What a careful person writes by hand for this family: same maths as the engine."""
     import random
 
     import numpy as np
     from safetensors.torch import save_file
 
+    start, cpu_start = time.perf_counter(), time.process_time()
     random.seed(SEED)
     np.random.seed(SEED)
     torch.manual_seed(SEED)
     (xt, yt), (xv, yv) = DATA[family]
     regression = family == "regression"
-    if regression:  # standardised targets, as RegressionTask does; figures in the target's units
-        mean, std = yt.double().mean().item(), yt.double().std(unbiased=False).item()
+    mean, std = builtin._scaling(family, yt)  # standardised targets, as RegressionTask does; figures in the target's units
     model = make_model(1 if regression else LABELS)
-    decay = [p for n, p in model.named_parameters() if p.ndim > 1 and not n.endswith(".bias")]
-    no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and not n.endswith(".bias"))]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=LR)
-    total = math.ceil(N_TRAIN / BATCH) * EPOCHS
-    warmup = int(round(total * 0.06))
+    values = builtin.recipe(f"bench-{family}", bench_params())  # the engine's defaults for the rest, as the run resolves them
+    n_train, n_val = len(yt), len(yv)
 
-    def factor(step):
-        if warmup and step < warmup:
-            return (step + 1) / (warmup + 1)
-        return max(0.0, 1.0 - min(1.0, (step - warmup) / max(1, total - warmup)))
+    def batches_of(epoch: int) -> list:
+        order = torch.randperm(n_train, generator=torch.Generator().manual_seed(SEED * 1_000_003 + epoch))
+        return [order[i : i + BATCH] for i in range(0, n_train, BATCH)]
 
-    def loss_of(out, y):
-        if regression:
-            return torch.nn.functional.mse_loss(out.squeeze(-1).float(), (y.float() - mean) / std)
-        return torch.nn.functional.binary_cross_entropy_with_logits(out.float(), y.float())
+    def batch_at(split: str, idx):
+        return (xt[idx], yt[idx]) if split == "train" else (xv[idx], yv[idx])
 
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
-    start = time.perf_counter()
-    train_seconds, quality = 0.0, float("nan")
-    for epoch in range(1, EPOCHS + 1):
-        epoch_start = time.perf_counter()
-        model.train()
-        order = torch.randperm(N_TRAIN, generator=torch.Generator().manual_seed(SEED * 1_000_003 + epoch))
-        for i in range(0, N_TRAIN, BATCH):
-            idx = order[i : i + BATCH]
-            loss = loss_of(model(xt[idx]), yt[idx])
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            sched.step()
-        train_seconds += time.perf_counter() - epoch_start
-        model.eval()
-        with torch.inference_mode():
-            outputs = torch.cat([model(xv[i : i + BATCH]) for i in range(0, N_VAL, BATCH)]).float()
-        quality = r2_score(outputs.squeeze(-1) * std + mean, yv) if regression else micro_f1(outputs, yv)
+    val_batches = [torch.arange(i, min(i + BATCH, n_val)) for i in range(0, n_val, BATCH)]
+    train_s, train_cpu, samples, quality = builtin._train(
+        family, model, values, batches_of, batch_at, val_batches, yv, mean, std, n_train
+    )
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out_dir / "plain.safetensors"))
-    seconds = time.perf_counter() - start
-    return (N_TRAIN * EPOCHS / train_seconds, N_TRAIN * EPOCHS / seconds), quality, {k: v.clone() for k, v in model.state_dict().items()}
+    return SideFigures(
+        train_s, train_cpu, samples, time.perf_counter() - start, time.process_time() - cpu_start, quality,
+        {k: v.detach().clone() for k, v in model.state_dict().items()},
+    )  # fmt: skip
 
 
-def trainlab_run(task_id: str, quality_metric: str, out_dir: Path):
+class PassTimer(trainlab.Callback):
+    """Wall and process CPU time from each epoch's start to its evaluation: the training passes."""
+
+    def __init__(self) -> None:
+        self.seconds = self.cpu = 0.0
+        self.samples = 0
+        self._started: tuple[float, float] | None = None
+
+    def on_epoch_start(self, state) -> None:
+        self._started = (time.perf_counter(), time.process_time())
+
+    def on_eval_start(self, state) -> None:
+        if self._started is not None:
+            self.seconds += time.perf_counter() - self._started[0]
+            self.cpu += time.process_time() - self._started[1]
+            self.samples = int(state.samples_seen)
+            self._started = None
+
+
+def trainlab_run(task_id: str, quality_metric: str, out_dir: Path, data: Path | None = None, params: dict | None = None) -> SideFigures:
     from safetensors.torch import load_file
 
     from trainlab.engine.runner import RunRequest, run_training
     from trainlab.runs import RunDir
 
-    params = {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED, "device": "cpu", "final_weights": "last", **EXTRA_PARAMS}
-    data = out_dir / "in-memory.txt"  # the task keeps its data in memory; this only names it
-    data.write_text("in-memory benchmark data\n")
+    if data is None:  # the bench-only tasks keep their data in memory; this only names it
+        data = out_dir / "in-memory.txt"
+        data.write_text("in-memory benchmark data\n")
+    if params is None:
+        params = bench_params()
+    params = {**params, "device": "cpu", "final_weights": "last", **EXTRA_PARAMS}
     request = RunRequest(task=task_id, data=str(data), params=params, out=str(out_dir / f"run-{time.time_ns()}"))
-    start = time.perf_counter()
-    result = run_training(request)
-    seconds = time.perf_counter() - start
+    timer = PassTimer()
+    start, cpu_start = time.perf_counter(), time.process_time()
+    result = run_training(request, callbacks=[timer])
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     assert result.status == "completed", result.error
     weights = load_file(str(RunDir(result.run_dir).model_dir / "model.safetensors"))
-    return (result.samples_per_second, N_TRAIN * EPOCHS / seconds), float(result.metrics[quality_metric]), weights
+    return SideFigures(timer.seconds, timer.cpu, timer.samples, seconds, cpu, float(result.metrics[quality_metric]), weights)
 
 
 # -- the family entries -------------------------------------------------------------
@@ -262,94 +278,181 @@ class FamilyEntry:
     name: str
     family: str
     quality: str  # the metric both sides report
-    plain: Callable[[Path], tuple]
-    trainlab: Callable[[Path], tuple]
+    plain: Callable[[Path], SideFigures]
+    trainlab: Callable[[Path], SideFigures]
     available: Callable[[], str]  # "" when it can run here, else why not
+    setup: Callable[[Path], None] = lambda out: None  # writes the entry's data once, before its runs
+    recipe: Callable[[], dict] = lambda: {}
+    batch_order: str = "identical: torch.randperm seeded as Task.batch_order seeds it"
 
 
 def _always() -> str:
     return ""
 
 
-def _built_in(task_id: str) -> Callable[[], str]:
+def _installed(task_id: str) -> Callable[[], str]:
     def check() -> str:
         from trainlab.pluginhost import registry
 
-        if task_id not in registry().tasks:
-            return f"task {task_id} is not in this TrainLab"
-        return f"task {task_id} is installed, but this bench has no plain-script counterpart for it yet"
+        return "" if task_id in registry().tasks else f"task {task_id} is not in this TrainLab"
 
     return check
+
+
+class BuiltInEntry:
+    """A built-in task and its plain script: the data and (texts) the model folder, written once."""
+
+    def __init__(self, task_id: str, family: str, modality: str):
+        self.task_id, self.family, self.modality = task_id, family, modality
+        self.data: Path | None = None
+        self.overrides: dict[str, Any] = {}
+
+    def setup(self, out: Path) -> None:
+        if self.data is not None:
+            return
+        root = out / self.task_id
+        common = {"epochs": SIZES.epochs, "seed": SEED}
+        if self.modality == "image":
+            self.data = builtin.write_image_data(root / "data", self.family, SIZES)
+            # small-cnn's preset (lr, batch size) at a small image size; one loader process on both sides
+            self.overrides = {**common, "model": "small-cnn", "image_size": builtin.IMAGE_SIDE, "num_workers": "0"}
+        else:
+            from trainlab.params import ENGINE_PARAMS, resolve
+            from trainlab.pluginhost import registry
+
+            self.data = builtin.write_text_data(root / "data", self.family, SIZES)
+            labels = builtin.label_names_of(self.data / "train.csv")
+            folder = builtin.write_text_model(root / "tiny-bert-model", self.family, labels)
+            # the tiny-bert preset's recipe for a model trained from scratch, on the bench's tinier BERT
+            preset = resolve(registry().task(self.task_id).spec, ENGINE_PARAMS, {}, {"model": "tiny-bert"})
+            self.overrides = {**common, "model": str(folder), **{k: preset[k] for k in ("lr", "warmup_ratio", "batch_size")}}
+
+    def recipe(self) -> dict[str, Any]:
+        return builtin.recipe(self.task_id, self.overrides)
+
+    def plain(self, out: Path) -> SideFigures:
+        script = builtin.plain_image_script if self.modality == "image" else builtin.plain_text_script
+        return script(self.family, self.data, self.recipe(), out)
+
+    def trainlab(self, out: Path, metric: str) -> SideFigures:
+        return trainlab_run(self.task_id, metric, out, data=self.data, params=dict(self.overrides))
+
+    def entry(self) -> FamilyEntry:
+        metric = "r2" if self.family == "regression" else "micro_f1"
+        order = (
+            "identical: torch.randperm seeded as Task.batch_order seeds it; validation in file order"
+            if self.modality == "image"
+            else "identical: the task's length-grouped batches (trainlab.plugins.text.batching); validation sorted by length"
+        )
+        return FamilyEntry(
+            self.task_id, self.family, metric, self.plain, lambda out: self.trainlab(out, metric), _installed(self.task_id),
+            setup=self.setup, recipe=self.recipe, batch_order=order,
+        )  # fmt: skip
 
 
 ENTRIES = [
     FamilyEntry(
         "regression", "regression", "r2",
         lambda out: plain_script("regression", out), lambda out: trainlab_run("bench-regression", "r2", out), _always,
+        recipe=lambda: builtin.recipe("bench-regression", bench_params()),
     ),
     FamilyEntry(
         "multilabel", "multilabel", "micro_f1",
         lambda out: plain_script("multilabel", out), lambda out: trainlab_run("bench-multilabel", "micro_f1", out), _always,
+        recipe=lambda: builtin.recipe("bench-multilabel", bench_params()),
     ),
     *(
-        FamilyEntry(task_id, family, metric, None, None, _built_in(task_id))
-        for task_id, family, metric in (
-            ("image-regression", "regression", "r2"),
-            ("text-regression", "regression", "r2"),
-            ("image-multilabel", "multilabel", "micro_f1"),
-            ("text-multilabel", "multilabel", "micro_f1"),
+        BuiltInEntry(task_id, family, modality).entry()
+        for task_id, family, modality in (
+            ("image-regression", "regression", "image"),
+            ("image-multilabel", "multilabel", "image"),
+            ("text-regression", "regression", "text"),
+            ("text-multilabel", "multilabel", "text"),
         )
     ),
 ]  # fmt: skip
+
+RECIPE_KEYS = ("model", "epochs", "batch_size", "lr", "weight_decay", "warmup_ratio", "schedule", "clip_grad_norm", "seed", "image_size")
 
 
 def spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def measure(entry: FamilyEntry, pairs: int, out: Path) -> dict[str, Any]:
-    entry.trainlab(out)  # warm-up: imports, allocator, thread pools
-    entry.plain(out)
-    ratios, e2e, plains, engines, q_plain, q_engine, weight_diffs = [], [], [], [], [], [], []
+def weight_diff(plain: dict[str, torch.Tensor], engine: dict[str, torch.Tensor]) -> float | None:
+    common = [k for k in plain if k in engine and plain[k].shape == engine[k].shape]
+    if not common:
+        return None
+    return max((plain[k].double() - engine[k].double()).abs().max().item() for k in common)
+
+
+def measure(entry: FamilyEntry, pairs: int, warmup: int, out: Path) -> dict[str, Any]:
+    entry.setup(out)
+    for _ in range(warmup):  # imports, allocator, thread pools, the page cache of the images
+        entry.trainlab(out)
+        entry.plain(out)
+    rows: dict[str, list[float]] = {key: [] for key in ("plain", "trainlab", "ratio", "cpu", "e2e", "e2e_cpu", "q_plain", "q_engine")}
+    weight_diffs: list[float] = []
     for pair in range(pairs):
         order = [("plain", entry.plain), ("trainlab", entry.trainlab)]
         if pair % 2:
             order.reverse()
         results = {name: fn(out) for name, fn in order}
-        (p_rate, p_quality, p_w), (t_rate, t_quality, t_w) = results["plain"], results["trainlab"]
-        plains.append(p_rate[0])
-        engines.append(t_rate[0])
-        ratios.append(t_rate[0] / p_rate[0])
-        e2e.append(t_rate[1] / p_rate[1])
-        q_plain.append(p_quality)
-        q_engine.append(t_quality)
-        weight_diffs.append(max((p_w[k].float() - t_w[k].float()).abs().max().item() for k in p_w))
+        p, t = results["plain"], results["trainlab"]
+        p_rate, t_rate = p.samples / p.train_seconds, t.samples / t.train_seconds
+        rows["plain"].append(p_rate)
+        rows["trainlab"].append(t_rate)
+        rows["ratio"].append(t_rate / p_rate)
+        rows["cpu"].append(p.train_cpu / t.train_cpu)
+        rows["e2e"].append(p.seconds / t.seconds)
+        rows["e2e_cpu"].append(p.cpu / t.cpu)
+        rows["q_plain"].append(p.quality)
+        rows["q_engine"].append(t.quality)
+        diff = weight_diff(p.weights, t.weights)
+        if diff is not None:
+            weight_diffs.append(diff)
         print(
-            f"{entry.name} pair {pair + 1}: training samples/s plain {p_rate[0]:8.1f}  trainlab {t_rate[0]:8.1f}  "
-            f"ratio {ratios[-1]:.3f} (end to end {e2e[-1]:.3f})  {entry.quality} plain {p_quality:.4f} trainlab {t_quality:.4f}",
+            f"{entry.name} pair {pair + 1}: training samples/s plain {p_rate:8.1f}  trainlab {t_rate:8.1f}  "
+            f"ratio {rows['ratio'][-1]:.3f} (CPU {rows['cpu'][-1]:.3f}; end to end {rows['e2e'][-1]:.3f}, CPU {rows['e2e_cpu'][-1]:.3f})  "
+            f"{entry.quality} plain {p.quality:.4f} trainlab {t.quality:.4f}  load {os.getloadavg()[0]:.1f}",
             file=sys.stderr,
         )
-    quality_diff = statistics.median(q_engine) - statistics.median(q_plain)
+    quality_diff = statistics.median(rows["q_engine"]) - statistics.median(rows["q_plain"])
+    recipe = entry.recipe()
     return {
         "family": entry.family,
         "quality_metric": entry.quality,
-        "quality_plain": spread(q_plain),
-        "quality_trainlab": spread(q_engine),
+        "quality_plain": spread(rows["q_plain"]),
+        "quality_trainlab": spread(rows["q_engine"]),
         "quality_diff": quality_diff,
-        "samples_per_second_plain": spread(plains),
-        "samples_per_second_trainlab": spread(engines),
-        "ratio": spread(ratios),
-        "ratios": ratios,
-        "ratio_end_to_end": spread(e2e),
-        "max_abs_weight_diff": max(weight_diffs),
-        "goal_met": statistics.median(ratios) >= 0.98 and quality_diff >= -1e-4,
+        "samples_per_second_plain": spread(rows["plain"]),
+        "samples_per_second_trainlab": spread(rows["trainlab"]),
+        "ratio": spread(rows["ratio"]),
+        "ratios": rows["ratio"],
+        "cpu_ratio": spread(rows["cpu"]),
+        "ratio_end_to_end": spread(rows["e2e"]),
+        "cpu_ratio_end_to_end": spread(rows["e2e_cpu"]),
+        "max_abs_weight_diff": max(weight_diffs) if weight_diffs else None,
+        "recipe": {k: recipe[k] for k in RECIPE_KEYS if k in recipe},
+        "batch_order": entry.batch_order,
+        "goal_met": statistics.median(rows["ratio"]) >= 0.98 and quality_diff >= -1e-4,
     }
+
+
+def configure(quick: bool) -> None:
+    """``--quick``: a fifth of the work, for the test."""
+    global N_TRAIN, N_VAL, HIDDEN, EPOCHS, SIZES
+    if quick:
+        N_TRAIN, N_VAL, HIDDEN, EPOCHS = 1024, 256, 128, 2
+        SIZES = builtin.Sizes(images_train=96, images_val=32, texts_train=192, texts_val=64, epochs=2)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--families", default="", help="comma-separated entry names (default: every available one)")
+    parser.add_argument("--quick", action="store_true", help="a fifth of the work (the test's configuration)")
+    parser.add_argument("--warmup", type=int, default=1, help="warm-up runs of each side before the pairs")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: steadiest on shared 2-core machines)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="an engine parameter for the TrainLab side")
     parser.add_argument("--json", action="store_true", help="print only the JSON summary on stdout")
@@ -357,9 +460,13 @@ def main() -> int:
     for item in args.sets:
         key, _, value = item.partition("=")
         EXTRA_PARAMS[key.strip()] = value
+    configure(args.quick)
     torch.set_num_threads(max(1, args.threads))
     wanted = {name for name in args.families.split(",") if name}
-    summary: dict[str, Any] = {"families": {}, "skipped": {}}
+    unknown = wanted - {entry.name for entry in ENTRIES}
+    if unknown:
+        parser.error(f"--families: unknown {', '.join(sorted(unknown))} (known: {', '.join(e.name for e in ENTRIES)})")
+    summary: dict[str, Any] = {"families": {}, "skipped": {}, "load_average_start": list(os.getloadavg())}
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("TRAINLAB_HOME", str(Path(tmp) / "home"))
         from trainlab.pluginhost import registry
@@ -374,24 +481,36 @@ def main() -> int:
             if reason:
                 summary["skipped"][entry.name] = reason
                 continue
-            summary["families"][entry.name] = measure(entry, args.pairs, Path(tmp))
+            summary["families"][entry.name] = measure(entry, args.pairs, args.warmup, Path(tmp))
     summary.update(
         pairs=args.pairs,
+        quick=args.quick,
         trainlab_params=dict(EXTRA_PARAMS),
         threads=torch.get_num_threads(),
-        load_average=os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        work=f"{EPOCHS} epochs x {N_TRAIN} rows of {FEATURES} features, MLP {HIDDEN} hidden, batch {BATCH}, eval each epoch, final save",
+        cpus=os.cpu_count(),
+        load_average_end=list(os.getloadavg()),
+        work={
+            "regression, multilabel": f"{EPOCHS} epochs x {N_TRAIN} rows of {FEATURES} features, MLP {HIDDEN} hidden, batch {BATCH}",
+            "image-*": f"{SIZES.epochs} epochs x {SIZES.images_train} PNGs ({builtin.IMAGE_SIDE + 4} px, trained at {builtin.IMAGE_SIDE}), "
+            f"{SIZES.images_val} validation, small-cnn",
+            "text-*": f"{SIZES.epochs} epochs x {SIZES.texts_train} texts, {SIZES.texts_val} validation, BERT {builtin.TINY_TEXT_BERT}",
+            "each run": "evaluation each epoch, final save",
+        },
         goal={"ratio": ">= 0.98", "quality_diff": ">= -1e-4 (equal or better)"},
     )
     if not args.json:
         for name, figures in summary["families"].items():
             print(
                 f"{name}: trainlab/plain samples/s {figures['ratio']['median']:.3f} (min {figures['ratio']['min']:.3f}, "
-                f"max {figures['ratio']['max']:.3f}); {figures['quality_metric']} plain {figures['quality_plain']['median']:.4f} "
-                f"trainlab {figures['quality_trainlab']['median']:.4f}; goal {'met' if figures['goal_met'] else 'NOT met'}"
+                f"max {figures['ratio']['max']:.3f}), CPU {figures['cpu_ratio']['median']:.3f}; "
+                f"end to end {figures['ratio_end_to_end']['median']:.3f}, CPU {figures['cpu_ratio_end_to_end']['median']:.3f}; "
+                f"{figures['quality_metric']} plain {figures['quality_plain']['median']:.4f} "
+                f"trainlab {figures['quality_trainlab']['median']:.4f}; weights differ by {figures['max_abs_weight_diff']}; "
+                f"goal {'met' if figures['goal_met'] else 'NOT met'}"
             )
         for name, reason in summary["skipped"].items():
             print(f"{name}: skipped ({reason})")
+        print(f"load average {summary['load_average_start']} -> {summary['load_average_end']} on {summary['cpus']} CPUs")
     print(json.dumps(summary))
     return 0
 
