@@ -366,6 +366,8 @@ class MainWindow(QMainWindow):
             self.runs.shutdown()
         if self.telemetry is not None:
             self.telemetry.close()
+        if self.train_page is not None:
+            self.train_page.data_panel.stop_check()
         from trainlab.desktop import background
 
         background.wait_all(10_000)
