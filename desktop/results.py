@@ -41,6 +41,7 @@ from trainlab.desktop.results_widgets import (
     NumberItem,
     ScoreBarDelegate,
     ThumbnailJob,
+    ThumbnailSignals,
     placeholder_icon,
     section_label,
 )
@@ -65,6 +66,8 @@ class ResultsView(QWidget):
         self._thumb_generation = 0
         self._thumb_pool = QThreadPool(self)
         self._thumb_pool.setMaxThreadCount(1)
+        self._thumb_signals = ThumbnailSignals(self)  # after the pool, which waits for its job first
+        self._thumb_signals.loaded.connect(self._thumbnail_loaded)
         self._thumb_items: dict[str, list[QListWidgetItem]] = {}
         self._thumb_pending: set[str] = set()
 
@@ -408,8 +411,7 @@ class ResultsView(QWidget):
             paths.append(example.example)
         self._thumb_pending = set(paths)
         if paths:
-            job = ThumbnailJob(self._thumb_generation, list(dict.fromkeys(paths)), THUMBNAIL_SIZE)
-            job.signals.loaded.connect(self._thumbnail_loaded)
+            job = ThumbnailJob(self._thumb_generation, list(dict.fromkeys(paths)), THUMBNAIL_SIZE, self._thumb_signals)
             self._thumb_pool.start(job)
 
     def _thumbnail_loaded(self, generation: int, path: str, image: QImage) -> None:

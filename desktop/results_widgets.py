@@ -19,14 +19,18 @@ class ThumbnailSignals(QObject):
 
 
 class ThumbnailJob(QRunnable):
-    """Decode and scale images in a pool thread; QImage is safe there, QPixmap is not."""
+    """Decode and scale images in a pool thread; QImage is safe there, QPixmap is not.
 
-    def __init__(self, generation: int, paths: list[str], size: int) -> None:
+    It reports through the view's ``signals``: the job dies in the pool
+    thread, and a QObject of the GUI thread must not die with it there.
+    """
+
+    def __init__(self, generation: int, paths: list[str], size: int, signals: ThumbnailSignals) -> None:
         super().__init__()
         self.generation = generation
         self.paths = paths
         self.size = size
-        self.signals = ThumbnailSignals()
+        self.signals = signals
 
     def run(self) -> None:
         for path in self.paths:
