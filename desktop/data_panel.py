@@ -341,7 +341,8 @@ class DataPanel(QWidget):
 
     def stop_check(self) -> None:
         """End a running check early (the window closes): no thread outlives it
-        scanning a slow folder.  Tasks honour it between files, as in a run."""
+        scanning a slow folder.  A task that honours ``should_stop`` (the image
+        folder scan does) ends between files, as in a run."""
         self._recheck.stop()
         self._stop_check.set()
 
