@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import logging
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -46,7 +47,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trainlab.api import DataSummary, TaskSpec
+from trainlab.api import DataSummary, StopRequested, TaskSpec
 
 from trainlab.desktop import background
 
@@ -179,15 +180,21 @@ def read_preview(path: str) -> ImagePreview | TablePreview | None:
     return None
 
 
-def check_data(spec: TaskSpec, data: str, params: dict[str, Any]) -> Any:
+def check_data(spec: TaskSpec, data: str, params: dict[str, Any], should_stop: Callable[[], bool] | None = None) -> Any:
     """``spec``'s task prepared on ``data`` as a run prepares it: a ``PreparedTask``
-    (its ``summary`` is what the panel shows)."""
+    (its ``summary`` is what the panel shows); ``should_stop`` ends a long
+    preparation early, as it does a run's (then None)."""
     from trainlab.desktop.worker import importing_heavy_modules
 
     with importing_heavy_modules():  # prepare_task names the plugin and the method of a failure
         from trainlab.engine.prepare import prepare_task
 
-        return prepare_task(spec.id, data, params, log=lambda event: log.info("%s", event.message))
+        try:
+            return prepare_task(spec.id, data, params, log=lambda event: log.info("%s", event.message),
+                                should_stop=should_stop)
+        except StopRequested:  # a KeyboardInterrupt: not a failure of the data, and the thread must end cleanly
+            log.info("data check of %s stopped", data)
+            return None
 
 
 class DataPanel(QWidget):
@@ -210,6 +217,7 @@ class DataPanel(QWidget):
         self.checking = False
         self._held = False
         self._deferred = False
+        self._stop_check = threading.Event()  # the running check's; set to end it early
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -331,6 +339,13 @@ class DataPanel(QWidget):
         """Drop a check scheduled after an edit (a run that starts now prepares the data itself)."""
         self._recheck.stop()
 
+    def stop_check(self) -> None:
+        """End a running check early (the window closes): no thread outlives it
+        scanning a slow folder.  A task that honours ``should_stop`` (the image
+        folder scan does) ends between files, as in a run."""
+        self._recheck.stop()
+        self._stop_check.set()
+
     def checked_params(self) -> dict[str, Any] | None:
         """The parameters the last check prepared with (None without one that passed)."""
         return dict(self._checked_params) if self._checked_params is not None else None
@@ -404,11 +419,13 @@ class DataPanel(QWidget):
         except Exception:  # noqa: BLE001 - invalid form values: check with defaults
             params = {}
 
+        self._stop_check = stop = threading.Event()
+
         def work(report):
             report(("preview", read_preview(path)))
             if spec is None:
                 return None
-            return check_data(spec, path, params)
+            return check_data(spec, path, params, should_stop=stop.is_set)
 
         background.start(work, self._checked, self._failed, on_progress=self._partial, tag=generation)
 

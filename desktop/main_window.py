@@ -403,6 +403,8 @@ class MainWindow(QMainWindow):
             self.queue_page.shutdown()  # its timers; the queue and its scheduler go on
         if self.telemetry is not None:
             self.telemetry.close()
+        if self.train_page is not None:
+            self.train_page.data_panel.stop_check()
         from trainlab.desktop import background
 
         background.wait_all(10_000)

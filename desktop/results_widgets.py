@@ -36,14 +36,18 @@ class ThumbnailSignals(QObject):
 
 
 class ThumbnailJob(QRunnable):
-    """Decode and scale images in a pool thread; QImage is safe there, QPixmap is not."""
+    """Decode and scale images in a pool thread; QImage is safe there, QPixmap is not.
 
-    def __init__(self, generation: int, paths: list[str], size: int) -> None:
+    It reports through the view's ``signals``: the job dies in the pool
+    thread, and a QObject of the GUI thread must not die with it there.
+    """
+
+    def __init__(self, generation: int, paths: list[str], size: int, signals: ThumbnailSignals) -> None:
         super().__init__()
         self.generation = generation
         self.paths = paths
         self.size = size
-        self.signals = ThumbnailSignals()
+        self.signals = signals
 
     def run(self) -> None:
         for path in self.paths:
@@ -265,15 +269,17 @@ class ThumbnailLoader(QObject):
         self._pending: set[str] = set()
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
+        # Made after the pool: children go in the order they came, so the pool
+        # has waited for a running job before the signals it emits go.
+        self._signals = ThumbnailSignals(self)
+        self._signals.loaded.connect(self._loaded)
 
     def request(self, paths: list[str]) -> None:
         self.cancel()
         unique = list(dict.fromkeys(paths))
         self._pending = set(unique)
         if unique:
-            job = ThumbnailJob(self._generation, unique, self.size)
-            job.signals.loaded.connect(self._loaded)
-            self._pool.start(job)
+            self._pool.start(ThumbnailJob(self._generation, unique, self.size, self._signals))
 
     def cancel(self) -> None:
         self._generation += 1

@@ -55,13 +55,20 @@ class _PredictSignals(QObject):
 
 
 class _PredictJob(QRunnable):
-    def __init__(self, request_id: int, run_dir: str, item: str, top_k: int) -> None:
+    """One prediction in the pool thread; it reports through the panel's ``signals``.
+
+    Not a signals object of its own: the job dies in the pool thread, and a
+    QObject of the GUI thread destroyed with it there is the kind of
+    cross-thread deletion that crashed the GUI tests (see ``TrainingWorker``).
+    """
+
+    def __init__(self, request_id: int, run_dir: str, item: str, top_k: int, signals: _PredictSignals) -> None:
         super().__init__()
         self.request_id = request_id
         self.run_dir = run_dir
         self.item = item
         self.top_k = top_k
-        self.signals = _PredictSignals()
+        self.signals = signals
 
     def run(self) -> None:
         try:
@@ -115,6 +122,11 @@ class TryItPanel(QWidget):
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._pool.setExpiryTimeout(-1)  # keep the thread: the loaded model stays with it
+        # Made after the pool: children go in the order they came, so the pool
+        # has waited for a running job before the signals it emits go.
+        self._signals = _PredictSignals(self)
+        self._signals.done.connect(self._done)
+        self._signals.failed.connect(self._failed)
 
         self.title = QLabel(self.tr("Try it"))
         self.title.setProperty("role", "subheading")
@@ -401,10 +413,7 @@ class TryItPanel(QWidget):
         self._request += 1
         self.error = ""
         self.status.setText(self.tr("Predicting…"))
-        job = _PredictJob(self._request, self.run_dir, item, self.top_k.value())
-        job.signals.done.connect(self._done)
-        job.signals.failed.connect(self._failed)
-        self._pool.start(job)
+        self._pool.start(_PredictJob(self._request, self.run_dir, item, self.top_k.value(), self._signals))
         return self._request
 
     def busy(self) -> bool:

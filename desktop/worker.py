@@ -38,7 +38,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import QThread, QTimer, Signal
 
@@ -222,7 +222,13 @@ def leave_a_core_for_the_window() -> None:
 
 
 class TrainingWorker(QThread):
-    """Runs one ``RunRequest``; see the module docstring for the signals."""
+    """Runs one ``RunRequest``; see the module docstring for the signals.
+
+    Give it a parent, or ``deleteLater`` it in the GUI thread once it has
+    finished (``RunController`` does both): a worker left to Python's
+    garbage collector may be destroyed from another thread, together with its
+    drain timer that the GUI thread's event loop runs.
+    """
 
     stateChanged = Signal(str)
     eventBatch = Signal(object)
@@ -359,13 +365,7 @@ class TrainingWorker(QThread):
         # a data check that may be importing the same modules has finished.
         with engine_import_lock:
             pass
-        from trainlab.engine.callbacks import Callback, RunControl
-
-        worker = self
-
-        class _Bridge(Callback):
-            def on_event(self, event: Event) -> None:
-                worker._on_event(event)
+        from trainlab.engine.callbacks import RunControl
 
         with self._control_lock:
             self._control = RunControl()
@@ -378,7 +378,7 @@ class TrainingWorker(QThread):
 
         if self._stop_requested:
             raise _Cancelled("stopped before the run started")
-        bridge = _Bridge()
+        bridge = event_bridge(self._on_event)
         control = self._control
         prepared, self.prepared = self.prepared, None  # one run takes it over, or it is dropped
         plan = plan_run(self.request, prepared=prepared, log=bridge.on_event, should_stop=lambda: control.stop_requested)
@@ -399,6 +399,36 @@ class TrainingWorker(QThread):
         for event in child.events():
             self._on_event(event)
         return child.result(child.wait())
+
+
+_EventBridge: type | None = None
+
+
+def event_bridge(sink: Callable[[Event], None]) -> Any:
+    """The engine callback that hands every event to ``sink`` (the worker's ``_on_event``).
+
+    One class for the process, made on first use (the engine's ``Callback``
+    is imported with the run, not with the window).  A class defined inside
+    ``_run_here`` closing over the worker put the worker in a reference
+    cycle (every class is in one): a finished worker then lived on until the
+    cyclic GC ran, in whatever thread allocated next, often the next run's
+    worker thread.  A parentless worker freed there destroys its QThread and
+    its drain QTimer from a foreign thread while the GUI thread's timer list
+    still points at them: the intermittent segfault of the GUI tests.
+    """
+    global _EventBridge
+    if _EventBridge is None:
+        from trainlab.engine.callbacks import Callback
+
+        class EventBridge(Callback):
+            def __init__(self, sink: Callable[[Event], None]) -> None:
+                self._sink = sink
+
+            def on_event(self, event: Event) -> None:
+                self._sink(event)
+
+        _EventBridge = EventBridge
+    return _EventBridge(sink)
 
 
 def lower_priority(steps: int, pid: int | None = None) -> bool:

@@ -208,6 +208,39 @@ def window(qtbot, toy_plugin):
     win._shutdown()
 
 
+@pytest.fixture
+def make_worker(qtbot):
+    """``make_worker(request, ...)``: a ``TrainingWorker`` deleted in the GUI
+    thread when the test ends (stopped and joined first if it still runs), as
+    ``RunController`` parents and ``deleteLater``s the window's.
+
+    A parentless worker is otherwise destroyed whenever its Python wrapper
+    dies, and that can be the cyclic GC (a thread's frames sit in reference
+    cycles after a first import) in whatever thread allocates next: the next
+    test's worker thread.  A QThread and its drain QTimer, which live in the
+    GUI thread, destroyed from there while the GUI thread runs its timers
+    segfaulted in pytest-qt's event processing (1 run in 7, more under load).
+    """
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    from trainlab.desktop.worker import TrainingWorker
+
+    made = []
+
+    def make(*args, **kwargs):
+        worker = TrainingWorker(*args, **kwargs)
+        made.append(worker)
+        return worker
+
+    yield make
+    for worker in made:
+        if worker.isRunning():
+            worker.request_stop()
+            worker.wait(60_000)
+        worker.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
 def write_toy_regression_csv(path: Path, rows: int = 240, features: int = 3, seed: int = 0) -> Path:
     """y = a linear function of the features plus a little noise, on the scale of hundreds."""
     import random

@@ -181,6 +181,36 @@ def test_closing_mid_run_asks_then_stops_cleanly(qtbot, qtlog, window, toy_csv):
     assert not any("Destroyed while thread" in m for m in messages), messages
 
 
+def test_closing_the_window_stops_a_data_check_still_running(qtbot, window, toy_csv, monkeypatch):
+    """A check of a slow folder still going when the window closes ends with
+    it: no thread of the window's keeps scanning (the close waited 10 s and
+    then left it running, in the app and into the next test)."""
+    import threading
+    import time
+
+    import toy_task
+
+    from trainlab import StopRequested
+    from trainlab.desktop import background
+
+    scanning = threading.Event()
+
+    def endless_scan(self, data_path, ctx, label_names=None):
+        scanning.set()
+        while not ctx.should_stop():
+            time.sleep(0.01)  # a scan of a slow network folder
+        raise StopRequested(f"the scan of {data_path} was stopped on request")
+
+    monkeypatch.setattr(toy_task.ToyTask, "prepare", endless_scan)
+    assert window.select_task("toy-classification")
+    window.data_panel.set_path(str(toy_csv))
+    qtbot.waitUntil(scanning.is_set, timeout=60_000)
+    assert window.data_panel.checking
+    window.close()
+    assert not window.isVisible()
+    assert background.running() == 0
+
+
 # -- failures ------------------------------------------------------------------
 
 

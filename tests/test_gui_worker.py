@@ -79,14 +79,14 @@ def test_a_batch_keeps_the_order_the_events_happened_in():
     assert batch.received == len(happened) and batch.progress.phase == "save"
 
 
-def test_worker_coalesces_a_flood_of_events_from_another_thread(qtbot):
+def test_worker_coalesces_a_flood_of_events_from_another_thread(qtbot, make_worker):
     """20,000 step events in a burst (a tiny model's rate): the GUI thread
     gets every one of them, in order, in a handful of batches."""
     import time
 
-    from trainlab.desktop.worker import DRAIN_INTERVAL_MS, TrainingWorker
+    from trainlab.desktop.worker import DRAIN_INTERVAL_MS
 
-    worker = TrainingWorker(request=None)
+    worker = make_worker(request=None)
     received: list[int] = []
     batches = []
 
@@ -114,15 +114,14 @@ def test_worker_coalesces_a_flood_of_events_from_another_thread(qtbot):
     assert len(batches) < total / 100
 
 
-def test_worker_delivers_a_fast_run_in_few_batches(qtbot, toy_plugin, tmp_path):
+def test_worker_delivers_a_fast_run_in_few_batches(qtbot, make_worker, toy_plugin, tmp_path):
     """A run logging every step: every train event reaches the GUI, coalesced."""
-    from trainlab.desktop.worker import TrainingWorker
     from trainlab.engine.runner import RunRequest
 
     data = write_rows(tmp_path / "rows.csv", 400)
     request = RunRequest(task="toy-classification", data=str(data),
                          params={"epochs": "2", "batch_size": "4", "log_interval": "0", "hidden": "4"})
-    worker = TrainingWorker(request)
+    worker = make_worker(request)
     states: list[str] = []
     batches = []
     worker.stateChanged.connect(states.append)
@@ -151,11 +150,10 @@ def test_worker_delivers_a_fast_run_in_few_batches(qtbot, toy_plugin, tmp_path):
     assert len(batches) <= 2 * elapsed * 1000 / DRAIN_INTERVAL_MS + 4, (len(batches), elapsed)
 
 
-def test_worker_reports_a_usage_error_without_a_run(qtbot, toy_plugin, tmp_path):
-    from trainlab.desktop.worker import TrainingWorker
+def test_worker_reports_a_usage_error_without_a_run(qtbot, make_worker, toy_plugin, tmp_path):
     from trainlab.engine.runner import RunRequest
 
-    worker = TrainingWorker(RunRequest(task="toy-classification", data=str(tmp_path / "missing.csv")))
+    worker = make_worker(RunRequest(task="toy-classification", data=str(tmp_path / "missing.csv")))
     errors = []
     worker.errored.connect(lambda message, tb: errors.append(message))
     with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
@@ -166,17 +164,54 @@ def test_worker_reports_a_usage_error_without_a_run(qtbot, toy_plugin, tmp_path)
     assert errors and "missing.csv" in errors[0]
 
 
-def test_stop_before_the_run_started_cancels_it(qtbot, toy_plugin, tmp_path):
-    from trainlab.desktop.worker import TrainingWorker
+def test_stop_before_the_run_started_cancels_it(qtbot, make_worker, toy_plugin, tmp_path):
     from trainlab.engine.runner import RunRequest
 
     data = write_rows(tmp_path / "rows.csv", 100)
-    worker = TrainingWorker(RunRequest(task="toy-classification", data=str(data)))
+    worker = make_worker(RunRequest(task="toy-classification", data=str(data)))
     worker.request_stop()
     with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
         worker.start()
     worker.wait(10_000)
     assert finished.args[0].status == "cancelled"
+
+
+def test_a_finished_worker_is_freed_as_soon_as_its_last_reference_goes(qtbot, make_worker, toy_plugin, tmp_path):
+    """Not later by the cyclic GC, in whichever thread allocates next (the
+    next run's worker thread): a parentless worker freed there destroys its
+    QThread and drain timer from a foreign thread while the GUI thread still
+    runs them, and the process segfaults (it did, 1 run of the GUI tests in 7)."""
+    import gc
+    import weakref
+
+    from trainlab.desktop.worker import TrainingWorker
+    from trainlab.engine.runner import RunRequest
+
+    def run_to_the_end(worker):
+        with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
+            worker.start()
+        assert worker.wait(10_000)
+        return finished.args[0]
+
+    request = RunRequest(task="toy-classification", data=str(tmp_path / "missing.csv"))
+    # A first run imports torch and the engine in its thread; the import
+    # machinery's own cycles may keep that thread's frames a while.
+    assert run_to_the_end(make_worker(request)).status == "failed"
+    qtbot.wait(0)
+    collecting = gc.isenabled()
+    gc.disable()
+    worker = TrainingWorker(request)
+    freed = weakref.ref(worker)
+    try:
+        assert run_to_the_end(worker).status == "failed"  # through plan_run: the engine had the bridge
+        qtbot.wait(0)
+        worker = None
+        assert freed() is None, "the finished worker is left to the cyclic GC"
+    finally:
+        if freed() is not None:
+            freed().deleteLater()  # in the GUI thread, whatever the outcome
+        if collecting:
+            gc.enable()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the preload is for Linux's dynamic loader")
@@ -200,13 +235,12 @@ def test_torch_libraries_load_without_the_gil_before_torch_is_imported():
     assert done.stdout.strip() == "ok"
 
 
-def test_stop_while_the_data_is_prepared_cancels_the_run(qtbot, toy_plugin, tmp_path, monkeypatch):
+def test_stop_while_the_data_is_prepared_cancels_the_run(qtbot, make_worker, toy_plugin, tmp_path, monkeypatch):
     import time
 
     import toy_task
 
     from trainlab import StopRequested
-    from trainlab.desktop.worker import TrainingWorker
     from trainlab.engine.runner import RunRequest
 
     preparing = threading.Event()
@@ -219,7 +253,7 @@ def test_stop_while_the_data_is_prepared_cancels_the_run(qtbot, toy_plugin, tmp_
 
     monkeypatch.setattr(toy_task.ToyTask, "prepare", endless_scan)
     data = write_rows(tmp_path / "rows.csv", 100)
-    worker = TrainingWorker(RunRequest(task="toy-classification", data=str(data), out=str(tmp_path / "run")))
+    worker = make_worker(RunRequest(task="toy-classification", data=str(data), out=str(tmp_path / "run")))
     errors = []
     worker.errored.connect(lambda message, tb: errors.append(message))
     with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
