@@ -74,6 +74,9 @@ def _parser() -> ArgumentParser:
     p.add_argument("--more-epochs", type=int, default=0, metavar="N", help="with --resume: train a finished run N more epochs")
     p.add_argument("--isolated", action="store_true", help="run the training in a child process")
     add_params(p)
+    from trainlab.launch import add_launch_options
+
+    add_launch_options(p)
 
     p = add("eval", "evaluate a trained run on its validation data or on --data")
     p.add_argument("run_dir")
@@ -291,12 +294,20 @@ def cmd_train(args, out: Output) -> int:
         raise UsageError("train: TASK is required (see `trainlab tasks`)")
     if not args.resume and not args.data:
         raise UsageError("train: --data PATH is required")
+    from trainlab import launch
+    from trainlab.engine.distributed import in_rank_environment
+
+    rank = in_rank_environment()
+    if launch.wanted(args) and not rank:
+        return _train_launched(args, out)
     request = RunRequest(
         task=args.task, data=args.data, params=_params_from(args), out=args.out, resume=args.resume, more_epochs=args.more_epochs
     )
     from trainlab.reporting import ConsoleProgress, declared_metrics, done_text, task_spec
 
     progress = ConsoleProgress(out)
+    if rank:
+        return _train_as_rank(request, progress, out)
     outcome = _train_isolated(request, progress) if args.isolated else _train_here(request, progress)
     if outcome.status == "failed":
         out.note(f"trainlab: the run failed: {outcome.error}")
@@ -318,6 +329,76 @@ def _train_here(request, progress):
     with _stop_on_signals(lambda: control.request_stop("interrupted")):
         plan = plan_run(request, log=progress.on_event, should_stop=lambda: control.stop_requested)
         return execute(plan, callbacks=[progress.callback], control=control)
+
+
+def _train_launched(args, out: Output) -> int:
+    """Start the group through torchrun and wait; rank 0's outcome is this command's."""
+    from trainlab import launch, paths
+    from trainlab.engine.outcome import RunOutcome
+    from trainlab.runs import RunDir, new_run_id
+
+    if args.isolated:
+        raise UsageError("--isolated with several processes: the ranks are child processes already")
+    opts = launch.options_from(args, getattr(args, "device", None))
+    argv = list(args.argv)
+    if not args.resume and not args.out:  # chosen here, so that the launcher can name it when rank 0 dies
+        run_dir = str(paths.runs_dir() / new_run_id(args.task))
+        argv += ["--out", run_dir]
+    else:
+        run_dir = args.resume or args.out
+    code, outcome = launch.launch(opts, argv, note=out.note)
+    if outcome is None:  # rank 0 never reported: it died, or the group never formed
+        error = f"rank 0 ended without an outcome (torchrun exit {code}); see the messages above"
+        record_path = RunDir(run_dir)
+        if record_path.exists():
+            record = record_path.read()
+            if record.get("status") == "running":
+                record.update(status="failed", error=error, pid=None)
+                record_path.write(record)
+        outcome = {"run_dir": run_dir, "status": "failed", "error": error, "exit_code": EXIT_FAILED}
+    elif outcome.get("failed_rank") is not None and RunDir(run_dir).exists():
+        record = RunDir(run_dir).read()
+        record["error"] = outcome["error"]
+        RunDir(run_dir).write(record)
+    if outcome.get("status") == "failed":
+        out.note(f"trainlab: the run failed: {outcome.get('error')}")
+    elif outcome.get("status") == "cancelled":
+        out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {outcome.get('run_dir')} (and the same launch options)")
+    else:
+        out.say(f"done: run folder {outcome.get('run_dir')}")
+    out.result(outcome)
+    result_code = outcome.get("exit_code")
+    return int(result_code) if result_code is not None else RunOutcome.from_json(outcome).exit_code
+
+
+def _train_as_rank(request, progress, out: Output) -> int:
+    """One rank of a group torchrun (or srun) started: rank 0 reports, the others stay quiet."""
+    import os
+
+    from trainlab.engine.callbacks import RunControl
+    from trainlab.engine.distributed_run import report_rank, train_rank
+    from trainlab.launch import RESULT_ENV
+
+    rank = int(os.environ["RANK"])
+    control = RunControl()
+    try:
+        with _stop_on_signals(lambda: control.request_stop("interrupted")):
+            outcome = train_rank(request, log=progress.on_event, callbacks=[progress.callback], control=control)
+    except (UsageError, RunFailed) as exc:
+        code = EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED
+        report_rank(rank, {"status": "failed", "error": str(exc), "exit_code": code, "usage_error": code == EXIT_USAGE})
+        if rank == 0 and not os.environ.get(RESULT_ENV):
+            return _fail(out, code, str(exc), exc)
+        out.note(f"trainlab: rank {rank}: {exc}")
+        return code
+    report_rank(rank, outcome.to_json())
+    if rank != 0:
+        return outcome.exit_code
+    if outcome.status == "failed":
+        out.note(f"trainlab: the run failed: {outcome.error}")
+    if not os.environ.get(RESULT_ENV):  # started by torchrun directly: rank 0 prints the outcome
+        out.result(outcome.to_json())
+    return outcome.exit_code
 
 
 def _train_isolated(request, progress):
@@ -531,6 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(out, EXIT_USAGE, problem)
     try:
         args = _parser().parse_args(argv)
+        args.argv = argv  # what a launch passes on to its ranks
     except UsageError as exc:
         return _fail(out, EXIT_USAGE, str(exc))
     except SystemExit as exc:  # --help, --version

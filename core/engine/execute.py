@@ -16,6 +16,7 @@ import traceback
 from typing import Any, Iterable
 
 from trainlab.api import RunFailed, UsageError
+from trainlab.engine import distributed
 from trainlab.engine.callbacks import Callback, CallbackList, IsolatedCallback, RunControl, RunState
 from trainlab.engine.context import class_weights
 from trainlab.engine.fitted import save_fitted_state
@@ -44,22 +45,23 @@ def execute(
     """
     control = control or RunControl()
     run_dir = plan.run_dir
-    if not plan.resumed:
+    group = distributed.current()
+    writer = group is None or group.writer  # in a group, rank 0 alone writes the folder and the index
+    if not plan.resumed and writer:
         if run_dir.exists():  # made since the plan was (two runs given one --out)
             raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
         run_dir.path.mkdir(parents=True, exist_ok=True)
-    recorder = RunRecorder(run_dir, plan.record, store if store is not None else open_store())
+    recorder_type = RunRecorder if writer else distributed.SilentRecorder
+    recorder = recorder_type(run_dir, plan.record, store if store is not None else open_store())
     state: RunState | None = None
 
     def plugin_failed(message: str) -> None:
         assert state is not None
         state.emit(Log(step=state.step, epoch=state.epoch, level="warning", message=message))
 
-    engine_callbacks: list[Callback] = [
-        MetricsFileCallback(run_dir),
-        recorder,
-        TelemetryCallback(float(plan.params.get("telemetry_every", 5.0))),
-    ]
+    engine_callbacks: list[Callback] = [recorder]
+    if writer:
+        engine_callbacks = [MetricsFileCallback(run_dir), recorder, TelemetryCallback(float(plan.params.get("telemetry_every", 5.0)))]
     engine_callbacks += [
         IsolatedCallback(cb, owner=name, log=plugin_failed) for name, cb in registry().run_callbacks_by_plugin(plan.task_id, plan.params)
     ]
@@ -86,6 +88,9 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
     trainer: Trainer | None = None
     session_seconds = 0.0
     try:
+        if distributed.current() is not None:  # once rank 0 has written run.json
+            distributed.current().barrier()
+            distributed.current().check_everywhere(distributed.folder_problem(plan.run_dir))
         if plan.random_state is not None:
             plan.random_state.restore()  # as preparation left them, however long ago that was
         if plan.params["class_weighting"]:
@@ -161,6 +166,10 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
         report["test"]["split"] = "test"
     report["weights"] = weights
     report["step"] = state.step
+    group = distributed.current()
+    if group is not None and not group.writer:  # the evaluation above was collective; the writing is rank 0's
+        state.metrics = headline_metrics(report)
+        return
     atomic_write_json(run_dir.eval_json, report)
     state.metrics = headline_metrics(report)
     if "test" in report:

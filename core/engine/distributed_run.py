@@ -1,0 +1,82 @@
+"""``trainlab train`` as one rank of a group: plan on every rank, execute, report.
+
+Every rank plans the run itself from the same request (the task found again
+through its plugin's entry point, the data read from the path), so nothing
+is pickled across processes and plugin callbacks run in every rank.  The
+ranks agree on the run folder (rank 0's choice, unless ``--out`` or
+``--resume`` names it), and on whether planning worked: one rank's bad input
+(data missing on that machine, say) is every rank's exit 2, naming the rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from trainlab.api import RunFailed, UsageError
+from trainlab.engine import distributed
+from trainlab.engine.outcome import RunOutcome
+from trainlab.events import Log
+
+
+def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) -> RunOutcome:
+    """Join the group, plan, execute; the rank's outcome (rank 0's is the run's)."""
+    from trainlab import paths
+    from trainlab.engine.execute import execute
+    from trainlab.engine.plan import plan_run
+    from trainlab.runs import new_run_id
+
+    group = distributed.start(str(request.params.get("device", "auto")))
+    try:
+        if not request.resume and not request.out:
+            request.out = group.broadcast_text(str(paths.runs_dir() / new_run_id(request.task)) if group.writer else "")
+        request.params = dict(request.params)
+        request.params["device"] = group.device  # each rank its own, also on a resume
+        plan, problem, own_error = None, "", None
+        try:
+            plan = plan_run(request, log=log if group.writer else None, should_stop=lambda: control.stop_requested)
+        except (UsageError, RunFailed) as exc:
+            problem, own_error = str(exc), exc
+        found = group.first_problem(problem)
+        if own_error is not None:
+            raise own_error
+        if found:
+            raise UsageError(found)
+        assert plan is not None
+        plan.record["ranks"] = group.device_records()
+        params = plan.params
+        effective = int(params["batch_size"]) * group.world_size * int(params["grad_accum"])
+        line = Log(
+            message=f"world size {group.world_size} ({group.backend}): effective batch {effective} = "
+            f"{params['batch_size']} per rank x {group.world_size} rank(s) x {params['grad_accum']} accumulation; "
+            f"{distributed.threads_note(group)}"
+        )
+        plan.early_events.append(line)
+        if group.writer and log is not None:
+            log(line)
+        return execute(plan, callbacks=callbacks if group.writer else [], control=control)
+    finally:
+        distributed.finish()
+
+
+def report_rank(rank: int, outcome: dict[str, Any]) -> None:
+    """The launcher's record of this rank's end (how a failed rank is named), and rank 0's outcome."""
+    from trainlab.launch import REPORTS_ENV, RESULT_ENV
+
+    folder = os.environ.get(REPORTS_ENV)
+    error = str(outcome.get("error", ""))
+    if folder:
+        said = {"rank": rank, "status": outcome.get("status"), "error": error, "host": socket.gethostname(), "peer_lost": distributed.peer_lost(error)}
+        _write(Path(folder) / f"rank-{rank}.json", said)
+    result = os.environ.get(RESULT_ENV)
+    if result and rank == 0:
+        _write(Path(result), outcome)
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
+    os.replace(tmp, path)
