@@ -341,22 +341,22 @@ def _train_launched(args, out: Output) -> int:
         raise UsageError("--isolated with several processes: the ranks are child processes already")
     opts = launch.options_from(args, getattr(args, "device", None))
     argv = list(args.argv)
-    if not args.resume and not args.out:  # chosen here, so that the launcher can name it when rank 0 dies
+    if not args.resume and not args.out and opts.nnodes == 1 and not opts.rdzv_endpoint:  # chosen here, to name it if rank 0 dies
         run_dir = str(paths.runs_dir() / new_run_id(args.task))
         argv += ["--out", run_dir]
     else:
-        run_dir = args.resume or args.out
+        run_dir = args.resume or args.out or ""
     code, outcome = launch.launch(opts, argv, note=out.note)
     if outcome is None:  # rank 0 never reported: it died, or the group never formed
         error = f"rank 0 ended without an outcome (torchrun exit {code}); see the messages above"
-        record_path = RunDir(run_dir)
-        if record_path.exists():
+        record_path = RunDir(run_dir) if run_dir else None
+        if record_path is not None and record_path.exists():
             record = record_path.read()
             if record.get("status") == "running":
                 record.update(status="failed", error=error, pid=None)
                 record_path.write(record)
         outcome = {"run_dir": run_dir, "status": "failed", "error": error, "exit_code": EXIT_FAILED}
-    elif outcome.get("failed_rank") is not None and RunDir(run_dir).exists():
+    elif outcome.get("failed_rank") is not None and run_dir and RunDir(run_dir).exists():
         record = RunDir(run_dir).read()
         record["error"] = outcome["error"]
         RunDir(run_dir).write(record)

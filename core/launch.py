@@ -263,6 +263,9 @@ def _with_rank_reports(outcome: dict[str, Any] | None, reports: Path, opts: Laun
     local = range(opts.node_rank * opts.nproc_per_node, (opts.node_rank + 1) * opts.nproc_per_node) if not opts.rdzv_endpoint else sorted(said)
     silent = [r for r in local if r not in said]
     failed = [r for r, report in sorted(said.items()) if report.get("status") == "failed" and not report.get("peer_lost")]
+    if outcome is None and said and not (set(said) - set(local)) and 0 not in said:  # a machine without rank 0
+        first = said[min(said)]
+        outcome = {k: v for k, v in first.items() if k not in ("rank", "host", "peer_lost")}
     if outcome is None:
         return None
     if outcome.get("status") == "failed" and (silent or failed):

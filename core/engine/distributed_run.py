@@ -31,8 +31,9 @@ def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) ->
 
     group = distributed.start(str(request.params.get("device", "auto")))
     try:
-        if not request.resume and not request.out:
-            request.out = group.broadcast_text(str(paths.runs_dir() / new_run_id(request.task)) if group.writer else "")
+        if not request.resume:  # rank 0's folder, whatever each machine's launcher said
+            mine = request.out or (str(paths.runs_dir() / new_run_id(request.task)) if group.writer else "")
+            request.out = group.broadcast_text(mine if group.writer else "")
         request.params = dict(request.params)
         request.params["device"] = group.device  # each rank its own, also on a resume
         plan, problem, own_error = None, "", None
@@ -69,7 +70,7 @@ def report_rank(rank: int, outcome: dict[str, Any]) -> None:
     folder = os.environ.get(REPORTS_ENV)
     error = str(outcome.get("error", ""))
     if folder:
-        said = {"rank": rank, "status": outcome.get("status"), "error": error, "host": socket.gethostname(), "peer_lost": distributed.peer_lost(error)}
+        said = {**outcome, "rank": rank, "host": socket.gethostname(), "peer_lost": distributed.peer_lost(error)}
         _write(Path(folder) / f"rank-{rank}.json", said)
     result = os.environ.get(RESULT_ENV)
     if result and rank == 0:
