@@ -104,6 +104,7 @@ class RankGroup:
     device: str  # the rank's device, "cpu" or "cuda:N"
     launch: dict[str, Any] = field(default_factory=dict)
     control_group: Any = None  # gloo group for flags and bytes (None: the default group is gloo)
+    preflight: str = ""  # what the consumer-card preflight found (distributed_preflight)
 
     @property
     def writer(self) -> bool:
@@ -112,7 +113,10 @@ class RankGroup:
 
     def record(self) -> dict[str, Any]:
         """What run.json keeps of the group (no collective: planning may fail on one rank)."""
-        return {"world_size": self.world_size, "backend": self.backend, **({"launch": self.launch} if self.launch else {})}
+        extra = {"launch": self.launch} if self.launch else {}
+        if self.preflight:
+            extra["preflight"] = self.preflight
+        return {"world_size": self.world_size, "backend": self.backend, **extra}
 
     def device_records(self) -> list[dict[str, Any]]:
         """Every rank's host, device and GPU name, in rank order (collective)."""
@@ -338,13 +342,17 @@ def start(device_param: str) -> RankGroup:
         device = f"cuda:{local_rank}"
         torch.cuda.set_device(local_rank)
         backend = "nccl" if dist.is_nccl_available() else "gloo"  # Windows: gloo
+    from trainlab.engine.distributed_preflight import apply_p2p_preflight, check_all_reduce
+
+    preflight = apply_p2p_preflight().reason if backend == "nccl" and local_world > 1 else ""
     kwargs: dict[str, Any] = {"backend": backend, "timeout": collective_timeout()}
     if backend == "nccl":
         kwargs["device_id"] = torch.device(device)
     dist.init_process_group(**kwargs)
     control = dist.new_group(backend="gloo", timeout=collective_timeout()) if backend != "gloo" else None
     launch = json.loads(os.environ.get("TRAINLAB_LAUNCH", "{}") or "{}")
-    _current = RankGroup(rank, world, local_rank, local_world, backend, device, launch, control)
+    check_all_reduce(device, world, rank, elements=1 << 20 if backend == "nccl" else 1024)
+    _current = RankGroup(rank, world, local_rank, local_world, backend, device, launch, control, preflight)
     return _current
 
 

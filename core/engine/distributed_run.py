@@ -53,7 +53,7 @@ def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) ->
         line = Log(
             message=f"world size {group.world_size} ({group.backend}): effective batch {effective} = "
             f"{params['batch_size']} per rank x {group.world_size} rank(s) x {params['grad_accum']} accumulation; "
-            f"{distributed.threads_note(group)}"
+            f"{distributed.threads_note(group)}" + (f"; preflight: {group.preflight}" if group.preflight else "")
         )
         plan.early_events.append(line)
         if group.writer and log is not None:
