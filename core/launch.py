@@ -229,7 +229,8 @@ def launch(opts: LaunchOptions, train_argv: Sequence[str], *, note) -> tuple[int
         cmd = torchrun_command(opts, strip_launch_options(train_argv))
         note(f"trainlab: starting {opts.nproc_per_node} process(es) on this machine, world size {opts.world_size}" + (f", GPUs {opts.gpus}" if opts.gpus else ""))
         # stdout stays the launcher's (one JSON object); the ranks and torchrun speak on stderr
-        proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr if sys.stderr is not None else subprocess.DEVNULL, start_new_session=False)
+        # a session of its own: a terminal's Ctrl-C reaches the group once, through the launcher
+        proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr if sys.stderr is not None else subprocess.DEVNULL, start_new_session=True)
 
         def forward(signum, frame):
             try:

@@ -21,9 +21,10 @@ What the engine asks of it:
   padding), each rank's ``MetricAccumulator.state()`` sent to every rank and
   merged in rank order, so all ranks compute the same report (best checkpoint
   and early stopping agree) and every example counts once.
-* ``agree``: the stop and pause flags combined (max) once per optimizer step
-  over a gloo group on the CPU (no device sync), so every rank stops or
-  pauses after the same step.
+* ``agree``: the stop and pause flags combined (max) over a gloo group on
+  the CPU (no device sync), at steps the ranks choose together (about every
+  0.1 s of training) and after each epoch, so every rank stops or pauses
+  after the same step.
 * ``rank_rng_states`` / ``restore_rank_rng``: each rank's random generators
   in the last checkpoint, so a resume at the same world size is exact.
 
@@ -38,6 +39,7 @@ import datetime
 import json
 import os
 import socket
+import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +48,8 @@ from trainlab.api import UsageError
 from trainlab.engine.records import RunRecorder
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
+AGREE_SECONDS = 0.1  # how often, in training time, the ranks agree on stop and pause
+MAX_AGREE_INTERVAL = 1000  # steps
 _current: "RankGroup | None" = None
 
 
@@ -105,6 +109,8 @@ class RankGroup:
     launch: dict[str, Any] = field(default_factory=dict)
     control_group: Any = None  # gloo group for flags and bytes (None: the default group is gloo)
     preflight: str = ""  # what the consumer-card preflight found (distributed_preflight)
+    _next_agree_step: int = 0
+    _last_agree: tuple[int, float] | None = None
 
     @property
     def writer(self) -> bool:
@@ -167,36 +173,63 @@ class RankGroup:
             merged.merge(_state_from_bytes(blob))
         return merged
 
-    def agree(self, control: Any) -> None:
-        """Stop and pause as one: the flags of every rank combined (max)."""
+    def agree_if_due(self, control: Any, step: int) -> None:
+        """``agree`` at the steps the ranks chose together: about every AGREE_SECONDS of training.
+
+        A round trip per step would cost short steps much (on loaded cores a
+        peer waits for the scheduler); rank 0 proposes the next interval from
+        its step time, and every rank takes it from the same collective.
+        """
+        if step < self._next_agree_step:
+            return
+        now = time.perf_counter()
+        proposal = 0
+        if self.writer and self._last_agree is not None and step > self._last_agree[0]:
+            per_step = (now - self._last_agree[1]) / (step - self._last_agree[0])
+            proposal = int(min(MAX_AGREE_INTERVAL, max(1, AGREE_SECONDS / max(per_step, 1e-6))))
+        interval = self.agree(control, proposal)
+        self._last_agree = (step, now)
+        self._next_agree_step = step + max(1, interval)
+
+    def agree(self, control: "AgreedControl", proposal: int = 0) -> int:
+        """Stop and pause as one: every rank's flags combined (max) into ``control``'s agreed
+        view (what the loop reads); returns rank 0's proposal."""
         import torch
         import torch.distributed as dist
 
-        flags = torch.tensor([1 if control.stop_requested else 0, 1 if control.paused else 0], dtype=torch.int32)
+        real = control.own
+        flags = torch.tensor([1 if real.stop_requested else 0, 1 if real.paused else 0, proposal], dtype=torch.int32)
         dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.control_group)
-        if flags[0] and not control.stop_requested:
-            control.request_stop("stopped on another rank")
-        if flags[1] and not control.paused and not control.stop_requested:
-            control.pause()
+        if flags[0]:
+            if not real.stop_requested:
+                real.request_stop("stopped on another rank")
+            control.stop_requested, control.paused = True, False
+        elif flags[1]:
+            if not real.paused:
+                real.pause()
+            control.paused = True
+        return int(flags[2])
 
-    def hold_paused(self, control: Any) -> None:
+    def hold_paused(self, control: "AgreedControl") -> None:
         """Wait, with every rank, until none is paused any more (or a stop comes)."""
+        import torch
+        import torch.distributed as dist
+
+        real = control.own
         while True:
-            control.wait_while_paused(0.5)
+            real.wait_while_paused(0.5)
             self.agree(control)
             if control.stop_requested:
                 return
-            import torch
-            import torch.distributed as dist
-
-            still = torch.tensor([1 if control.paused else 0], dtype=torch.int32)
+            still = torch.tensor([1 if real.paused else 0], dtype=torch.int32)
             dist.all_reduce(still, op=dist.ReduceOp.MIN, group=self.control_group)
             if not still[0]:
-                if control.paused:
-                    control.resume()
+                if real.paused:
+                    real.resume()
+                control.paused = False
                 return
-            if not control.paused:  # this rank was resumed, another is still paused: hold again
-                control.pause()
+            if not real.paused:  # this rank was resumed, another is still paused: hold again
+                real.pause()
 
     def barrier(self) -> None:
         import torch.distributed as dist
@@ -389,6 +422,20 @@ def folder_problem(run_dir: Any) -> str:
         return ""
     return f"cannot see the run folder {run_dir.path}: put --out on a filesystem every machine sees"
 
+
+
+class AgreedControl:
+    """What the loop of a rank reads for stop and pause: the flags as the ranks last agreed
+    (``RankGroup.agree``), so that every rank acts after the same step.  Requests go to the
+    rank's own ``RunControl`` (``own``) and count from the next agreement on."""
+
+    def __init__(self, own: Any):
+        self.own = own
+        self.stop_requested = False
+        self.paused = False
+
+    def __getattr__(self, name: str) -> Any:  # request_stop, stop_reason, resume, ...
+        return getattr(self.own, name)
 
 
 class SilentRecorder(RunRecorder):

@@ -121,7 +121,8 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
         started = time.perf_counter()
         try:
             trainer.fit()
-            status = "cancelled" if control.stop_requested and not trainer.early_stopped else "completed"
+            # trainer.control: in a group, the stop the ranks agreed on (every rank ends the same way)
+            status = "cancelled" if trainer.control.stop_requested and not trainer.early_stopped else "completed"
         except StopRun:
             status = "cancelled"
         wall = time.perf_counter() - started

@@ -98,6 +98,8 @@ class Trainer:
         # wrapper; evaluation, checkpoints and the export use the model itself.
         self.group = distributed.current()
         self.train_model = self.group.wrap(model) if self.group is not None else model
+        if self.group is not None:  # stop and pause as the ranks agreed, never one rank alone
+            self.control = distributed.AgreedControl(state.control)
         self._real_sizes: list[int] | None = None  # per batch: this rank's examples (0: a padding repeat)
         self._global_sizes: list[int] | None = None  # per batch: the group's examples
 
@@ -221,7 +223,7 @@ class Trainer:
             if has_step_hook:
                 self.callbacks.call("on_step_end", state)
             if self.group is not None:
-                self.group.agree(self.control)
+                self.group.agree_if_due(self.control, pos.step)
             now = time.perf_counter()
             if now - last_read >= self._log_interval or last_of_epoch or self.control.stop_requested or self.control.paused:
                 self._report(loss_sum, window_samples, window_steps, now - window_start, epoch)
