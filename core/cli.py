@@ -332,73 +332,15 @@ def _train_here(request, progress):
 
 
 def _train_launched(args, out: Output) -> int:
-    """Start the group through torchrun and wait; rank 0's outcome is this command's."""
-    from trainlab import launch, paths
-    from trainlab.engine.outcome import RunOutcome
-    from trainlab.runs import RunDir, new_run_id
+    from trainlab.launch import train_launched
 
-    if args.isolated:
-        raise UsageError("--isolated with several processes: the ranks are child processes already")
-    opts = launch.options_from(args, getattr(args, "device", None))
-    argv = list(args.argv)
-    if not args.resume and not args.out and opts.nnodes == 1 and not opts.rdzv_endpoint:  # chosen here, to name it if rank 0 dies
-        run_dir = str(paths.runs_dir() / new_run_id(args.task))
-        argv += ["--out", run_dir]
-    else:
-        run_dir = args.resume or args.out or ""
-    code, outcome = launch.launch(opts, argv, note=out.note)
-    if outcome is None:  # rank 0 never reported: it died, or the group never formed
-        error = f"rank 0 ended without an outcome (torchrun exit {code}); see the messages above"
-        record_path = RunDir(run_dir) if run_dir else None
-        if record_path is not None and record_path.exists():
-            record = record_path.read()
-            if record.get("status") == "running":
-                record.update(status="failed", error=error, pid=None)
-                record_path.write(record)
-        outcome = {"run_dir": run_dir, "status": "failed", "error": error, "exit_code": EXIT_FAILED}
-    elif outcome.get("failed_rank") is not None and run_dir and RunDir(run_dir).exists():
-        record = RunDir(run_dir).read()
-        record["error"] = outcome["error"]
-        RunDir(run_dir).write(record)
-    if outcome.get("status") == "failed":
-        out.note(f"trainlab: the run failed: {outcome.get('error')}")
-    elif outcome.get("status") == "cancelled":
-        out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {outcome.get('run_dir')} (and the same launch options)")
-    else:
-        out.say(f"done: run folder {outcome.get('run_dir')}")
-    out.result(outcome)
-    result_code = outcome.get("exit_code")
-    return int(result_code) if result_code is not None else RunOutcome.from_json(outcome).exit_code
+    return train_launched(args, out)
 
 
 def _train_as_rank(request, progress, out: Output) -> int:
-    """One rank of a group torchrun (or srun) started: rank 0 reports, the others stay quiet."""
-    import os
+    from trainlab.engine.distributed_run import rank_main
 
-    from trainlab.engine.callbacks import RunControl
-    from trainlab.engine.distributed_run import report_rank, train_rank
-    from trainlab.launch import RESULT_ENV
-
-    rank = int(os.environ["RANK"])
-    control = RunControl()
-    try:
-        with _stop_on_signals(lambda: control.request_stop("interrupted")):
-            outcome = train_rank(request, log=progress.on_event, callbacks=[progress.callback], control=control)
-    except (UsageError, RunFailed) as exc:
-        code = EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED
-        report_rank(rank, {"status": "failed", "error": str(exc), "exit_code": code, "usage_error": code == EXIT_USAGE})
-        if rank == 0 and not os.environ.get(RESULT_ENV):
-            return _fail(out, code, str(exc), exc)
-        out.note(f"trainlab: rank {rank}: {exc}")
-        return code
-    report_rank(rank, outcome.to_json())
-    if rank != 0:
-        return outcome.exit_code
-    if outcome.status == "failed":
-        out.note(f"trainlab: the run failed: {outcome.error}")
-    if not os.environ.get(RESULT_ENV):  # started by torchrun directly: rank 0 prints the outcome
-        out.result(outcome.to_json())
-    return outcome.exit_code
+    return rank_main(request, progress, out, stop_on_signals=_stop_on_signals, fail=_fail)
 
 
 def _train_isolated(request, progress):

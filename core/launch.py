@@ -269,10 +269,56 @@ def _with_rank_reports(outcome: dict[str, Any] | None, reports: Path, opts: Laun
         outcome = {k: v for k, v in first.items() if k not in ("rank", "host", "peer_lost")}
     if outcome is None:
         return None
-    if outcome.get("status") == "failed" and (silent or failed):
+    if outcome.get("status") == "failed" and (silent or failed) and not outcome.get("usage_error"):
         if silent:
             why = f"rank {silent[0]} died without a word (killed, or crashed in native code)"
         else:
             why = f"rank {failed[0]} failed: {said[failed[0]].get('error', '')}"
         outcome = dict(outcome, error=f"{why}; {outcome.get('error', '')}".rstrip("; "), failed_rank=(silent or failed)[0])
     return outcome
+
+
+def train_launched(args: Any, out: Any) -> int:
+    """``trainlab train`` with launch options: start the group through torchrun and wait;
+    rank 0's outcome is this command's (printed with ``--json``), its exit code too."""
+    from trainlab import paths
+    from trainlab.engine.outcome import EXIT_FAILED, RunOutcome
+    from trainlab.runs import RunDir, new_run_id
+
+    if args.isolated:
+        raise UsageError("--isolated with several processes: the ranks are child processes already")
+    opts = options_from(args, getattr(args, "device", None))
+    if opts.nnodes == 1 and not opts.rdzv_endpoint:  # bad input before any process starts (on one machine)
+        if args.data and not Path(args.data).exists():
+            raise UsageError(f"--data {args.data}: no such file or folder")
+        if args.resume and not (Path(args.resume) / "run.json").is_file():
+            raise UsageError(f"--resume {args.resume}: not a run folder (no run.json)")
+    argv = list(args.argv)
+    if not args.resume and not args.out and opts.nnodes == 1 and not opts.rdzv_endpoint:  # chosen here, to name it if rank 0 dies
+        run_dir = str(paths.runs_dir() / new_run_id(args.task))
+        argv += ["--out", run_dir]
+    else:
+        run_dir = args.resume or args.out or ""
+    code, outcome = launch(opts, argv, note=out.note)
+    if outcome is None:  # rank 0 never reported: it died, or the group never formed
+        error = f"rank 0 ended without an outcome (torchrun exit {code}); see the messages above"
+        record_path = RunDir(run_dir) if run_dir else None
+        if record_path is not None and record_path.exists():
+            record = record_path.read()
+            if record.get("status") == "running":
+                record.update(status="failed", error=error, pid=None)
+                record_path.write(record)
+        outcome = {"run_dir": run_dir, "status": "failed", "error": error, "exit_code": EXIT_FAILED}
+    elif outcome.get("failed_rank") is not None and run_dir and RunDir(run_dir).exists():
+        record = RunDir(run_dir).read()
+        record["error"] = outcome["error"]
+        RunDir(run_dir).write(record)
+    if outcome.get("status") == "failed":
+        out.note(f"trainlab: the run failed: {outcome.get('error')}")
+    elif outcome.get("status") == "cancelled":
+        out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {outcome.get('run_dir')} (and the same launch options)")
+    else:
+        out.say(f"done: run folder {outcome.get('run_dir')}")
+    out.result(outcome)
+    result_code = outcome.get("exit_code")
+    return int(result_code) if result_code is not None else RunOutcome.from_json(outcome).exit_code

@@ -63,6 +63,34 @@ def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) ->
         distributed.finish()
 
 
+def rank_main(request: Any, progress: Any, out: Any, *, stop_on_signals: Any, fail: Any) -> int:
+    """One rank of a group torchrun (or srun) started: rank 0 reports, the others stay quiet."""
+    from trainlab.engine.callbacks import RunControl
+    from trainlab.engine.outcome import EXIT_FAILED, EXIT_USAGE
+    from trainlab.launch import RESULT_ENV
+
+    rank = int(os.environ["RANK"])
+    control = RunControl()
+    try:
+        with stop_on_signals(lambda: control.request_stop("interrupted")):
+            outcome = train_rank(request, log=progress.on_event, callbacks=[progress.callback], control=control)
+    except (UsageError, RunFailed) as exc:
+        code = EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED
+        report_rank(rank, {"status": "failed", "error": str(exc), "exit_code": code, "usage_error": code == EXIT_USAGE})
+        if rank == 0 and not os.environ.get(RESULT_ENV):
+            return fail(out, code, str(exc), exc)
+        out.note(f"trainlab: rank {rank}: {exc}")
+        return code
+    report_rank(rank, outcome.to_json())
+    if rank != 0:
+        return outcome.exit_code
+    if outcome.status == "failed":
+        out.note(f"trainlab: the run failed: {outcome.error}")
+    if not os.environ.get(RESULT_ENV):  # started by torchrun directly: rank 0 prints the outcome
+        out.result(outcome.to_json())
+    return outcome.exit_code
+
+
 def report_rank(rank: int, outcome: dict[str, Any]) -> None:
     """The launcher's record of this rank's end (how a failed rank is named), and rank 0's outcome."""
     from trainlab.launch import REPORTS_ENV, RESULT_ENV
