@@ -52,7 +52,11 @@ def execute(
             raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
         run_dir.path.mkdir(parents=True, exist_ok=True)
     recorder_type = RunRecorder if writer else distributed.SilentRecorder
-    recorder = recorder_type(run_dir, plan.record, store if store is not None else open_store())
+    if not writer:
+        store = None  # the index is rank 0's too
+    elif store is None:
+        store = open_store()
+    recorder = recorder_type(run_dir, plan.record, store)
     state: RunState | None = None
 
     def plugin_failed(message: str) -> None:
