@@ -75,6 +75,9 @@ def _parser() -> ArgumentParser:
     p.add_argument("--more-epochs", type=int, default=0, metavar="N", help="with --resume: train a finished run N more epochs")
     p.add_argument("--isolated", action="store_true", help="run the training in a child process")
     add_params(p)
+    from trainlab.launch import add_launch_options
+
+    add_launch_options(p)
 
     p = add("eval", "evaluate a trained run on its validation data or on --data")
     p.add_argument("run_dir")
@@ -302,12 +305,20 @@ def cmd_train(args, out: Output) -> int:
         raise UsageError("train: TASK is required (see `trainlab tasks`)")
     if not args.resume and not args.data:
         raise UsageError("train: --data PATH is required")
+    from trainlab import launch
+    from trainlab.engine.distributed import in_rank_environment
+
+    rank = in_rank_environment()
+    if launch.wanted(args) and not rank:
+        return _train_launched(args, out)
     request = RunRequest(
         task=args.task, data=args.data, params=_params_from(args), out=args.out, resume=args.resume, more_epochs=args.more_epochs
     )
     from trainlab.reporting import ConsoleProgress, declared_metrics, done_text, task_spec
 
     progress = ConsoleProgress(out)
+    if rank:
+        return _train_as_rank(request, progress, out)
     outcome = _train_isolated(request, progress) if args.isolated else _train_here(request, progress)
     if outcome.status == "failed":
         out.note(f"trainlab: the run failed: {outcome.error}")
@@ -329,6 +340,18 @@ def _train_here(request, progress):
     with _stop_on_signals(lambda: control.request_stop("interrupted")):
         plan = plan_run(request, log=progress.on_event, should_stop=lambda: control.stop_requested)
         return execute(plan, callbacks=[progress.callback], control=control)
+
+
+def _train_launched(args, out: Output) -> int:
+    from trainlab.launch import train_launched
+
+    return train_launched(args, out)
+
+
+def _train_as_rank(request, progress, out: Output) -> int:
+    from trainlab.engine.distributed_run import rank_main
+
+    return rank_main(request, progress, out, stop_on_signals=_stop_on_signals, fail=_fail)
 
 
 def _train_isolated(request, progress):
@@ -574,6 +597,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(out, EXIT_USAGE, problem)
     try:
         args = _parser().parse_args(argv)
+        args.argv = argv  # what a launch passes on to its ranks
     except UsageError as exc:
         return _fail(out, EXIT_USAGE, str(exc))
     except SystemExit as exc:  # --help, --version

@@ -26,14 +26,6 @@ CONTRACT = ROOT / "docs" / "contract.md"
 # Named by the contract, not built yet. Built one? Drop it here, and drop
 # **planned** from its row in docs/contract.md once the whole row works.
 PLANNED = {
-    "train --gpus",
-    "train --nproc-per-node",
-    "train --nnodes",
-    "train --node-rank",
-    "train --master-addr",
-    "train --master-port",
-    "train --rdzv-endpoint",
-    "train --rdzv-id",
     "train --dry-run",
     "plugins check",
 }

@@ -60,8 +60,10 @@ CHECKS: tuple[Check, ...] = (
     Check("telemetry_overhead", "gpucheck.checks_telemetry:check_telemetry_overhead", True, 60,
           "bench/telemetry_overhead.py with the real NVML (its own bench too: last)"),  # ~14 s
     # -- Later issues add their GPU checks here ------------------------------------------------------
-    Check("nccl_world_size_1", "", True, 60,
-          "a torchrun run with the NCCL backend at world size 1 on the GPU", pending="the several-GPUs issue"),
+    Check("nccl_world_size_1", "gpucheck.checks_distributed:check_nccl_world_size_1", True, 90,
+          "trainlab train --gpus 1: torchrun, an NCCL group of one, the all_reduce preflight, one run written by rank 0"),  # ~20 s
+    Check("p2p_preflight", "gpucheck.checks_distributed:check_p2p_preflight", False, 30,
+          "the consumer-card preflight: NCCL_P2P_DISABLE=1 for two faked GeForce cards without P2P; the real NVML topology read"),  # ~2 s
     Check("lora", "", True, 90, "a LoRA fine-tune on CUDA (adapters saved, merged model loads)", pending="the big-models issue"),
     Check("qlora", "", True, 120, "a QLoRA (4-bit base) fine-tune on CUDA", pending="the big-models issue"),
 )  # fmt: skip

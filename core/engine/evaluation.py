@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainlab.api import RunContext, Task, UsageError
+from trainlab.engine import distributed
 from trainlab.engine.loaders import SplitLoaders
 from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.fileio import atomic_write_json
@@ -54,6 +55,9 @@ class Evaluator:
         was_training = model.training
         model.eval()
         order = task.batch_order(split, 0, self.batch_size, self.seed)
+        group = distributed.current()
+        if group is not None:  # whole batches dealt out: each example on one rank, none padded
+            order = group.eval_batches(order)
         try:
             with torch.inference_mode():
                 for batch in self.loaders.loader(split, order, 0):
@@ -63,6 +67,8 @@ class Evaluator:
                     accumulator.update(out)
         finally:
             model.train(was_training)
+        if group is not None:
+            accumulator = group.merge_accumulator(task, split, accumulator)
         return accumulator
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from trainlab.api import RunFailed, UsageError
+from trainlab.engine import distributed
 from trainlab.engine.callbacks import Callback, CallbackList, IsolatedCallback, RunControl, RunState
 from trainlab.engine.context import class_weights
 from trainlab.engine.fitted import save_fitted_state
@@ -59,7 +60,9 @@ def execute(
     callbacks = [hold_device_lease(plan.ctx.device), *callbacks]  # the GPU's machine-wide lease, held until the run ends
     control = control or RunControl()
     run_dir = plan.run_dir
-    if not plan.resumed:
+    group = distributed.current()
+    writer = group is None or group.writer  # in a group, rank 0 alone writes the folder and the index
+    if not plan.resumed and writer:
         if run_dir.exists():  # made since the plan was (two runs given one --out)
             raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
         try:
@@ -67,24 +70,27 @@ def execute(
         except OSError as exc:
             reason = folder_write_problem(run_dir.path) or exc.strerror or str(exc)
             raise UsageError(f"--out {run_dir.path}: cannot create ({reason})") from None
-    else:
+    elif writer:
         remove_stale_temporaries(run_dir.path)  # a killed write's leftovers: the folder is this run's alone now
-    recorder = RunRecorder(run_dir, plan.record, store if store is not None else open_store())
+    recorder_type = RunRecorder if writer else distributed.SilentRecorder
+    if not writer:
+        store = None  # the index is rank 0's too
+    elif store is None:
+        store = open_store()
+    recorder = recorder_type(run_dir, plan.record, store)
     state: RunState | None = None
 
     def plugin_failed(message: str) -> None:
         assert state is not None
         state.emit(Log(step=state.step, epoch=state.epoch, level="warning", message=message))
 
-    try:
-        metrics_file = MetricsFileCallback(run_dir)
-    except OSError as exc:
-        raise RunFailed(_write_failure(exc, run_dir.path, f"opening {run_dir.metrics_jsonl}")) from None
-    engine_callbacks: list[Callback] = [
-        metrics_file,
-        recorder,
-        TelemetryCallback(float(plan.params.get("telemetry_every", 5.0))),
-    ]
+    engine_callbacks: list[Callback] = [recorder]
+    if writer:
+        try:
+            metrics_file = MetricsFileCallback(run_dir)
+        except OSError as exc:
+            raise RunFailed(_write_failure(exc, run_dir.path, f"opening {run_dir.metrics_jsonl}")) from None
+        engine_callbacks = [metrics_file, recorder, TelemetryCallback(float(plan.params.get("telemetry_every", 5.0)))]
     engine_callbacks += [
         IsolatedCallback(cb, owner=name, log=plugin_failed) for name, cb in registry().run_callbacks_by_plugin(plan.task_id, plan.params)
     ]
@@ -116,6 +122,9 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
     trainer: Trainer | None = None
     session_seconds = 0.0
     try:
+        if distributed.current() is not None:  # once rank 0 has written run.json
+            distributed.current().barrier()
+            distributed.current().check_everywhere(distributed.folder_problem(plan.run_dir))
         if plan.random_state is not None:
             plan.random_state.restore()  # as preparation left them, however long ago that was
         if plan.params["class_weighting"]:
@@ -149,7 +158,8 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
         started = time.perf_counter()
         try:
             trainer.fit()
-            status = "cancelled" if control.stop_requested and not trainer.early_stopped else "completed"
+            # trainer.control: in a group, the stop the ranks agreed on (every rank ends the same way)
+            status = "cancelled" if trainer.control.stop_requested and not trainer.early_stopped else "completed"
         except StopRun:
             status = "cancelled"
         wall = time.perf_counter() - started
@@ -267,6 +277,10 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
         report["test"]["split"] = "test"
     report["weights"] = weights
     report["step"] = state.step
+    group = distributed.current()
+    if group is not None and not group.writer:  # the evaluation above was collective; the writing is rank 0's
+        state.metrics = headline_metrics(report)
+        return
     atomic_write_json(run_dir.eval_json, report)
     state.metrics = headline_metrics(report)
     if "test" in report:

@@ -6,9 +6,11 @@ for the train split each epoch, the evaluator for val and test.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from trainlab.api import RunContext, Task
+from trainlab.engine import distributed
 
 
 class _BatchList:
@@ -53,6 +55,10 @@ class SplitLoaders:
         import torch
 
         options = dict(self.task.loader_options(split, self.ctx))
+        group = distributed.current()
+        if group is not None and options.get("num_workers", 0) > 0:  # the ranks of a machine share its cores
+            share = max(0, (os.cpu_count() or 1) // max(1, group.local_world_size) - 1)
+            options["num_workers"] = min(int(options["num_workers"]), share)
         if options.get("num_workers", 0) > 0 and self.ctx.multiprocessing_context and "multiprocessing_context" not in options:
             options["multiprocessing_context"] = self.ctx.multiprocessing_context
         if options.get("num_workers", 0) == 0:

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from trainlab.api import RunContext, RunFailed, Task
+from trainlab.engine import distributed
 from trainlab.engine.batches import batch_size_of, split_batch
 from trainlab.engine.callbacks import CallbackList, RunState
 from trainlab.engine.checkpoint import (
@@ -108,6 +109,14 @@ class Trainer:
         self.start_step = position.step
         self.loaders = SplitLoaders(task, ctx)
         self.evaluator = Evaluator(task, model, ctx, loaders=self.loaders)
+        # In a group of processes (torchrun) the task's train_step gets the DDP
+        # wrapper; evaluation, checkpoints and the export use the model itself.
+        self.group = distributed.current()
+        self.train_model = self.group.wrap(model) if self.group is not None else model
+        if self.group is not None:  # stop and pause as the ranks agreed, never one rank alone
+            self.control = distributed.AgreedControl(state.control)
+        self._real_sizes: list[int] | None = None  # per batch: this rank's examples (0: a padding repeat)
+        self._global_sizes: list[int] | None = None  # per batch: the group's examples
 
     # -- setup ---------------------------------------------------------------
     def _make_optimizer(self) -> torch.optim.Optimizer:
@@ -138,6 +147,8 @@ class Trainer:
             restore_training_state(tensors, plain, optimizer=self.optimizer, scheduler=self.scheduler, scaler=self.scaler)
         else:
             self.scheduler.last_epoch = self.position.step
+        if self.group is not None and not self.group.restore_rank_rng(plain.get("meta", {}).get("rank_rng", [])):
+            self.callbacks_log(f"rank {self.group.rank}: the checkpoint has no random state of its own (another world size); it continues from rank 0's", level="debug")
         # The schedule may have gained a segment since ("train N more epochs").
         self.scheduler.lr_lambdas = [self.schedule] * len(self.optimizer.param_groups)
         for group, base_lr in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
@@ -145,8 +156,18 @@ class Trainer:
 
     # -- checkpoints -----------------------------------------------------------
     def save(self, which: str) -> None:
-        run_dir = self.state.run_dir
         meta = {"position": self.position.to_json(), "kind": which, "time": time.time()}
+        if self.group is not None:  # every rank reaches each save; rank 0 writes, then all go on together
+            if which == "last":
+                meta["rank_rng"] = self.group.rank_rng_states()
+            if self.group.writer:
+                self._write_checkpoint(which, meta)
+            self.group.barrier()
+            return
+        self._write_checkpoint(which, meta)
+
+    def _write_checkpoint(self, which: str, meta: dict[str, Any]) -> None:
+        run_dir = self.state.run_dir
         if which == "best":
             save_checkpoint(run_dir / "checkpoints" / "best.safetensors", self.model, meta, full=False)
         else:
@@ -176,7 +197,10 @@ class Trainer:
         while pos.epoch <= pos.epochs_total:
             epoch = pos.epoch
             state.epoch = epoch
-            order = self.task.batch_order("train", epoch, self.batch_size, int(self.params["seed"]))
+            world = self.group.world_size if self.group is not None else 1
+            order = self.task.batch_order("train", epoch, self.batch_size * world, int(self.params["seed"]))
+            if self.group is not None:
+                order, self._real_sizes, self._global_sizes = self.group.shard_batches(order)
             remaining = order[pos.batches_done :]
             self.callbacks.call("on_epoch_start", state)
             self.model.train()
@@ -188,6 +212,8 @@ class Trainer:
             self._evaluate_epoch(epoch)
             self.callbacks.call("on_epoch_end", state)
             self.save("last")
+            if self.group is not None:
+                self.group.agree(self.control)
             if self.control.stop_requested:
                 break
 
@@ -210,7 +236,7 @@ class Trainer:
             last_of_epoch = index == n_batches - 1
             if len(group) < self.grad_accum and not last_of_epoch:
                 continue
-            group_n, group_loss = self._run_group(group)
+            group_n, group_loss = self._run_group(group, (index + 1 - len(group), index + 1))
             loss_sum += group_loss
             finite_steps += torch.isfinite(loss_sum)  # on the device: no read
             group = []
@@ -223,6 +249,8 @@ class Trainer:
             state.samples_seen = pos.samples_seen
             if has_step_hook:
                 self.callbacks.call("on_step_end", state)
+            if self.group is not None:
+                self.group.agree_if_due(self.control, pos.step)
             now = time.perf_counter()
             save_due = not last_of_epoch and (
                 (checkpoint_every and pos.step % checkpoint_every == 0)
@@ -251,7 +279,7 @@ class Trainer:
                 self.save("last")
                 raise StopRun()
 
-    def _run_group(self, group: list[Any]) -> tuple[int, torch.Tensor]:
+    def _run_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor]:
         """Forward/backward every batch of one accumulation group, then step.
 
         On CUDA out-of-memory the whole group is redone with each batch split
@@ -261,7 +289,7 @@ class Trainer:
         pos = self.position
         while True:
             try:
-                return self._try_group(group)
+                return self._try_group(group, span)
             except Exception as exc:
                 if not _is_oom(exc):
                     raise
@@ -285,7 +313,7 @@ class Trainer:
                     level="warning",
                 )
 
-    def _try_group(self, group: list[Any]) -> tuple[int, torch.Tensor]:
+    def _try_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor]:
         task, ctx = self.task, self.ctx
         splits = self.position.micro_splits
         pieces = []
@@ -293,16 +321,28 @@ class Trainer:
             pieces.extend(split_batch(batch, splits) if splits > 1 else [batch])
         sizes = [batch_size_of(p) for p in pieces]
         total = sum(sizes) or 1
+        share, counted = 1.0, total
+        if self.group is not None and self._global_sizes is not None:
+            # DDP averages the ranks' gradients; scaling by this rank's share of
+            # the group's examples makes that the mean over the group's batch
+            # (ranks may hold one example more or less, a padding repeat none).
+            real = sum(self._real_sizes[span[0] : span[1]])
+            counted = sum(self._global_sizes[span[0] : span[1]])
+            share = self.group.world_size * real / max(1, counted)
         loss_total = torch.zeros((), device=self.device)
-        for piece, size in zip(pieces, sizes):
+        for number, (piece, size) in enumerate(zip(pieces, sizes)):
             piece = task.to_device(piece, ctx)
-            with autocast(self.device, ctx.precision):
-                loss, n = task.train_step(self.model, piece, ctx)
-            # Weight each micro-batch's mean loss by its share of the group, so
-            # the gradient is that of the whole group's mean loss.
-            weight = (size or n) / total
-            self.scaler.scale(loss * weight).backward()
+            last = number == len(pieces) - 1
+            with distributed.RankGroup.no_sync(self.train_model, last):  # inner pieces: no all-reduce
+                with autocast(self.device, ctx.precision):
+                    loss, n = task.train_step(self.train_model, piece, ctx)
+                # Weight each micro-batch's mean loss by its share of the group, so
+                # the gradient is that of the whole group's mean loss.
+                weight = (size or n) / total * share
+                self.scaler.scale(loss * weight).backward()
             loss_total += loss.detach().float() * (size or n)
+        if counted != total:  # the events report rank 0's mean loss over the group's example count
+            loss_total = loss_total * (counted / total)
         clip = float(self.params["clip_grad_norm"])
         if self.scaler.is_enabled():
             self.scaler.unscale_(self.optimizer)
@@ -312,7 +352,7 @@ class Trainer:
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
-        return total, loss_total
+        return counted, loss_total
 
     def _report(self, loss_sum: torch.Tensor, samples: int, steps: int, seconds: float, epoch: int) -> None:
         if not steps:
@@ -361,8 +401,11 @@ class Trainer:
         self.save("last")
         self.state.emit(Progress(step=pos.step, epoch=pos.epoch, total_steps=self.total_steps, epochs=pos.epochs_total, samples=pos.samples_seen, phase="paused"))
         self.callbacks_log("paused")
-        while not self.control.wait_while_paused(0.5):
-            pass
+        if self.group is not None:
+            self.group.hold_paused(self.control)
+        else:
+            while not self.control.wait_while_paused(0.5):
+                pass
         if not self.control.stop_requested:
             self.callbacks_log("resumed")
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from trainlab import paths
 from trainlab.api import DataSummary, RunContext, Task, UsageError
+from trainlab.engine import distributed
 from trainlab.engine.context import RandomState, make_context
 from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.engine.position import LoopPosition
@@ -122,7 +123,8 @@ class RunPlan:
             "epochs": self.epochs,
             "start_step": self.position.step,
             "resume_from": self.resume_from.kind if self.resume_from else None,
-            "effective_batch": int(self.params["batch_size"]) * int(self.params["grad_accum"]),
+            "effective_batch": int(self.params["batch_size"]) * int(self.record.get("world_size", 1)) * int(self.params["grad_accum"]),
+            "world_size": int(self.record.get("world_size", 1)),
             "reused_preparation": self.reused_preparation,
         }
 
@@ -236,9 +238,19 @@ def plan_run(
             "world_size": 1,
         }
 
-    # Counted once, from the batches the task will actually give the loop.
+    # Counted once, from the batches the task will actually give the loop
+    # (in a group of processes, the group's batches: batch_size per rank).
+    group = distributed.current()
+    world = group.world_size if group is not None else 1
     with plugin_calls(task).call("batch_order"):
-        batches = len(task.batch_order("train", 1, int(params["batch_size"]), int(params["seed"])))
+        batches = len(task.batch_order("train", 1, int(params["batch_size"]) * world, int(params["seed"])))
+    if group is not None:
+        before = record.get("world_size", 1)
+        record.update(group.record())
+        if prior_dir is not None and before != world:
+            say(f"resuming at world size {world} (the run had {before}): weights, optimizer and position carry over; "
+                "the batch order and random streams differ from an uninterrupted run", "warning")  # fmt: skip
+    record["effective_batch"] = int(params["batch_size"]) * world * int(params["grad_accum"])
     steps_per_epoch = -(-batches // int(params["grad_accum"]))
     if source is not None and source.kind != "start":
         position, segments = _resume_position(source, record, steps_per_epoch, request.more_epochs, params)

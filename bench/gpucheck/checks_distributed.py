@@ -1,0 +1,89 @@
+"""Runs over several processes on the GPU machine: NCCL at world size 1, and the consumer-card preflight.
+
+The check machines have one GPU, so a group of two GPUs cannot be formed
+there; what one GPU can show is that ``trainlab train --gpus 1`` goes
+through torchrun, joins an NCCL group, passes the pre-training all_reduce and
+writes one run (rank 0), and that the preflight reads the real NVML topology
+without failing.  Its decision for two GeForce cards without peer-to-peer is
+checked against a faked NVML (tests/fixtures/fake_nvml.py), as in the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+from gpucheck.common import ROOT, CheckEnv, Outcome
+
+
+def _toy_data(env: CheckEnv):
+    rows = ["x0,x1,x2,x3,label"]
+    rng = random.Random(0)
+    for r in range(400):
+        c = r % 3
+        rows.append(",".join(f"{c + rng.gauss(0, 0.5):.3f}" for _ in range(4)) + f",c{c}")
+    data = env.work / "toy.csv"
+    data.write_text("\n".join(rows) + "\n")
+    return data
+
+
+def check_nccl_world_size_1(env: CheckEnv, out: Outcome) -> None:
+    """trainlab train --gpus 1 (torchrun, NCCL, one rank); on the CPU dry run --nproc-per-node 1 (gloo)."""
+    data = _toy_data(env)
+    run_env = dict(os.environ)
+    run_env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests" / "fixtures" / "plugins"), run_env.get("PYTHONPATH", "")])
+    run_dir = env.work / "run"
+    launch = ["--gpus", "1"] if env.cuda else ["--nproc-per-node", "1", "--device", "cpu"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainlab", "train", "toy-classification", "--data", str(data), "--epochs", "2", *launch,
+         "--out", str(run_dir), "--json"],
+        capture_output=True, text=True, env=run_env, timeout=max(10.0, env.left() - 5),
+    )  # fmt: skip
+    out.expect("the launched run completed", proc.returncode == 0, proc.stderr[-800:] if proc.returncode else "")
+    try:
+        printed = json.loads(proc.stdout.strip().splitlines()[-1])
+        out.fact("run", {k: printed.get(k) for k in ("status", "steps", "samples_per_second")})
+    except (ValueError, IndexError):
+        out.expect("train --json printed one JSON object", False, proc.stdout[-300:])
+    record = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() else {}
+    out.fact("group", {k: record.get(k) for k in ("world_size", "backend", "ranks", "preflight")})
+    out.expect("run.json records world size 1", record.get("world_size") == 1, record.get("world_size"))
+    out.expect("backend", record.get("backend") == ("nccl" if env.cuda else "gloo"), record.get("backend"))
+    if env.cuda:
+        ranks = record.get("ranks") or [{}]
+        out.expect("rank 0 trained on cuda:0 and names its GPU", ranks[0].get("device") == "cuda:0" and ranks[0].get("gpu"), ranks)
+
+
+def check_p2p_preflight(env: CheckEnv, out: Outcome) -> None:
+    """The preflight against a faked topology of two GeForce cards, then against this machine's NVML."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fixtures.fake_nvml import FakeNvml, rtx_4090
+
+    from trainlab.engine.distributed_preflight import apply_p2p_preflight, p2p_advice
+
+    class TwoGeForce(FakeNvml):
+        NVML_P2P_CAPS_INDEX_READ = 0
+        NVML_P2P_STATUS_OK = 0
+
+        def nvmlDeviceGetP2PStatus(self, a, b, index):
+            self._count("nvmlDeviceGetP2PStatus")
+            return 5  # NVML_P2P_STATUS_NOT_SUPPORTED
+
+    fake = TwoGeForce([rtx_4090(), rtx_4090(uuid="GPU-4090ffff-0000-1111-2222-333344445555")])
+    chosen: dict[str, str] = {}
+    advice = apply_p2p_preflight(chosen, nvml=fake)
+    out.expect("two GeForce cards without P2P: NCCL_P2P_DISABLE=1", advice.disable and chosen.get("NCCL_P2P_DISABLE") == "1", advice.reason)
+    user = {"NCCL_P2P_DISABLE": "0"}
+    out.expect("the user's NCCL_P2P_DISABLE is kept", not apply_p2p_preflight(user, nvml=fake).disable and user["NCCL_P2P_DISABLE"] == "0")
+    try:
+        import pynvml
+    except ImportError:
+        out.fact("real_nvml", "pynvml not installed")
+        return
+    real = p2p_advice(pynvml, None, {})
+    out.fact("real_topology", {"reason": real.reason, "cards": list(real.cards), "disable": real.disable})
+    if env.cuda:
+        out.expect("the real NVML topology was read", bool(real.cards), real.reason)
