@@ -25,6 +25,8 @@ from trainlab.engine.prepare import PreparedTask, prepare, resolved_path
 from trainlab.engine.records import data_fingerprint
 from trainlab.engine.schedule import Segment, make_segment
 from trainlab.events import Log
+from trainlab.finetune import check_quantized_training
+from trainlab.memory import apply_micro_batch, parse_micro_batch_size
 from trainlab.params import ENGINE_PARAMS, resolve
 from trainlab.pluginhost import registry
 from trainlab.runs import RUN_SCHEMA_VERSION, RunDir, new_run_id
@@ -73,6 +75,7 @@ class RunPlan:
     early_events: list[Log] = field(default_factory=list)
     reused_preparation: bool = False
     mp_context: str | None = None
+    memory: Any = None  # a trainlab.memory.MemoryEstimate when one was made (micro_batch_size=auto)
 
     @property
     def epochs(self) -> int:
@@ -96,6 +99,7 @@ class RunPlan:
             "epochs": self.epochs,
             "start_step": self.position.step,
             "effective_batch": int(self.params["batch_size"]) * int(self.params["grad_accum"]),
+            "micro_batch": max(1, -(-int(self.params["batch_size"]) // max(1, int(self.position.micro_splits)))),
             "reused_preparation": self.reused_preparation,
         }
 
@@ -147,6 +151,9 @@ def plan_run(
         raise UsageError("bad value for parameter telemetry_every: must be 0 (off) or at least 0.5 seconds")
 
     ctx = make_context(params, None, say, mp_context)
+    parse_micro_batch_size(params.get("micro_batch_size", "0"))
+    if params.get("optimizer") == "adamw8bit":
+        check_quantized_training("optimizer=adamw8bit", ctx.device)
     ctx.purpose = "resume" if prior else "train"
     if should_stop is not None:
         ctx.should_stop = should_stop
@@ -210,7 +217,7 @@ def plan_run(
         position = LoopPosition(epochs_total=int(params["epochs"]))
         record["segments"] = [s.to_json() for s in segments]
     position.segments = [s.to_json() for s in segments]
-    return RunPlan(
+    plan = RunPlan(
         request=request,
         task_id=task_id,
         plugin=dict(record.get("plugin") or {}),
@@ -232,6 +239,10 @@ def plan_run(
         reused_preparation=reused,
         mp_context=mp_context,
     )
+    plan.memory = apply_micro_batch(plan)  # micro_batch_size: N, or auto from the memory estimate
+    if plan.memory is not None:
+        say(f"memory estimate: {plan.memory.summary_line()} at micro-batches of {plan.memory.micro_batch}")
+    return plan
 
 
 def _resume_target(request: RunRequest) -> tuple[RunDir | None, dict[str, Any] | None]:

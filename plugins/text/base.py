@@ -29,8 +29,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from trainlab import DataError, DataSummary, RunContext, TaskSpec, UsageError, __version__
-from trainlab.plugins.text import models
+from trainlab import DataError, DataSummary, RunContext, TaskSpec, UsageError, __version__, check_base_fingerprint, device_memory_bytes, model_fingerprint
+from trainlab.plugins.text import finetune, lora_export, models
 from trainlab.plugins.text.batching import PadCollator, length_grouped_batches, random_batches, sorted_batches
 from trainlab.plugins.text.data import Columns, TextData, TextSplit, read_data, read_texts
 from trainlab.plugins.text.labels import LabelKind
@@ -62,6 +62,7 @@ class TextTask:
         self.source: models.ModelSource | None = None
         self.tokenizer: Any = None
         self.collator: PadCollator | None = None
+        self.finetune: finetune.FinetunePlan | None = None
 
     # -- what a family supplies ------------------------------------------------
     def label_kind(self) -> LabelKind:
@@ -91,7 +92,14 @@ class TextTask:
     # -- data ---------------------------------------------------------------
     def prepare(self, data_path: str, ctx: RunContext, label_names: Sequence[str] | None = None) -> DataSummary:
         exported = Path(ctx.run_dir) / "model" if ctx.run_dir is not None else None
-        if ctx.purpose == "evaluate" and exported is not None and (exported / "config.json").is_file():
+        info = models.read_run_info(exported) if exported is not None else {}
+        if ctx.purpose == "evaluate" and info.get("finetune") == "lora":
+            # a LoRA run's checkpoints hold adapters over its base model: that
+            # model must still be the one it was trained on
+            base = Path(str(info.get("base_model") or ""))
+            check_base_fingerprint(base, str(info.get("base_fingerprint") or ""), what=f"the run in {ctx.run_dir}")
+            self.source = models.ModelSource("folder", str(base), base)
+        elif ctx.purpose == "evaluate" and exported is not None and (exported / "config.json").is_file():
             # evaluating a finished run: its own model folder has the tokenizer,
             # even if the pretrained model it started from is gone from the store
             self.source = models.ModelSource("folder", str(exported), exported)
@@ -113,6 +121,7 @@ class TextTask:
             name: encode_split(self.tokenizer, split, self.targets(split), self.max_length, use_type_ids)
             for name, split in self.data.splits.items()
         }
+        self.finetune = self._plan_finetune(ctx)
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         # multiples of 8 keep tensor-core shapes on CUDA; on a CPU they only add padding
         self.collator = PadCollator(pad_id, multiple=8 if ctx.is_cuda else 1)
@@ -120,6 +129,19 @@ class TextTask:
         for line in self.summary_lines(summary):
             ctx.log(line)
         return summary
+
+    def _plan_finetune(self, ctx: RunContext) -> finetune.FinetunePlan:
+        assert self.source is not None
+        config = models.model_config(self.source, self.tokenizer, self.head_labels(), self.problem_type)
+        capacity = device_memory_bytes(ctx.device)
+
+        def memory_tight(n_params: int, mode: str) -> bool:
+            # weights + gradients + two AdamW moments (16 bytes a parameter) when
+            # every weight trains; about the fp32 weights alone with adapters
+            per_param = 16 if mode == "full" else 2 if mode == "qlora" else 4
+            return n_params * per_param > 0.5 * capacity
+
+        return finetune.plan_finetune(self.params, config, preset=self.source.kind == "preset", device=ctx.device, memory_tight=memory_tight)
 
     def _summary(self) -> DataSummary:
         assert self.data is not None
@@ -137,6 +159,11 @@ class TextTask:
                 "length_grouping": self.length_grouping,
             },
         )
+        if self.finetune is not None:
+            summary.extra["finetune"] = self.finetune.to_json()
+        if self.source is not None and self.source.kind == "folder" and self.finetune is not None and self.finetune.mode in ("lora", "qlora"):
+            # recorded in run.json: what the adapters are trained over
+            summary.extra["base_model"] = {"path": str(self.source.path), "fingerprint": model_fingerprint(self.source.path)}
         if self.data.split_from:
             share = f"{float(self.params.get('val_fraction') or 0.2):.0%}"
             summary.extra["val_split"] = self.split_note.format(share=share, source=self.data.split_from)
@@ -216,7 +243,16 @@ class TextTask:
     def build_model(self, ctx: RunContext) -> torch.nn.Module:
         if self.source is None or self.tokenizer is None:
             raise RuntimeError("prepare() must run before build_model()")
-        return models.build_model(self.source, self.tokenizer, self.head_labels(), ctx.log, problem_type=self.problem_type)
+        plan = self.finetune or self._plan_finetune(ctx)
+        model = models.build_model(
+            self.source,
+            self.tokenizer,
+            self.head_labels(),
+            ctx.log,
+            problem_type=self.problem_type,
+            quantize_4bit_on=ctx.device if plan.mode == "qlora" else None,
+        )
+        return finetune.apply_finetune(model, plan, ctx.log)
 
     def load_trained_model(self, model_dir: Path, ctx: RunContext) -> torch.nn.Module:
         return models.load_trained(model_dir)
@@ -244,6 +280,13 @@ class TextTask:
             "text_pair_column": self.columns.pair,
             **self.export_info(),
         }
+        model = models.unwrap(model)
+        if finetune.is_peft(model):
+            assert self.source is not None and self.finetune is not None
+            # 4-bit weights merged would need bitsandbytes to load: QLoRA keeps adapters only
+            policy = "never" if self.finetune.mode == "qlora" else str(self.params.get("merged_model") or "auto")
+            lora_export.save_lora_outputs(model, self.tokenizer, Path(out_dir), info, self.source, policy, ctx.log)
+            return
         models.save_model_folder(model, self.tokenizer, Path(out_dir), info)
 
     def expand_inputs(self, inputs: Iterable[str]) -> list[str]:
