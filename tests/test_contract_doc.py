@@ -34,7 +34,6 @@ PLANNED = {
     "train --master-port",
     "train --rdzv-endpoint",
     "train --rdzv-id",
-    "train --dry-run",
     "queue",
     "sweep",
     "plugins check",
@@ -175,7 +174,7 @@ def test_the_table_reader_sees_what_the_rows_say(rows):
     assert "uninstall-launcher" in by_command["install-launcher"]
     assert features("`trainlab plugins check NAME\\|PATH [--full] [--json]`") == ["plugins", "plugins check", "plugins check --full", "plugins check --json"]
     assert missing(_parser(), "`trainlab plugins check NAME\\|PATH [--full] [--json]`") == ["plugins check"]
-    assert missing(_parser(), "`trainlab train ... --dry-run [--json]`") == ["train --dry-run"]
+    assert missing(_parser(), "`trainlab train ... --dry-run [--json]`") == []
     assert missing(_parser(), "`trainlab eval RUN_DIR [--no-such-flag]`") == ["eval --no-such-flag"]
 
 

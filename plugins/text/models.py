@@ -207,7 +207,9 @@ def build_model(
     if torch.get_default_device().type == "meta":
         # the memory estimate's model: shapes and dtypes only, no weights read
         # (from_pretrained refuses the meta device)
-        return AutoModelForSequenceClassification.from_config(config, dtype=getattr(config, "dtype", None) or torch.float32)
+        model = AutoModelForSequenceClassification.from_config(config, dtype=getattr(config, "dtype", None) or torch.float32)
+        model.trainlab_new_modules = _modules_not_in_checkpoint(model, source.path)
+        return model
     # safetensors are verified once per file version, so this is cheap after
     # resolve_source; a pickle refused by transformers is caught below
     check_weights(source.path, pickles=False)
@@ -347,3 +349,22 @@ def _saved_config(folder: Path) -> Any:
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(str(folder), local_files_only=True)
+
+
+def _modules_not_in_checkpoint(model: Any, folder: Path) -> list[str]:
+    """The layers ``from_pretrained`` would initialise anew, read from the safetensors headers alone."""
+    from safetensors import safe_open
+
+    saved: set[str] = set()
+    for path in weight_files(folder):
+        if path.suffix != ".safetensors":
+            return []  # a pickle's names cannot be read without loading it
+        with safe_open(str(path), framework="pt") as handle:
+            saved.update(handle.keys())
+    prefix = getattr(model, "base_model_prefix", "")
+    missing = set()
+    for key in model.state_dict():
+        bare = key[len(prefix) + 1 :] if prefix and key.startswith(prefix + ".") else key
+        if key not in saved and bare not in saved and f"{prefix}.{key}" not in saved:
+            missing.add(key.rsplit(".", 1)[0])
+    return sorted(missing)
