@@ -62,8 +62,14 @@ CHECKS: tuple[Check, ...] = (
     # -- Later issues add their GPU checks here ------------------------------------------------------
     Check("nccl_world_size_1", "", True, 60,
           "a torchrun run with the NCCL backend at world size 1 on the GPU", pending="the several-GPUs issue"),
-    Check("lora", "", True, 90, "a LoRA fine-tune on CUDA (adapters saved, merged model loads)", pending="the big-models issue"),
-    Check("qlora", "", True, 120, "a QLoRA (4-bit base) fine-tune on CUDA", pending="the big-models issue"),
+    Check("lora", "gpucheck.checks_finetune:check_lora", True, 120,
+          "full vs LoRA fine-tune of a BERT-base-sized model: adapters saved, merged model loads, estimate vs measured peak (<= 15 %)"),  # ~40 s
+    Check("qlora", "gpucheck.checks_finetune:check_qlora", True, 120,
+          "a QLoRA (4-bit base) fine-tune of a 0.5B-shaped decoder; without bitsandbytes: refused with exit 2 naming it"),  # ~30 s
+    Check("adamw8bit", "gpucheck.checks_finetune:check_adamw8bit", True, 90,
+          "optimizer=adamw8bit on a full fine-tune, estimate vs peak; without bitsandbytes: refused with exit 2 naming it"),  # ~15 s
+    Check("lora_1p5b_24gb", "gpucheck.checks_finetune:check_lora_decoder_fits_24gb", True, 240,
+          "a 1.5B Qwen2-shaped decoder, LoRA + checkpointing at length 512: estimate and peak under 24 GB"),  # ~120 s
 )  # fmt: skip
 
 
