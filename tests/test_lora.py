@@ -140,6 +140,8 @@ def test_a_lora_run_writes_a_merged_model_and_adapters_both_loadable_without_tra
     record = json.loads((run / "run.json").read_text())
     assert record["data_summary"]["extra"]["finetune"]["mode"] == "lora"
     assert record["data_summary"]["extra"]["base_model"]["path"] == str(bert_folder.resolve())
+    outputs = record["data_summary"]["extra"]["finetune"]["outputs"]
+    assert outputs["merged_model"] is True and outputs["merged_model_bytes"] > 0
 
     from peft import PeftModel
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
@@ -214,6 +216,7 @@ def test_adapters_only_runs_predict_and_catch_a_changed_base_folder(cli, tmp_pat
     proc = cli("train", "text-classification", "--data", small_copy(tmp_path), "--out", run, "--json",
                *[a for k, v in params.items() for a in ("--set", f"{k}={v}")], env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
+    assert "LoRA outputs: adapters only" in proc.stderr  # said before training starts
     assert not list((run / "model").glob("*.safetensors")) and (run / "adapter" / "adapter_model.safetensors").is_file()
     info = json.loads((run / "model" / "trainlab.json").read_text())
     assert info["adapters_only"] is True and info["base_model"] == str(base.resolve())

@@ -164,6 +164,11 @@ class TextTask:
         if self.source is not None and self.source.kind == "folder" and self.finetune is not None and self.finetune.mode in ("lora", "qlora"):
             # recorded in run.json: what the adapters are trained over
             summary.extra["base_model"] = {"path": str(self.source.path), "fingerprint": model_fingerprint(self.source.path)}
+            # shown before Start: what model/ will hold, and the disk it takes
+            policy = "never" if self.finetune.mode == "qlora" else str(self.params.get("merged_model") or "auto")
+            base_bytes = models.weights_bytes(self.source)
+            merged = lora_export.keeps_merged(policy, base_bytes)
+            summary.extra["finetune"]["outputs"] = {"merged_model": merged, "merged_model_bytes": base_bytes if merged else 0}
         if self.data.split_from:
             share = f"{float(self.params.get('val_fraction') or 0.2):.0%}"
             summary.extra["val_split"] = self.split_note.format(share=share, source=self.data.split_from)
@@ -201,6 +206,13 @@ class TextTask:
             lines.append(summary.extra["val_split"])
         if summary.extra.get("model"):
             lines.append(f"model: {summary.extra['model']}")
+        outputs = summary.extra.get("finetune", {}).get("outputs")
+        if outputs:
+            lines.append(
+                f"LoRA outputs: adapters in adapter/ and the merged model in model/ (about {outputs['merged_model_bytes'] / 1e9:.1f} GB)"
+                if outputs["merged_model"]
+                else "LoRA outputs: adapters only (adapter/); model/ names the base model and its fingerprint"
+            )
         return lines
 
     def splits(self) -> list[str]:

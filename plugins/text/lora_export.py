@@ -35,11 +35,6 @@ def keeps_merged(policy: str, base_bytes: int) -> bool:
     return base_bytes <= MERGED_LIMIT_BYTES
 
 
-def disk_needed(policy: str, base_bytes: int, trainable_bytes: int) -> int:
-    """Bytes the run's model/ and adapter/ will take (shown before Start)."""
-    return trainable_bytes + (base_bytes if keeps_merged(policy, base_bytes) else 0)
-
-
 def _swap_in(tmp: Path, out_dir: Path) -> None:
     old = out_dir.parent / f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}"
     if out_dir.exists():
