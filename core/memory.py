@@ -32,7 +32,6 @@ import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from trainlab.api import UsageError
@@ -264,11 +263,10 @@ def run_probe(plan: Any, *, use_cache: bool = True, timeout: float = 1800.0) -> 
     request["params"] = {**plan.params, "micro_batch_size": "0"}
     request["remembered"] = {}
     request["out"] = None
-    env = dict(os.environ)
     proc = subprocess.run(
         [sys.executable, "-m", "trainlab.memory_probe"],
         input=json.dumps({"request": request, "sizes": list(PROBE_BATCHES)}),
-        capture_output=True, text=True, timeout=timeout, env=env,
+        capture_output=True, text=True, timeout=timeout, env=dict(os.environ),
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
