@@ -22,7 +22,8 @@ OUT_DIR="$ROOT/.whl"
 DOWNLOAD=1
 # Packages the machine's Python (torch, torchvision, transformers, safetensors,
 # psutil, nvidia-ml-py, pluggy, numpy, pillow there) lacks.
-EXTRA=("platformdirs>=4")
+# peft (and accelerate, which it needs) for the LoRA checks: pure Python
+EXTRA=("platformdirs>=4" "peft>=0.13" "accelerate>=0.26")
 
 tree_stamp() {
     # What the device tool copies (tracked and untracked-not-ignored files);

@@ -51,6 +51,7 @@ _API = {
     "LabelSet": "trainlab.predictions",
     "Number": "trainlab.predictions",
     "DataError": "trainlab.api",
+    "RunFailed": "trainlab.api",
     "DataSummary": "trainlab.api",
     "EvalBatch": "trainlab.api",
     "Param": "trainlab.api",
@@ -93,6 +94,17 @@ _API = {
     # writing it so the cap evicts the least recently used first.
     "cache_dir": "trainlab.cache",
     "cache_entry_used": "trainlab.cache",
+    # What a fine-tune trains (docs/finetuning.md): the engine-wide parameter a
+    # task re-declares with the modes it supports, size classes, QLoRA's
+    # requirements, and the base model fingerprint adapters are checked against.
+    "FINETUNE_PARAM": "trainlab.finetune",
+    "check_base_fingerprint": "trainlab.finetune",
+    "check_quantized_training": "trainlab.finetune",
+    "model_fingerprint": "trainlab.finetune",
+    "resolve_finetune": "trainlab.finetune",
+    "size_class": "trainlab.finetune",
+    # What a device can hold (GPU memory, or free RAM on a CPU): for size choices.
+    "device_memory_bytes": "trainlab.memory",
     # Files shipped inside TrainLab (sample data, vocabularies).
     "resource_path": "trainlab.resources",
 }

@@ -74,6 +74,11 @@ def _parser() -> ArgumentParser:
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a cancelled, failed or killed run from its last checkpoint")
     p.add_argument("--more-epochs", type=int, default=0, metavar="N", help="with --resume: train a finished run N more epochs")
     p.add_argument("--isolated", action="store_true", help="run the training in a child process")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="resolve the run (parameters, data summary, fine-tuning plan, memory estimate, effective batch) and train nothing",
+    )
     add_params(p)
     from trainlab.launch import add_launch_options
 
@@ -319,6 +324,8 @@ def cmd_train(args, out: Output) -> int:
     progress = ConsoleProgress(out)
     if rank:
         return _train_as_rank(request, progress, out)
+    if args.dry_run:
+        return _dry_run(request, progress, out)
     outcome = _train_isolated(request, progress) if args.isolated else _train_here(request, progress)
     if outcome.status == "failed":
         out.note(f"trainlab: the run failed: {outcome.error}")
@@ -329,6 +336,26 @@ def cmd_train(args, out: Output) -> int:
         out.say(f"done: {done_text(outcome.metrics, specs)}; run folder {outcome.run_dir}")
     out.result(outcome.to_json())
     return outcome.exit_code
+
+
+def _dry_run(request, progress, out: Output) -> int:
+    """``train --dry-run``: the plan and its memory estimate; no folder, no training."""
+    from trainlab.engine.plan import plan_run
+    from trainlab.memory import estimate_memory
+
+    plan = plan_run(request, log=progress.on_event)
+    estimate = plan.memory or estimate_memory(plan)
+    described = plan.to_json()
+    finetune = plan.summary.extra.get("finetune")
+    out.say(
+        f"plan: {plan.task_id} on {described['device']} ({described['precision']}), {described['epochs']} epoch(s) of "
+        f"{described['steps_per_epoch']} steps, effective batch {described['effective_batch']} in micro-batches of {estimate.micro_batch}"
+        + (f"; fine-tuning {finetune['mode']}" if finetune else "")
+    )
+    parts = ", ".join(f"{name} {estimate.to_json()[name] / 1e9:.2f} GB" for name in ("weights", "gradients", "optimizer", "activations", "other"))
+    out.say(f"memory: {estimate.summary_line()} ({parts}){'' if estimate.fits else ': does not fit; lower micro_batch_size or use finetune=lora'}")
+    out.result({**described, "dry_run": True, "finetune": finetune, "memory": estimate.to_json()})
+    return 0
 
 
 def _train_here(request, progress):

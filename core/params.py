@@ -11,15 +11,25 @@ import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
 from trainlab.api import Param, TaskSpec, UsageError
+from trainlab.finetune import FINETUNE_PARAM
 
 ENGINE_PARAMS: tuple[Param, ...] = (
     Param("epochs", "int", 3, "Passes over the training data.", minimum=1, maximum=100_000, group="training"),
     Param("batch_size", "int", 32, "Examples per optimizer step (before accumulation).", minimum=1, maximum=65_536, group="training"),
     Param("lr", "float", 1e-3, "Peak learning rate.", minimum=0.0, maximum=10.0, group="training"),
     Param("weight_decay", "float", 0.01, "AdamW weight decay (not applied to biases and norms).", minimum=0.0, maximum=1.0, group="training"),
-    Param("optimizer", "choice", "adamw", "Optimizer.", choices=("adamw", "sgd"), group="training", advanced=True),
+    Param("optimizer", "choice", "adamw", "Optimizer.", choices=("adamw", "sgd", "adamw8bit"), group="training", advanced=True),
     Param("schedule", "choice", "linear", "Learning-rate schedule after warmup.", choices=("linear", "cosine", "constant"), group="training"),
     Param("warmup_ratio", "float", 0.06, "Fraction of the steps spent warming the learning rate up.", minimum=0.0, maximum=0.5, group="training", advanced=True),
+    Param(
+        "micro_batch_size",
+        "str",
+        "0",
+        "Examples per forward/backward pass: 0 (the whole batch), N, or auto (the largest that fits the memory "
+        "estimate with headroom); batch_size stays the effective batch, reached by gradient accumulation.",
+        group="hardware",
+        advanced=True,
+    ),
     Param("grad_accum", "int", 1, "Micro-batches accumulated per optimizer step.", minimum=1, maximum=1024, group="training", advanced=True),
     Param("clip_grad_norm", "float", 1.0, "Clip the gradient norm to this value (0: off).", minimum=0.0, maximum=1e6, group="training", advanced=True),
     Param("early_stopping_patience", "int", 0, "Stop after this many evaluations without improvement (0: off).", minimum=0, maximum=10_000, group="training"),
@@ -56,6 +66,9 @@ def full_schema(spec: TaskSpec, engine_params: Sequence[Param] = ENGINE_PARAMS) 
             schema["monitor"], choices=spec.monitor_choices(), default=spec.default_monitor()
         )
     schema.update({p.name: p for p in spec.params})
+    # engine-wide, but each task declares the values it supports by declaring
+    # it itself; a task that does not supports full fine-tuning only
+    schema.setdefault(FINETUNE_PARAM.name, FINETUNE_PARAM)
     return schema
 
 

@@ -51,7 +51,7 @@ def assert_dry_run_result(name: str, entry: dict) -> None:
 
 
 def test_quick_dry_run_installs_from_a_wheel_and_runs_an_engine_check(tmp_path):
-    names = ["install", "tf32", "lora"]
+    names = ["install", "tf32", "nccl_world_size_1"]
     proc, summary, report = run_script(tmp_path, "--only", ",".join(names), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert summary["ok"] is True and summary["dry_run"] is True and summary["device"] == "cpu"

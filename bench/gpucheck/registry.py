@@ -64,8 +64,14 @@ CHECKS: tuple[Check, ...] = (
           "trainlab train --gpus 1: torchrun, an NCCL group of one, the all_reduce preflight, one run written by rank 0"),  # ~20 s
     Check("p2p_preflight", "gpucheck.checks_distributed:check_p2p_preflight", False, 30,
           "the consumer-card preflight: NCCL_P2P_DISABLE=1 for two faked GeForce cards without P2P; the real NVML topology read"),  # ~2 s
-    Check("lora", "", True, 90, "a LoRA fine-tune on CUDA (adapters saved, merged model loads)", pending="the big-models issue"),
-    Check("qlora", "", True, 120, "a QLoRA (4-bit base) fine-tune on CUDA", pending="the big-models issue"),
+    Check("lora", "gpucheck.checks_finetune:check_lora", True, 120,
+          "full vs LoRA fine-tune of a BERT-base-sized model: adapters saved, merged model loads, estimate vs measured peak (<= 15 %)"),  # ~40 s
+    Check("qlora", "gpucheck.checks_finetune:check_qlora", True, 120,
+          "a QLoRA (4-bit base) fine-tune of a 0.5B-shaped decoder; without bitsandbytes: refused with exit 2 naming it"),  # ~30 s
+    Check("adamw8bit", "gpucheck.checks_finetune:check_adamw8bit", True, 90,
+          "optimizer=adamw8bit on a full fine-tune, estimate vs peak; without bitsandbytes: refused with exit 2 naming it"),  # ~15 s
+    Check("lora_1p5b_24gb", "gpucheck.checks_finetune:check_lora_decoder_fits_24gb", True, 240,
+          "a 1.5B Qwen2-shaped decoder, LoRA + checkpointing at length 512: estimate and peak under 24 GB"),  # ~120 s
 )  # fmt: skip
 
 

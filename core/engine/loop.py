@@ -124,6 +124,11 @@ class Trainer:
         lr = float(self.params["lr"])
         if self.params["optimizer"] == "sgd":
             return torch.optim.SGD(groups, lr=lr, momentum=0.9, nesterov=True)
+        if self.params["optimizer"] == "adamw8bit":
+            # plan_run checked CUDA and the package (trainlab.finetune), so this imports
+            import bitsandbytes as bnb
+
+            return bnb.optim.AdamW8bit(groups, lr=lr)
         kwargs: dict[str, Any] = {}
         if self.device.type == "cuda":
             kwargs["fused"] = True

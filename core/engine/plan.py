@@ -28,6 +28,8 @@ from trainlab.engine.records import data_fingerprint
 from trainlab.engine.schedule import Segment, make_segment
 from trainlab.events import Log
 from trainlab.fileio import folder_write_problem
+from trainlab.finetune import check_quantized_training
+from trainlab.memory import apply_micro_batch, parse_micro_batch_size
 from trainlab.params import ENGINE_PARAMS, resolve
 from trainlab.pluginhost import registry
 from trainlab.records import RunFileError
@@ -100,6 +102,7 @@ class RunPlan:
     reused_preparation: bool = False
     mp_context: str | None = None
     resume_from: ResumeSource | None = None  # a resumed run's checkpoint (or its restart from step 0)
+    memory: Any = None  # a trainlab.memory.MemoryEstimate when one was made (micro_batch_size=auto)
 
     @property
     def epochs(self) -> int:
@@ -125,6 +128,7 @@ class RunPlan:
             "resume_from": self.resume_from.kind if self.resume_from else None,
             "effective_batch": int(self.params["batch_size"]) * int(self.record.get("world_size", 1)) * int(self.params["grad_accum"]),
             "world_size": int(self.record.get("world_size", 1)),
+            "micro_batch": max(1, -(-int(self.params["batch_size"]) // max(1, int(self.position.micro_splits)))),
             "reused_preparation": self.reused_preparation,
         }
 
@@ -192,6 +196,9 @@ def plan_run(
         say(source.note, source.level)
 
     ctx = make_context(params, None, say, mp_context)
+    parse_micro_batch_size(params.get("micro_batch_size", "0"))
+    if params.get("optimizer") == "adamw8bit":
+        check_quantized_training("optimizer=adamw8bit", ctx.device)
     ctx.purpose = "resume" if prior else "train"
     if should_stop is not None:
         ctx.should_stop = should_stop
@@ -264,7 +271,7 @@ def plan_run(
         position = LoopPosition(epochs_total=int(params["epochs"]))
         record["segments"] = [s.to_json() for s in segments]
     position.segments = [s.to_json() for s in segments]
-    return RunPlan(
+    plan = RunPlan(
         request=request,
         task_id=task_id,
         plugin=dict(record.get("plugin") or {}),
@@ -287,6 +294,10 @@ def plan_run(
         reused_preparation=reused,
         mp_context=mp_context,
     )
+    plan.memory = apply_micro_batch(plan)  # micro_batch_size: N, or auto from the memory estimate
+    if plan.memory is not None:
+        say(f"memory estimate: {plan.memory.summary_line()} at micro-batches of {plan.memory.micro_batch}")
+    return plan
 
 
 def _resume_target(request: RunRequest) -> tuple[RunDir | None, dict[str, Any] | None, ResumeSource | None]:

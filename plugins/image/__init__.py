@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from trainlab import InputSpec, Param, Preset, TaskSpec, hookimpl
+from trainlab import FINETUNE_PARAM, InputSpec, Param, Preset, TaskSpec, hookimpl
 from trainlab.plugins.image.folder import IMAGE_EXTENSIONS  # standard library only: cheap at discovery
 
 TASK_ID = "image-classification"
@@ -66,6 +66,8 @@ PARAMS = (
         group="model",
         advanced=True,
     ),
+    # finetune=head is freeze_backbone under the engine-wide name (docs/finetuning.md)
+    dataclasses.replace(FINETUNE_PARAM, choices=("full", "head")),
     Param(
         "freeze_backbone",
         "bool",

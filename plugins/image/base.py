@@ -309,7 +309,7 @@ class ImageTask:
         initial = not self._trained_run
         pretrained = initial and bool(self.params.get("pretrained", False)) and not base_weights
         weights = str(self.params.get("weights") or base_weights or "") if initial else ""
-        freeze = bool(self.params.get("freeze_backbone", False))
+        freeze = bool(self.params.get("freeze_backbone", False)) or self.params.get("finetune") == "head"
         if freeze and initial and not (pretrained or weights):
             ctx.log(f"warning: freeze_backbone without pretrained weights trains only the head of a random {arch}")
         return build_model(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from trainlab import InputSpec, Param, Preset, TaskSpec, hookimpl
+from trainlab import FINETUNE_PARAM, InputSpec, Param, Preset, TaskSpec, hookimpl
 
 TASK_ID = "text-classification"
 
@@ -68,6 +68,42 @@ PARAMS = (
         maximum=0.9,
         title="Validation fraction",
         group="data",
+    ),
+    dataclasses.replace(FINETUNE_PARAM, default="auto", choices=("auto", "full", "head", "lora", "qlora")),
+    Param(
+        "gradient_checkpointing",
+        "choice",
+        "auto",
+        "Recompute activations in the backward pass instead of keeping them (less memory, about a third slower); "
+        "auto: on for models of 1.5B parameters and more, or when the weights and optimizer alone fill most of the device.",
+        choices=("auto", "on", "off"),
+        title="Gradient checkpointing",
+        group="model",
+        advanced=True,
+    ),
+    Param("lora_rank", "int", 0, "LoRA adapter rank (0: by the model's size, 8 or 16).", minimum=0, maximum=1024, title="LoRA rank", group="model", advanced=True),
+    Param("lora_alpha", "int", 0, "LoRA scaling alpha (0: twice the rank).", minimum=0, maximum=4096, title="LoRA alpha", group="model", advanced=True),
+    Param("lora_dropout", "float", 0.05, "Dropout on the LoRA adapters' input.", minimum=0.0, maximum=0.9, title="LoRA dropout", group="model", advanced=True),
+    Param(
+        "lora_target_modules",
+        "str",
+        "auto",
+        "Layers that get LoRA adapters, comma-separated (auto: the attention projections of BERT-family "
+        "encoders; attention and MLP projections of Qwen/Llama/Mistral decoders).",
+        title="LoRA targets",
+        group="model",
+        advanced=True,
+    ),
+    Param(
+        "merged_model",
+        "choice",
+        "auto",
+        "LoRA runs: keep the merged model in model/ (always), only the adapters in adapter/ with the base model's "
+        "path and fingerprint (never), or merged up to 4 GB of base weights (auto).",
+        choices=("auto", "always", "never"),
+        title="Merged model",
+        group="output",
+        advanced=True,
     ),
     Param(
         "length_grouping",

@@ -29,8 +29,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from trainlab import DataError, DataSummary, RunContext, TaskSpec, UsageError, __version__
-from trainlab.plugins.text import models
+from trainlab import DataError, DataSummary, RunContext, TaskSpec, UsageError, __version__, check_base_fingerprint, device_memory_bytes, model_fingerprint
+from trainlab.plugins.text import finetune, lora_export, models
 from trainlab.plugins.text.batching import PadCollator, length_grouped_batches, random_batches, sorted_batches
 from trainlab.plugins.text.data import Columns, TextData, TextSplit, read_data, read_texts
 from trainlab.plugins.text.labels import LabelKind
@@ -64,6 +64,7 @@ class TextTask:
         self.source: models.ModelSource | None = None
         self.tokenizer: Any = None
         self.collator: PadCollator | None = None
+        self.finetune: finetune.FinetunePlan | None = None
 
     # -- what a family supplies ------------------------------------------------
     def label_kind(self) -> LabelKind:
@@ -93,7 +94,14 @@ class TextTask:
     # -- data ---------------------------------------------------------------
     def prepare(self, data_path: str, ctx: RunContext, label_names: Sequence[str] | None = None) -> DataSummary:
         exported = Path(ctx.run_dir) / "model" if ctx.run_dir is not None else None
-        if ctx.purpose == "evaluate" and exported is not None and (exported / "config.json").is_file():
+        info = models.read_run_info(exported) if exported is not None else {}
+        if ctx.purpose == "evaluate" and info.get("finetune") == "lora":
+            # a LoRA run's checkpoints hold adapters over its base model: that
+            # model must still be the one it was trained on
+            base = Path(str(info.get("base_model") or ""))
+            check_base_fingerprint(base, str(info.get("base_fingerprint") or ""), what=f"the run in {ctx.run_dir}")
+            self.source = models.ModelSource("folder", str(base), base)
+        elif ctx.purpose == "evaluate" and exported is not None and (exported / "config.json").is_file():
             # evaluating a finished run: its own model folder has the tokenizer,
             # even if the pretrained model it started from is gone from the store
             self.source = models.ModelSource("folder", str(exported), exported)
@@ -118,6 +126,7 @@ class TextTask:
             self.encoded[name], self.token_cache[name] = cached_encode(
                 split, targets, key_parts, lambda: encode_split(self.tokenizer, split, targets, self.max_length, use_type_ids)
             )
+        self.finetune = self._plan_finetune(ctx)
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         # multiples of 8 keep tensor-core shapes on CUDA; on a CPU they only add padding
         self.collator = PadCollator(pad_id, multiple=8 if ctx.is_cuda else 1)
@@ -125,6 +134,19 @@ class TextTask:
         for line in self.summary_lines(summary):
             ctx.log(line)
         return summary
+
+    def _plan_finetune(self, ctx: RunContext) -> finetune.FinetunePlan:
+        assert self.source is not None
+        config = models.model_config(self.source, self.tokenizer, self.head_labels(), self.problem_type)
+        capacity = device_memory_bytes(ctx.device)
+
+        def memory_tight(n_params: int, mode: str) -> bool:
+            # weights + gradients + two AdamW moments (16 bytes a parameter) when
+            # every weight trains; about the fp32 weights alone with adapters
+            per_param = 16 if mode == "full" else 2 if mode == "qlora" else 4
+            return n_params * per_param > 0.5 * capacity
+
+        return finetune.plan_finetune(self.params, config, preset=self.source.kind == "preset", device=ctx.device, memory_tight=memory_tight)
 
     def _summary(self) -> DataSummary:
         assert self.data is not None
@@ -143,6 +165,16 @@ class TextTask:
                 "token_cache": dict(self.token_cache),
             },
         )
+        if self.finetune is not None:
+            summary.extra["finetune"] = self.finetune.to_json()
+        if self.source is not None and self.source.kind == "folder" and self.finetune is not None and self.finetune.mode in ("lora", "qlora"):
+            # recorded in run.json: what the adapters are trained over
+            summary.extra["base_model"] = {"path": str(self.source.path), "fingerprint": model_fingerprint(self.source.path)}
+            # shown before Start: what model/ will hold, and the disk it takes
+            policy = "never" if self.finetune.mode == "qlora" else str(self.params.get("merged_model") or "auto")
+            base_bytes = models.weights_bytes(self.source)
+            merged = lora_export.keeps_merged(policy, base_bytes)
+            summary.extra["finetune"]["outputs"] = {"merged_model": merged, "merged_model_bytes": base_bytes if merged else 0}
         if self.data.split_from:
             share = f"{float(self.params.get('val_fraction') or 0.2):.0%}"
             summary.extra["val_split"] = self.split_note.format(share=share, source=self.data.split_from)
@@ -183,6 +215,13 @@ class TextTask:
             lines.append(summary.extra["val_split"])
         if summary.extra.get("model"):
             lines.append(f"model: {summary.extra['model']}")
+        outputs = summary.extra.get("finetune", {}).get("outputs")
+        if outputs:
+            lines.append(
+                f"LoRA outputs: adapters in adapter/ and the merged model in model/ (about {outputs['merged_model_bytes'] / 1e9:.1f} GB)"
+                if outputs["merged_model"]
+                else "LoRA outputs: adapters only (adapter/); model/ names the base model and its fingerprint"
+            )
         return lines
 
     def splits(self) -> list[str]:
@@ -225,7 +264,16 @@ class TextTask:
     def build_model(self, ctx: RunContext) -> torch.nn.Module:
         if self.source is None or self.tokenizer is None:
             raise RuntimeError("prepare() must run before build_model()")
-        return models.build_model(self.source, self.tokenizer, self.head_labels(), ctx.log, problem_type=self.problem_type)
+        plan = self.finetune or self._plan_finetune(ctx)
+        model = models.build_model(
+            self.source,
+            self.tokenizer,
+            self.head_labels(),
+            ctx.log,
+            problem_type=self.problem_type,
+            quantize_4bit_on=ctx.device if plan.mode == "qlora" else None,
+        )
+        return finetune.apply_finetune(model, plan, ctx.log)
 
     def load_trained_model(self, model_dir: Path, ctx: RunContext) -> torch.nn.Module:
         return models.load_trained(model_dir)
@@ -253,6 +301,13 @@ class TextTask:
             "text_pair_column": self.columns.pair,
             **self.export_info(),
         }
+        model = models.unwrap(model)
+        if finetune.is_peft(model):
+            assert self.source is not None and self.finetune is not None
+            # 4-bit weights merged would need bitsandbytes to load: QLoRA keeps adapters only
+            policy = "never" if self.finetune.mode == "qlora" else str(self.params.get("merged_model") or "auto")
+            lora_export.save_lora_outputs(model, self.tokenizer, Path(out_dir), info, self.source, policy, ctx.log)
+            return
         models.save_model_folder(model, self.tokenizer, Path(out_dir), info)
 
     def expand_inputs(self, inputs: Iterable[str]) -> list[str]:

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 from trainlab import (
     UsageError,
     add_checksum,
+    check_base_fingerprint,
     check_text_model_folder,
     check_weights,
     refuse_pickle,
@@ -49,6 +50,7 @@ TINY_BERT_CONFIG = {
     "attention_probs_dropout_prob": 0.1,
 }
 RUN_INFO_FILE = "trainlab.json"  # beside the model: what TrainLab trained it with
+ADAPTER_DIR = "adapter"  # a LoRA run's adapters alone, beside model/
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,50 @@ def load_tokenizer(source: ModelSource) -> Any:
 
     _quiet_transformers()
     try:
-        return AutoTokenizer.from_pretrained(str(source.path), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(source.path), local_files_only=True)
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot load the tokenizer of model {source.describe()}: {exc}") from None
+    if tokenizer.pad_token is None:
+        # Decoder tokenizers (Qwen, Llama, Mistral) often have no pad token, and
+        # batches above one cannot be padded without it (transformers#34055).
+        # The end-of-text token stands in: the classifier reads the rightmost
+        # token that is not the pad token (transformers >= 4.49, either padding
+        # side), so it never reads a pad; no new embedding row is needed.
+        stand_in = tokenizer.eos_token or tokenizer.unk_token or tokenizer.bos_token
+        if stand_in is None:
+            raise UsageError(f"the tokenizer of model {source.describe()} has no pad, end-of-text or unknown token to pad batches with")
+        tokenizer.pad_token = stand_in
+    return tokenizer
+
+
+def model_config(source: ModelSource, tokenizer: Any, label_names: Sequence[str], problem_type: str | None = None) -> Any:
+    """The transformers config of the sequence classifier a run builds (reads no weights)."""
+    id2label = dict(enumerate(label_names))
+    label2id = {name: i for i, name in id2label.items()}
+    head = {"problem_type": problem_type} if problem_type else {}
+    if source.kind == "preset":
+        from transformers import BertConfig
+
+        return BertConfig(
+            vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, num_labels=len(label_names),
+            id2label=id2label, label2id=label2id, **head, **TINY_BERT_CONFIG,
+        )
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(
+            str(source.path), num_labels=len(label_names), id2label=id2label, label2id=label2id, local_files_only=True, **head
+        )
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot load model {source.describe()}: {exc}") from None
+    if getattr(config, "pad_token_id", None) is None and tokenizer.pad_token_id is not None:
+        config.pad_token_id = tokenizer.pad_token_id  # what a decoder's classifier reads the last real token by
+    return config
+
+
+def weights_bytes(source: ModelSource) -> int:
+    """Bytes of the base model's weight files (0 for the built-in preset)."""
+    return 0 if source.kind == "preset" else sum(f.stat().st_size for f in weight_files(source.path))
 
 
 def position_limit(source: ModelSource) -> int | None:
@@ -137,7 +180,12 @@ def position_limit(source: ModelSource) -> int | None:
 
 
 def build_model(
-    source: ModelSource, tokenizer: Any, label_names: Sequence[str], log: Callable[[str], None], problem_type: str | None = None
+    source: ModelSource,
+    tokenizer: Any,
+    label_names: Sequence[str],
+    log: Callable[[str], None],
+    problem_type: str | None = None,
+    quantize_4bit_on: Any = None,
 ) -> Any:
     """A sequence model with one output per name in ``label_names`` (new weights for the head).
 
@@ -148,37 +196,44 @@ def build_model(
     transformers' default (single-label classification).
     """
     _quiet_transformers()
-    id2label = dict(enumerate(label_names))
-    label2id = {name: i for i, name in id2label.items()}
-    head = {"problem_type": problem_type} if problem_type else {}
+    config = model_config(source, tokenizer, label_names, problem_type)
     if source.kind == "preset":
-        from transformers import BertConfig, BertForSequenceClassification
+        from transformers import BertForSequenceClassification
 
-        config = BertConfig(
-            vocab_size=len(tokenizer),
-            pad_token_id=tokenizer.pad_token_id,
-            num_labels=len(label_names),
-            id2label=id2label,
-            label2id=label2id,
-            **head,
-            **TINY_BERT_CONFIG,
-        )
         return BertForSequenceClassification(config)
-    from transformers import AutoConfig, AutoModelForSequenceClassification
+    import torch
+    from transformers import AutoModelForSequenceClassification
 
+    if torch.get_default_device().type == "meta":
+        # the memory estimate's model: shapes and dtypes only, no weights read
+        # (from_pretrained refuses the meta device)
+        model = AutoModelForSequenceClassification.from_config(config, dtype=getattr(config, "dtype", None) or torch.float32)
+        model.trainlab_new_modules = _modules_not_in_checkpoint(model, source.path)
+        return model
     # safetensors are verified once per file version, so this is cheap after
     # resolve_source; a pickle refused by transformers is caught below
     check_weights(source.path, pickles=False)
+    quantized: dict[str, Any] = {}
+    if quantize_4bit_on is not None:  # QLoRA: checked for CUDA and bitsandbytes in prepare
+        from transformers import BitsAndBytesConfig
+
+        quantized = {
+            "quantization_config": BitsAndBytesConfig(
+                load_in_4bit=True,
+                bnb_4bit_quant_type="nf4",
+                bnb_4bit_use_double_quant=True,
+                bnb_4bit_compute_dtype=torch.bfloat16,
+            ),
+            "device_map": {"": quantize_4bit_on},
+        }
     try:
-        config = AutoConfig.from_pretrained(
-            str(source.path), num_labels=len(label_names), id2label=id2label, label2id=label2id, local_files_only=True, **head
-        )
         model, info = AutoModelForSequenceClassification.from_pretrained(
             str(source.path),
             config=config,
             ignore_mismatched_sizes=True,  # a head trained for other labels is replaced
             local_files_only=True,
             output_loading_info=True,
+            **quantized,
         )
     except pickle.UnpicklingError as exc:  # resolve_source checked; the folder changed since
         raise refuse_pickle(_pickle_in(source.path), exc, model_folder=source.path) from None
@@ -189,6 +244,9 @@ def build_model(
         shown = ", ".join(new[:4]) + (", ..." if len(new) > 4 else "")
         outputs = "a regression output" if problem_type == "regression" else f"{len(label_names)} labels"
         log(f"model {source.describe()}: new weights for {outputs} ({shown})")
+    # which layers start random: LoRA must train and save them with the head,
+    # or they reload random (a BERT folder without its pooler, say)
+    model.trainlab_new_modules = sorted({key.rsplit(".", 1)[0] for key in new if "." in key})
     return model
 
 
@@ -198,10 +256,18 @@ def _pickle_in(folder: Path) -> Path:
 
 
 def load_trained(model_dir: Path) -> Any:
-    """The sequence classifier in a trained run's model folder, its weights verified first."""
+    """The sequence classifier in a trained run's model folder, its weights verified first.
+
+    A LoRA run that kept its adapters only (``trainlab.json`` says
+    ``adapters_only``) is its base model, checked against the recorded
+    fingerprint, with the run's ``adapter/`` merged in.
+    """
     from transformers import AutoModelForSequenceClassification
 
     _quiet_transformers()
+    info = read_run_info(Path(model_dir))
+    if info.get("adapters_only"):
+        return _base_with_adapters(Path(model_dir), info)
     check_weights(Path(model_dir))
     try:
         return AutoModelForSequenceClassification.from_pretrained(str(model_dir), local_files_only=True)
@@ -256,3 +322,49 @@ def read_run_info(model_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _base_with_adapters(model_dir: Path, info: dict[str, Any]) -> Any:
+    from peft import PeftModel
+    from transformers import AutoModelForSequenceClassification
+
+    base = Path(str(info.get("base_model") or ""))
+    adapter_dir = model_dir.parent / ADAPTER_DIR
+    check_base_fingerprint(base, str(info.get("base_fingerprint") or ""), what=f"the run in {model_dir.parent}")
+    if not (adapter_dir / "adapter_config.json").is_file():
+        raise UsageError(f"{model_dir} keeps adapters only, but {adapter_dir} has no adapter_config.json")
+    check_weights(adapter_dir)
+    try:
+        # the config saved beside the tokenizer has the run's labels and pad token
+        config = _saved_config(model_dir)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            str(base), config=config, ignore_mismatched_sizes=True, local_files_only=True
+        )
+        return PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot load the adapters in {adapter_dir} onto {base}: {exc}") from None
+
+
+def _saved_config(folder: Path) -> Any:
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(str(folder), local_files_only=True)
+
+
+def _modules_not_in_checkpoint(model: Any, folder: Path) -> list[str]:
+    """The layers ``from_pretrained`` would initialise anew, read from the safetensors headers alone."""
+    from safetensors import safe_open
+
+    saved: set[str] = set()
+    for path in weight_files(folder):
+        if path.suffix != ".safetensors":
+            return []  # a pickle's names cannot be read without loading it
+        with safe_open(str(path), framework="pt") as handle:
+            saved.update(handle.keys())
+    prefix = getattr(model, "base_model_prefix", "")
+    missing = set()
+    for key in model.state_dict():
+        bare = key[len(prefix) + 1 :] if prefix and key.startswith(prefix + ".") else key
+        if key not in saved and bare not in saved and f"{prefix}.{key}" not in saved:
+            missing.add(key.rsplit(".", 1)[0])
+    return sorted(missing)
