@@ -187,7 +187,7 @@ def check_descriptors(kit: StaticKit) -> str:
             problems.append(f"task {task_id!r}: its sample_data {spec.sample_data!r} is not there")
     if problems:
         raise CheckFailed("; ".join(problems))
-    return f"{len(tasks)} task(s), every factory imports: {', '.join(tasks)}"
+    return f"{len(tasks)} task(s), every factory imports: {', '.join(tasks)}" if tasks else "declares no task"
 
 
 STATIC_CHECKS: dict[str, Callable[[StaticKit], str]] = {
