@@ -64,6 +64,11 @@ def _parser() -> ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="also print the traceback of a failed plugin")
     p.add_argument("--block", metavar="NAME", help="block a plugin by its entry-point name (takes effect at the next start)")
     p.add_argument("--unblock", metavar="NAME", help="unblock a plugin")
+    plugin_commands = p.add_subparsers(dest="plugins_command", metavar="COMMAND", parser_class=ArgumentParser)
+    check = plugin_commands.add_parser("check", help="the plugin kit's checks on a plugin", description="the plugin kit's checks on a plugin")
+    check.add_argument("target", metavar="NAME|PATH", help="entry-point name (as --block takes it), or the plugin's project folder")
+    check.add_argument("--full", action="store_true", help="also train each task a few CPU steps on its sample data (every check)")
+    check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
     add("tasks", "list tasks with their parameters and model presets")
 
@@ -179,6 +184,10 @@ def _params_from(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_plugins(args, out: Output) -> int:
+    if getattr(args, "plugins_command", None) == "check":
+        from trainlab.plugincheck import cmd_check
+
+        return cmd_check(args, out)
     from trainlab.pluginhost import registry, set_blocked
 
     if args.block or args.unblock:
