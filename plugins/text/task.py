@@ -83,7 +83,9 @@ class TextClassificationTask(ClassificationTask):
         # multiples of 8 keep tensor-core shapes on CUDA; on a CPU they only add padding
         self.collator = PadCollator(pad_id, multiple=8 if ctx.is_cuda else 1)
         summary = self._summary()
-        for line in describe_summary(summary):
+        # other data evaluated whole is read into the "val" split: name it as the data it is
+        names = {"val": Path(data_path).name} if ctx.whole_data else {}
+        for line in describe_summary(summary, names):
             ctx.log(line)
         return summary
 
@@ -241,10 +243,13 @@ class TextClassificationTask(ClassificationTask):
         return items
 
 
-def describe_summary(summary: DataSummary) -> list[str]:
-    """The data summary as a few lines for the console and the run log."""
+def describe_summary(summary: DataSummary, names: Mapping[str, str] | None = None) -> list[str]:
+    """The data summary as a few lines for the console and the run log;
+    ``names`` says a split's data in other words (``val`` -> ``other.csv``)."""
+    names = names or {}
     lines = []
     for split, per_label in summary.counts.items():
+        split = names.get(split, split)
         shown = ", ".join(f"{label} {n}" for label, n in list(per_label.items())[:12])
         more = f", ... ({len(per_label)} labels)" if len(per_label) > 12 else ""
         lines.append(f"{split}: {sum(per_label.values())} texts ({shown}{more})")
@@ -253,6 +258,7 @@ def describe_summary(summary: DataSummary) -> list[str]:
         where = ", ".join(f"{place} ({why})" for place, why in summary.skipped_examples[:3])
         lines.append(f"skipped {sum(summary.skipped.values())} rows: {reasons}; e.g. {where}")
     for split, stats in summary.extra.get("tokens", {}).items():
+        split = names.get(split, split)
         if stats.get("examples"):
             lines.append(
                 f"{split} length in tokens: mean {stats['mean']}, median {stats['median']}, 95% <= {stats['p95']}, "
