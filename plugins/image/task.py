@@ -40,6 +40,19 @@ PROBE_IMAGES = 8  # images decoded in prepare() to measure the decoding cost
 SKIPPED_LISTED = 100
 
 
+def describe_counts(summary: DataSummary, names: Mapping[str, str] | None = None) -> list[str]:
+    """Images per class and split, a line per split, as the text task says its rows."""
+    names = names or {}
+    lines = []
+    for split, per_label in summary.counts.items():
+        shown = ", ".join(f"{label} {n}" for label, n in list(per_label.items())[:12])
+        more = f", ... ({len(per_label)} classes)" if len(per_label) > 12 else ""
+        lines.append(f"{names.get(split, split)}: {sum(per_label.values())} images ({shown}{more})")
+    if not names and summary.extra.get("splits_from", "folders") != "folders":
+        lines.append(f"validation split: {summary.extra['splits_from']} of each class")
+    return lines
+
+
 def usable_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -184,6 +197,10 @@ class ImageClassificationTask(ClassificationTask):
                 f"most images are small (median shorter side {median_side} px) for image_size {self.image_size}: "
                 f"upscaling adds time, not detail; consider --set image_size={max(16, median_side)}"
             )
+        # other data evaluated whole is read into the "val" split: name it as the data it is
+        names = {"val": Path(data_path).name} if ctx.whole_data else {}
+        for line in describe_counts(summary, names):
+            ctx.log(line)
         return summary
 
     def _probe_decode_ms(self) -> float:
