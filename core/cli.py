@@ -490,7 +490,8 @@ def cmd_runs(args, out: Output) -> int:
                 "task": r["task"],
                 "status": r["status"],
                 "start": r["started"],
-                "duration": r["duration"],
+                "duration": _training_seconds(r),  # seconds trained, summed over the run's sessions
+                "wall_seconds": r["duration"],  # first start to last end, idle time between sessions included
                 "best_metric": r["best_metric"],
                 "monitor": r["monitor"],
                 "best": best if r["best_metric"] is not None else None,
@@ -498,13 +499,28 @@ def cmd_runs(args, out: Output) -> int:
             }
         )
         start = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r["started"] else MISSING
-        duration = format_duration(r["duration"], missing=MISSING)
+        duration = format_duration(rows[-1]["duration"], missing=MISSING)
         status = status_word(r["status"], r.get("error"))
         out.say(f"{r['id']:<44} {status:<11} {start:<17} {duration:>8}  {best:<20} {r['run_dir']}")
     if not rows:
         out.say("no runs yet")
     out.result({"runs": rows})
     return EXIT_OK
+
+
+def _training_seconds(row: dict[str, Any]) -> float | None:
+    """How long a run trained: its sessions' training time (``timings.train_seconds``),
+    not the index's wall time, which counts the days between a run and its --more-epochs."""
+    from trainlab.runs import RunDir
+
+    if row.get("status") != "running":
+        try:
+            seconds = RunDir(row["run_dir"]).read_record().timings.get("train_seconds")
+        except Exception:  # noqa: BLE001 - a listing never fails over one run's folder
+            seconds = None
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+            return float(seconds)
+    return row.get("duration")
 
 
 def cmd_models(args, out: Output) -> int:

@@ -197,6 +197,52 @@ def check_data(spec: TaskSpec, data: str, params: dict[str, Any], should_stop: C
             return None
 
 
+class PathEdit(QLineEdit):
+    """A path field that, while it is not being edited, shows a long path with
+    its middle elided ("/home/ana/\u2026/images/shapes"): the start says where
+    it lives, the end names the folder or file.  A plain line edit showed only
+    the end.  The whole path is the tooltip and comes back to edit."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.textEdited.connect(self._edited)
+
+    def full_path(self) -> str:
+        return self._full
+
+    def set_full_path(self, path: str) -> None:
+        self._full = path
+        self.setToolTip(path)
+        self._show()
+
+    def _edited(self, text: str) -> None:  # typing happens on the whole path (focusInEvent)
+        self._full = text
+
+    def _show(self) -> None:
+        if self.hasFocus():
+            text = self._full
+        else:
+            # the room for text: the frame, Qt's own side margins and the clear button take their share
+            room = self.contentsRect().width() - 10 - (self.height() if self.isClearButtonEnabled() and self._full else 0)
+            text = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, max(room, 40))
+        if text != self.text():
+            self.setText(text)
+
+    def focusInEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if self.text() != self._full:
+            self.setText(self._full)
+        super().focusInEvent(event)
+
+    def focusOutEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().focusOutEvent(event)  # editingFinished, with the whole path still in the field
+        self._show()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._show()
+
+
 class DataPanel(QWidget):
     """Path chooser, preview and validation summary for one task's data."""
 
@@ -222,11 +268,11 @@ class DataPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         row = QHBoxLayout()
-        self.path_edit = QLineEdit(self)
+        self.path_edit = PathEdit(self)
         self.path_edit.setObjectName("data_path")
         self.path_edit.setPlaceholderText(self.tr("Drop a folder or file here, or choose one"))
         self.path_edit.setClearButtonEnabled(True)
-        self.path_edit.editingFinished.connect(lambda: self.set_path(self.path_edit.text()))
+        self.path_edit.editingFinished.connect(lambda: self.set_path(self.path_edit.full_path()))
         self.folder_button = QPushButton(self.tr("Folder\u2026"), self)
         self.folder_button.setToolTip(self.tr("Choose a folder of class folders or of split files"))
         self.folder_button.clicked.connect(self.choose_folder)
@@ -236,7 +282,9 @@ class DataPanel(QWidget):
         self.recheck_button = QPushButton(self.tr("Check again"), self)
         self.recheck_button.setToolTip(self.tr("Read the data again (after you changed files)"))
         self.recheck_button.clicked.connect(self.recheck)
-        row.addWidget(self.path_edit, 1)
+        # the field on a row of its own: beside three buttons it had a hundred pixels
+        layout.addWidget(self.path_edit)
+        row.addStretch(1)
         row.addWidget(self.folder_button)
         row.addWidget(self.file_button)
         row.addWidget(self.recheck_button)
@@ -310,14 +358,13 @@ class DataPanel(QWidget):
             self.recheck()
 
     def path(self) -> str:
-        return self.path_edit.text().strip()
+        return self.path_edit.full_path().strip()
 
     def set_path(self, path: str) -> None:
         path = path.strip()
         if path == getattr(self, "_checked_path", None) and (self.summary or self.error or self.checking):
             return
-        self.path_edit.setText(path)  # a long path shows its end: the folder or file name
-        self.path_edit.setToolTip(path)  # the whole of it
+        self.path_edit.set_full_path(path)  # shown with its middle elided, whole in the tooltip
         self.pathChanged.emit(path)
         self.recheck()
 

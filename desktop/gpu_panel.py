@@ -8,7 +8,15 @@ never a redraw per sample.  Missing readings (a field the GPU does not
 support, a query that failed, a lost GPU) are NaN and show as gaps.
 
 Without an NVIDIA GPU the panel says why (the sampler's ``gpu_status``) and
-plots CPU % and RAM instead, so it is never an empty box.
+plots CPU % and RAM instead, so it is never an empty box; the status bar then
+shows the CPU and RAM alone (``status_bar_text``), the reason being on the
+panel already.
+
+Each plot's title sits beside it, written across (a rotated axis title is
+longer than a short plot is high, and two of them ran into each other); the
+series' names are a legend above the plots, never over a curve, and only
+when there are GPUs to tell apart.  The time axis spans at least a minute, so
+that it reads in clock times from the first sample.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from PySide6.QtCore import QCoreApplication, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from trainlab.desktop.axes import DateAxis, GridAxis, grid_below
+from trainlab.desktop.axes import DateAxis, GridAxis, HeadroomRange, grid_below
 from trainlab.events import SystemSample
 
 GB = 1024**3  # binary, as GPU makers count: a "24 GB" card shows 24.0, not 25.8
@@ -38,6 +46,7 @@ METRICS = (
 )
 EXTRA = (("power_limit_w", 1.0), ("memory_total_bytes", 1 / GB))
 COLUMNS = tuple(m[0] for m in METRICS) + tuple(e[0] for e in EXTRA)
+MIN_TIME_SPAN = 60.0  # seconds: a shorter span has pyqtgraph write ticks as "51.800"
 GPU_COLORS = ("#1a66c2", "#d9480f", "#2b8a3e", "#7048e8", "#0c8599", "#c2255c", "#e67700", "#5c940d")
 
 
@@ -194,6 +203,18 @@ def status_text(sample: SystemSample | None) -> str:
     return " | ".join(parts)
 
 
+def status_bar_text(sample: SystemSample | None) -> str:
+    """What the status bar shows: ``status_text`` without the reason there is
+    no GPU, which the panel itself says (the reason twice read as two faults)."""
+    if sample is None:
+        return ""
+    if not sample.gpus or sample.gpu_status.startswith("no NVIDIA GPU"):
+        cpu = _fmt(sample.cpu_percent, "{:.0f}%")
+        ram = _gb(sample.ram_used_bytes, sample.ram_total_bytes)
+        return QCoreApplication.translate("GpuPanel", "CPU {cpu} · RAM {ram}").format(cpu=cpu, ram=ram)
+    return status_text(sample)
+
+
 def processes_text(sample: SystemSample | None, labels: Mapping[int, str] | None = None) -> str:
     """Which process (and, given ``labels`` pid -> run name, which run) uses which GPU."""
     if sample is None:
@@ -230,6 +251,7 @@ class GpuPanel(QWidget):
         self._last_status = ""
         self._cpu_mode: bool | None = None
         self._memory_top: float | None = None
+        self._short_time_span = False  # the time axis held at MIN_TIME_SPAN
 
         self.message = QLabel(self)
         self.message.setWordWrap(True)
@@ -253,19 +275,24 @@ class GpuPanel(QWidget):
             "temperature_c": self.tr("Temperature (°C)"),
             "power_w": self.tr("Power (W)"),
         }
-        for row, (column, _scale) in enumerate(METRICS):
+        self.titles: dict[str, pg.LabelItem] = {}
+        for row, (column, _scale) in enumerate(METRICS, start=1):  # row 0: the legend, once there are GPUs
             plot = self.graphics.addPlot(row=row, col=0, axisItems={"left": GridAxis("left"), "bottom": DateAxis("bottom")})
-            plot.setLabel("left", self._titles[column])
+            title = self.titles[column] = pg.LabelItem(self._titles[column], justify="left", size="9pt")
+            self.graphics.addItem(title, row=row, col=1)
+            plot.getAxis("left").setWidth(36)  # one width: the plots line up under each other
             plot.setClipToView(True)
             plot.setDownsampling(auto=True, mode="peak")
             plot.setMouseEnabled(x=True, y=False)
-            if row:
+            if row > 1:
                 plot.setXLink(self.plots[METRICS[0][0]])
-            if row < len(METRICS) - 1:
+            if row < len(METRICS):
                 plot.getAxis("bottom").setStyle(showValues=False)
             self.plots[column] = plot
-        self.plots["utilization_percent"].setYRange(0, 100, padding=0.02)
-        self.legend = self.plots["utilization_percent"].addLegend(offset=(5, 5), colCount=2)
+        # 100 % a few pixels below the top, where its grid line does not read as the frame
+        self._percent_range = HeadroomRange(self.plots["utilization_percent"], 0, 100, top_px=6, bottom_px=2)
+        self.legend = pg.LegendItem(colCount=4, frame=False)
+        self._legend_shown = False
         self.apply_palette()
 
         self._timer = QTimer(self)
@@ -283,9 +310,8 @@ class GpuPanel(QWidget):
                 plot.getAxis(axis).setPen(text)
                 plot.getAxis(axis).setTextPen(text)
             grid_below(plot, window, 0.2)
-        base = QColor(palette.color(QPalette.ColorRole.Base))
-        base.setAlpha(200)  # the legend sits over the curves: keep them visible through it
-        self.legend.setBrush(pg.mkBrush(base))
+        for column, title in self.titles.items():
+            title.setText(title.text, color=text.name())
         self.legend.setLabelTextColor(text)
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
@@ -312,6 +338,10 @@ class GpuPanel(QWidget):
     # -- output ------------------------------------------------------------------------------
     def status_text(self) -> str:
         return status_text(self.history.latest)
+
+    def status_bar_text(self) -> str:
+        """What ``status_changed`` carries: ``status_text`` less what the panel shows itself."""
+        return status_bar_text(self.history.latest)
 
     def curve(self, key: str, column: str) -> pg.PlotDataItem | None:
         return self._curves.get((key, column))
@@ -348,13 +378,21 @@ class GpuPanel(QWidget):
         for column, _scale in METRICS:
             if cpu and column in ("temperature_c", "power_w"):
                 continue
-            name = series.label if column == "utilization_percent" else None
-            self._curves[(series.key, column)] = self.plots[column].plot(pen=pen, name=name)
+            curve = self._curves[(series.key, column)] = self.plots[column].plot(pen=pen)
+            if column == "utilization_percent" and not cpu:  # "CPU / RAM" needs no legend: the titles say it
+                self.legend.addItem(curve, series.label)
+                self._show_legend()
         if not cpu:
             dashed = pg.mkPen(series.color, width=1, style=pg.QtCore.Qt.PenStyle.DashLine)
             self._curves[(series.key, "power_limit_w")] = self.plots["power_w"].plot(pen=dashed)
 
+    def _show_legend(self) -> None:
+        if not self._legend_shown:
+            self._legend_shown = True
+            self.graphics.addItem(self.legend, row=0, col=0, colspan=2)
+
     def _update_ranges(self) -> None:
+        self._update_time_range()
         # Memory from 0 to the largest total, so "how full" reads at a glance.
         totals = [
             np.nanmax(s.buffer.column(COLUMNS.index("memory_total_bytes")))
@@ -366,16 +404,37 @@ class GpuPanel(QWidget):
             self._memory_top = top
             self.plots["memory_used_bytes"].setYRange(0, top, padding=0.02)
 
+    def _update_time_range(self) -> None:
+        # Under a minute of samples, pyqtgraph's date axis writes seconds with
+        # milliseconds ("51.800 ... 52.399"): hold a minute from the first sample.
+        spans = [(s.buffer.times[0], s.buffer.times[-1]) for s in self.history.series.values() if s.buffer.n]
+        if not spans:
+            return
+        first, last = min(a for a, _ in spans), max(b for _, b in spans)
+        plot = self.plots[METRICS[0][0]]
+        if last - first < MIN_TIME_SPAN:
+            self._short_time_span = True
+            plot.setXRange(first, first + MIN_TIME_SPAN, padding=0)
+        elif self._short_time_span:
+            self._short_time_span = False
+            plot.enableAutoRange(x=True)
+
+    def title(self, column: str) -> str:
+        """The title shown beside the plot of ``column`` (what tests read)."""
+        return str(self.titles[column].text)
+
     def _update_texts(self, latest: SystemSample) -> None:
         cpu_mode = not latest.gpus
         if cpu_mode != self._cpu_mode:
             self._cpu_mode = cpu_mode
             for column in ("temperature_c", "power_w"):
                 self.plots[column].setVisible(not cpu_mode)
-            self.plots["utilization_percent"].setLabel(
-                "left", self.tr("CPU (%)") if cpu_mode else self._titles["utilization_percent"]
-            )
-            self.plots["memory_used_bytes"].setLabel("left", self.tr("RAM (GB)") if cpu_mode else self._titles["memory_used_bytes"])
+                self.titles[column].setVisible(not cpu_mode)
+            color = QColor(self.palette().color(QPalette.ColorRole.WindowText)).name()
+            self.titles["utilization_percent"].setText(
+                self.tr("CPU (%)") if cpu_mode else self._titles["utilization_percent"], color=color)
+            self.titles["memory_used_bytes"].setText(
+                self.tr("RAM (GB)") if cpu_mode else self._titles["memory_used_bytes"], color=color)
             # the last visible plot carries the time axis
             last = "memory_used_bytes" if cpu_mode else "power_w"
             for column, plot in self.plots.items():
@@ -386,7 +445,7 @@ class GpuPanel(QWidget):
         procs = processes_text(latest, self._process_labels)
         self.processes.setText(procs)
         self.processes.setVisible(bool(procs))
-        text = status_text(latest)
+        text = status_bar_text(latest)
         if text != self._last_status:
             self._last_status = text
             self.status_changed.emit(text)

@@ -23,12 +23,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from trainlab.descriptors import FAMILY_METRICS, Metric
-from trainlab.desktop.axes import EpochAxis, GridAxis, grid_below
+from trainlab.desktop.axes import EpochAxis, GridAxis, HeadroomRange, grid_below
 from trainlab.desktop.formatting import format_metric
 from trainlab.desktop.results_widgets import metric_title
 
 BOUNDED = ("percent", "score")
 SYMBOLS = ("o", "t", "s", "d", "+", "x")
+STAR_SIZE = 14  # pixels; a bounded plot keeps half of it and a little more above 1.0
 DEFAULT_METRICS, DEFAULT_MONITOR = FAMILY_METRICS["classification"]
 
 
@@ -80,6 +81,7 @@ class MetricPlots:
         self.groups: list[list[Metric]] = []
         self.curves: dict[str, Any] = {}
         self.best: Any = None  # the star on the monitored metric
+        self.ranges: dict[int, HeadroomRange] = {}  # plot index -> the 0..1 range of a bounded plot
         self._build(DEFAULT_METRICS)
 
     # -- what to draw -------------------------------------------------------------
@@ -105,7 +107,7 @@ class MetricPlots:
     # -- plots ---------------------------------------------------------------------
     def _build(self, metrics: Sequence[Metric]) -> None:
         self.layout.clear()
-        self.plots, self.curves, self.best = [], {}, None
+        self.plots, self.curves, self.best, self.ranges = [], {}, None, {}
         self.shown = tuple(metrics)
         self.groups = metric_groups(self.shown)
         for column, group in enumerate(self.groups):
@@ -113,13 +115,13 @@ class MetricPlots:
             plot.setMenuEnabled(True)
             plot.setLabel("bottom", self.epoch_label)
             if all(m.display in BOUNDED for m in group):
-                plot.setYRange(0, 1, padding=0.02)
-                plot.enableAutoRange(y=False)
+                # 0..1 with room above 1.0 for the whole star (a perfect score sat on the edge, half cut off)
+                self.ranges[column] = HeadroomRange(plot, 0, 1, top_px=STAR_SIZE / 2 + 3, bottom_px=3)
             self.plots.append(plot)
             for metric in group:
                 self.curves[metric.name] = plot.plot([], [])
             if any(m.name == self.monitored for m in group):
-                self.best = plot.plot([], [], pen=None, symbol="star", symbolSize=14)
+                self.best = plot.plot([], [], pen=None, symbol="star", symbolSize=STAR_SIZE)
         self.apply_colors(self.colors)
 
     def color(self, name: str) -> str:
@@ -157,8 +159,8 @@ class MetricPlots:
             self._build(wanted)
         epoch = curves.evals.column("epoch")
         latest: dict[str, float | None] = {}
-        for plot, group in zip(self.plots, self.groups):
-            bounded = all(m.display in BOUNDED for m in group)
+        for index, (plot, group) in enumerate(zip(self.plots, self.groups)):
+            held = self.ranges.get(index)
             outside = False
             for metric in group:
                 values = curves.eval_values(metric.name)
@@ -166,10 +168,11 @@ class MetricPlots:
                 finite = values[np.isfinite(values)]
                 latest[metric.name] = float(finite[-1]) if finite.size else None
                 outside = outside or bool(finite.size and (finite.min() < 0 or finite.max() > 1))
-            if bounded:  # an R^2 below 0 early on: show it rather than clip it
-                plot.enableAutoRange(y=outside)
-                if not outside:
-                    plot.setYRange(0, 1, padding=0.02)
+            if held is not None:  # an R^2 below 0 early on: show it rather than clip it
+                if outside:
+                    held.release()
+                else:
+                    held.hold()
             self._title(plot, group, latest, best_label)
         if self.best is not None:
             best = curves.evals.column("best") > 0.5

@@ -100,10 +100,8 @@ class SessionView(QObject):
         if outcome is None:
             return
         if outcome.status == "completed":
-            acc = outcome.metrics.get("accuracy")
-            text = self.tr("Finished: %s") % (
-                self.tr("accuracy %s") % f"{acc:.4f}" if isinstance(acc, (int, float)) else self.tr("completed")
-            )
+            score = self.final_score(outcome.metrics)
+            text = self.tr("Finished: %s") % (score or self.tr("completed"))
             self.controls.bar.setValue(1000)
         elif outcome.status == "cancelled":
             text = self.tr("Stopped. The run kept its last checkpoint: Run \u203a Continue resumes it.")
@@ -112,6 +110,23 @@ class SessionView(QObject):
         self.end_text = text
         self.controls.show_done(text)
         self.status_label.setText(text)
+
+    def final_score(self, metrics: Any) -> str:
+        """The run's headline metric, its number as the results page writes it ("accuracy 92.50%"):
+        the monitored one, else the first the task declares; '' when there is none."""
+        from trainlab.desktop.results_widgets import metric_title
+
+        declared = {m.name: m for m in self.plots.metrics.shown}  # the run's declarations (show_run_metrics)
+        monitor = self.plots.metrics.monitored
+        names = [monitor] if monitor and monitor != "loss" else []
+        names += list(declared) + [n for n in ("accuracy", "r2", "micro_f1") if n not in declared]
+        for name in names:
+            value = metrics.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                spec = declared.get(name)
+                text = format_metric(name, value, spec.display if spec is not None else None, detail=True)
+                return self.tr("accuracy %s") % text if name == "accuracy" else f"{metric_title(name, spec)} {text}"
+        return ""
 
     def notify_end(self, status: str, elapsed: float) -> None:
         """A desktop notification of how this window's run ended, when it was long

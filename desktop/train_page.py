@@ -15,8 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from PySide6 import QtCore
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QComboBox, QFrame, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from trainlab.desktop.data_panel import DataPanel
 from trainlab.desktop.devices import device_choices
@@ -35,6 +46,8 @@ def heading(text: str, parent: QWidget) -> QLabel:
 
 class TrainPage(QSplitter):
     """Choose what to train and watch it train."""
+
+    resultsRequested = Signal(str)  # the run folder whose results to open (the "Show the results" button)
 
     def __init__(self, registry: Any, settings: Any, controller: Any, theme: str, parent: QWidget | None = None):
         super().__init__(QtCore.Qt.Orientation.Horizontal, parent)
@@ -123,6 +136,16 @@ class TrainPage(QSplitter):
         self.controls.set_mode(self.settings.run_mode)
         self.controls.modeChanged.connect(lambda mode: setattr(self.settings, "run_mode", mode))
         layout.addWidget(self.controls)
+        # A finished run's results are a page away: offer them where the run ended.
+        offer = QHBoxLayout()
+        self.results_button = QPushButton(self.tr("Show the results"), live)
+        self.results_button.setObjectName("show_results")
+        self.results_button.setToolTip(self.tr("Open the Results page of the run that just finished"))
+        self.results_button.clicked.connect(self._results_clicked)
+        self.results_button.hide()
+        offer.addWidget(self.results_button)
+        offer.addStretch(1)
+        layout.addLayout(offer)
         self.curves_split = QSplitter(QtCore.Qt.Orientation.Vertical, live)  # the GPU panel goes below the plots
         self.plots = LivePlots(self.curves_split, plot_colors(theme))
         self.plots.setMinimumHeight(320)
@@ -320,6 +343,17 @@ class TrainPage(QSplitter):
     def _session_changed(self, session, change) -> None:
         if change.status or change.reset or change.finished:
             self.update_actions()
+        if change.reset:
+            self.results_button.hide()
+        if change.finished and not change.replay:
+            outcome = session.result
+            completed = session.source == "worker" and outcome is not None and outcome.status == "completed"
+            self.results_button.setVisible(completed and bool(outcome.run_dir))
+
+    def _results_clicked(self) -> None:
+        outcome = self.controller.session.result
+        if outcome is not None and outcome.run_dir:
+            self.resultsRequested.emit(str(outcome.run_dir))
 
     def start_run(self, *, resume: str | None = None, more_epochs: int = 0) -> bool:
         """Start a run from the form (or continue ``resume``); False if it cannot start."""

@@ -146,6 +146,7 @@ class WindowSetup(QObject):
         w.controls, w.plots, w.continue_action = page.controls, page.plots, page.continue_action
         w.params_form, w.data_panel, w.task_combo = page.params_form, page.data_panel, page.task_combo
         w.menus.add_run_actions(w, page.controls, page.continue_action)
+        page.resultsRequested.connect(lambda _run_dir: w.show_page("results"))  # the results view has it loaded
         w.session_view = SessionView(w.runs.session, w, page.controls, page.plots, w.status_label)
         w.runs.runStarted.connect(w._run_started)
         w.runs.runErrored.connect(w._run_errored)

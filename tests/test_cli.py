@@ -178,3 +178,20 @@ def test_bad_input_found_once_the_run_began_is_exit_2_in_process_and_isolated(cl
         assert json.loads((out / "run.json").read_text())["status"] == "failed"
         outcomes.append({k: v for k, v in data.items() if k not in ("run_dir", "traceback")})
     assert outcomes[0] == outcomes[1]  # the same outcome whether the run executed here or in a child
+
+
+def test_runs_shows_the_time_trained_not_the_time_between_sessions(cli, toy_csv, tmp_path):
+    from trainlab.formats import format_duration
+
+    out = tmp_path / "run"
+    first = cli("train", "toy-classification", "--data", toy_csv, "--epochs", "1", "--out", out, "--json", extra_path=[FIXTURE_PLUGINS])
+    assert first.returncode == 0, first.stderr
+    more = cli("train", "--resume", out, "--more-epochs", "1", "--json", extra_path=[FIXTURE_PLUGINS])
+    assert more.returncode == 0, more.stderr
+    timings = json.loads((out / "run.json").read_text())["timings"]
+    # the second session's start-up (a new process, its imports) lies between the two trainings
+    assert timings["train_seconds"] < timings["duration"]
+    (row,) = js(cli("runs", "--json"))["runs"]
+    assert row["duration"] == timings["train_seconds"] and row["wall_seconds"] == timings["duration"]
+    (line,) = [l for l in cli("runs").stdout.splitlines() if str(out) in l]
+    assert f" {format_duration(timings['train_seconds'])}  " in line

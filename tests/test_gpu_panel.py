@@ -148,3 +148,67 @@ def test_history_is_bounded():
 
 def test_status_text_before_any_sample_is_empty(panel):
     assert panel.status_text() == "" and status_text(None) == ""
+
+
+def _scene_rect(item):
+    return item.mapRectToScene(item.boundingRect())
+
+
+def test_a_short_cpu_panel_keeps_its_titles_apart_and_off_the_curves(qtbot, panel):
+    panel.resize(700, 150)  # the window's minimum height for the panel
+    feed(panel, fake_nvml.library_not_found(), 3)
+    qtbot.waitUntil(lambda: panel.curve(CPU_KEY, "memory_used_bytes") is not None, timeout=2000)
+    panel.grab()
+    assert panel.title("utilization_percent") == "CPU (%)" and panel.title("memory_used_bytes") == "RAM (GB)"
+    cpu, ram = (_scene_rect(panel.titles[c]) for c in ("utilization_percent", "memory_used_bytes"))
+    assert not cpu.intersects(ram), (cpu, ram)
+    views = [_scene_rect(panel.plots[c].getViewBox()) for c in ("utilization_percent", "memory_used_bytes")]
+    assert not any(title.intersects(view) for title in (cpu, ram) for view in views)
+    # one series, named by the titles: no legend over the start of the CPU line
+    assert panel.legend.items == [] and panel.legend.scene() is None
+
+
+def test_the_gpu_legend_sits_above_the_plots_not_over_a_curve(qtbot, panel):
+    feed(panel, fake_nvml.two_gpus(), 3)
+    qtbot.waitUntil(lambda: len(panel.legend.items) == 2, timeout=2000)
+    panel.grab()
+    legend = _scene_rect(panel.legend)
+    assert not any(legend.intersects(_scene_rect(p.getViewBox())) for p in panel.plots.values() if p.isVisible())
+
+
+def test_the_100_percent_line_stays_clear_of_the_top_edge(qtbot, panel):
+    from PySide6.QtCore import QPointF
+
+    for height in (150, 720):
+        panel.resize(700, height)
+        feed(panel, fake_nvml.library_not_found(), 2)
+        panel.grab()
+        view = panel.plots["utilization_percent"].getViewBox()
+        top = view.sceneBoundingRect().top()
+        hundred = view.mapViewToScene(QPointF(0, 100)).y()
+        assert hundred - top >= 4, f"100 % is {hundred - top:.1f} px under the top at height {height}"
+
+
+def test_the_time_axis_reads_clock_times_from_the_first_seconds(qtbot, panel):
+    import re
+
+    with TelemetrySampler(nvml=fake_nvml.library_not_found()) as sampler:
+        for k in range(2):  # 0.6 s apart, as just after Start
+            panel.add_sample(replace(sampler.sample(), time=T0 + 51.8 + 0.6 * k))
+    qtbot.waitUntil(lambda: len(curve_data(panel, CPU_KEY, "utilization_percent")[0]) == 2, timeout=2000)
+    panel.grab()
+    axis = panel.plots["memory_used_bytes"].getAxis("bottom")  # the one that shows its values without a GPU
+    low, high = panel.plots["memory_used_bytes"].viewRange()[0]
+    assert high - low >= 59
+    ticks = [v for _spacing, values in axis.tickValues(low, high, axis.width()) for v in values]
+    strings = axis.tickStrings(ticks, 1.0, 1.0)
+    assert strings and all(re.fullmatch(r"\d\d:\d\d(:\d\d)?", s) for s in strings), strings
+
+
+def test_the_status_bar_leaves_the_no_gpu_reason_to_the_panel(qtbot, panel):
+    with qtbot.waitSignal(panel.status_changed, timeout=2000) as signal:
+        feed(panel, fake_nvml.library_not_found(), 2)
+    qtbot.waitUntil(lambda: panel.message.isVisible(), timeout=2000)
+    (shown,) = signal.args
+    assert "NVIDIA" not in shown and shown.startswith("CPU ") and "RAM " in shown
+    assert panel.message.text().startswith("No NVIDIA GPU")  # said once, on the panel

@@ -110,3 +110,31 @@ def test_a_run_in_the_window_draws_its_tasks_metrics_live(qtbot, window, tmp_pat
     qtbot.waitUntil(lambda: window.plots.metric_points().get("r2") == 3, timeout=10_000)
     assert set(window.plots.metric_points()) == {"r2", "mae", "rmse"}
     assert window.plots.metrics.titles()[0].startswith("R² ")
+
+
+@pytest.mark.parametrize("height", [420, 650])
+def test_the_best_star_at_a_perfect_score_is_drawn_whole(qtbot, plots, tmp_path, height):
+    from PySide6.QtCore import QPointF
+
+    from trainlab.desktop.metric_plots import STAR_SIZE
+    from trainlab.events import EvalResult
+    from trainlab.runs import MetricsWriter
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"id": "r", "task": "image-classification", "status": "completed",
+                                              "family": "classification", "parameters": {"monitor": "accuracy"}}))
+    writer = MetricsWriter(run / "metrics.jsonl")
+    for epoch, accuracy in ((1, 0.6), (2, 0.9), (3, 1.0)):
+        writer.write(EvalResult(step=epoch, epoch=epoch, loss=1.0 / epoch, metrics={"accuracy": accuracy, "macro_f1": accuracy},
+                                best=True, monitor="accuracy"))
+    writer.close()
+    plots.resize(1100, height)
+    open_run(plots, run)
+    plots.grab()
+    x, y = plots.metrics.best.getData()
+    assert (list(x), list(y)) == ([3], [1.0])
+    view = plots.accuracy_plot.getViewBox()
+    star = view.mapViewToScene(QPointF(3, 1.0))
+    inside = view.sceneBoundingRect().adjusted(STAR_SIZE / 2, STAR_SIZE / 2, -STAR_SIZE / 2, -STAR_SIZE / 2)
+    assert inside.contains(star), f"the star at {star} is cut by the plot's edge {view.sceneBoundingRect()}"

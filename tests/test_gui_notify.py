@@ -24,6 +24,7 @@ from test_gui_window import prepare, start_and_finish
 
 from trainlab.desktop import notify as notify_module
 from trainlab.desktop.notify import KeepAwake, notify
+from trainlab.formats import format_metric
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="D-Bus desktops are Linux's")
 
@@ -134,4 +135,5 @@ def test_a_run_in_the_window_keeps_the_machine_awake_and_notifies_at_the_end(qtb
     fake_desktop.wait_for(qtbot, "LockReleased")
     (note,) = fake_desktop.wait_for(qtbot, "Notify")
     assert note["body"][3] == "Training finished"
-    assert note["body"][4] == "Finished: accuracy %.4f" % result.metrics["accuracy"]
+    # the results page's form of the number (it read "accuracy 0.9250" beside a page saying "92.50%")
+    assert note["body"][4] == "Finished: accuracy %s" % format_metric("accuracy", result.metrics["accuracy"], detail=True)

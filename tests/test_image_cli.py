@@ -37,6 +37,10 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
     assert data["status"] == "completed" and data["task"] == "image-classification" and data["epochs"] == 1
     assert set(data["metrics"]) >= {"accuracy", "macro_f1", "loss", "top5_accuracy"}
     assert data["samples_per_second"] > 0
+    # the counts per class and split, on the console as the text task says them
+    counts = "(circle {0}, cross {0}, ring {0}, square {0}, star {0}, triangle {0})"
+    assert f"train: 720 images {counts.format(120)}" in result.stderr
+    assert f"val: 180 images {counts.format(30)}" in result.stderr
 
     record = json.loads((out / "run.json").read_text())
     assert record["label_names"] == ["circle", "cross", "ring", "square", "star", "triangle"]
@@ -80,6 +84,12 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
     ev = cli("eval", out, "--json")
     assert ev.returncode == 0, ev.stderr
     assert js(ev)["accuracy"] == pytest.approx(data["metrics"]["accuracy"])  # same val split as training
+
+    # other data: all of it, named as the folder it is
+    other = shapes(tmp_path / "other-shapes", classes=2, per_class=3, size=32)
+    ev = cli("eval", out, "--data", other, "--json")
+    assert ev.returncode == 0, ev.stderr
+    assert "other-shapes: 6 images (circle 3, " in ev.stderr and "val: " not in ev.stderr
 
 
 def test_eval_on_other_data_uses_all_of_it(tmp_path):

@@ -58,3 +58,12 @@ def test_each_task_says_where_its_sample_is(cli):
         sample = next(t for t in tasks if t["id"] == task_id)["sample_data"]
         assert Path(sample).is_dir() and {"samples", folder} <= set(Path(sample).parts), sample
         assert f"  sample data: {sample}\n" in text
+
+
+def test_the_image_task_says_how_many_epochs_its_sample_needs(cli):
+    # --epochs 3 on the shapes sample ends below chance (docs/tasks/image-classification.md has the figures)
+    text, tasks = _listing(cli)
+    image = next(t for t in tasks if t["id"] == "image-classification")
+    assert "sample needs the default 10 epochs" in image["description"] and image["defaults"]["epochs"] == 10
+    block = text.split("image-classification  (", 1)[1].split("\n\n", 1)[0]
+    assert "sample needs the default 10 epochs" in block and "3 stay near chance" in block

@@ -80,6 +80,9 @@ def test_train_predict_and_eval_from_the_command_line(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     evaluation = last_json(proc)
     assert evaluation["samples"] == 12 and evaluation["split"] == "val"
+    # said as the data it is, not as the validation split it is read into
+    assert "eval_topics.jsonl: 12 texts (" in proc.stderr and "evaluated all of " in proc.stderr
+    assert "val: " not in proc.stderr and "val length" not in proc.stderr and "val on " not in proc.stderr
     assert json.loads((run / "eval.json").read_text(encoding="utf-8"))["samples"] == 160  # untouched
     # and on the run's own data: the same validation split as in training
     proc = cli("eval", run, "--json", env=ONE_THREAD)

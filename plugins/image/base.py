@@ -68,6 +68,23 @@ def auto_workers(cores: int, decode_ms: float, cuda: bool) -> int:
     return min(cores // 4, 4)
 
 
+
+def describe_counts(summary: DataSummary, totals: Mapping[str, int], names: Mapping[str, str] | None = None) -> list[str]:
+    """Images per split (``totals``) and per class or label where the task has
+    them, a line per split, as the text tasks say their rows."""
+    names = names or {}
+    lines = []
+    for split, per_label in summary.counts.items():
+        if set(per_label) == {"images"}:  # a number per image: no classes to count
+            lines.append(f"{names.get(split, split)}: {per_label['images']} images")
+            continue
+        shown = ", ".join(f"{label} {n}" for label, n in list(per_label.items())[:12])
+        more = f", ... ({len(per_label)} labels)" if len(per_label) > 12 else ""
+        lines.append(f"{names.get(split, split)}: {totals.get(split, 0)} images ({shown}{more})")
+    if not names and summary.extra.get("splits_from", "folders") != "folders":
+        lines.append(f"validation split: {summary.extra['splits_from']}")
+    return lines
+
 class ImageTask:
     """The image side of a task; mixed in before the family's base class."""
 
@@ -217,6 +234,10 @@ class ImageTask:
                 f"most images are small (median shorter side {median_side} px) for image_size {self.image_size}: "
                 f"upscaling adds time, not detail; consider --set image_size={max(16, median_side)}"
             )
+        # other data evaluated whole is read into the "val" split: name it as the data it is
+        names = {"val": Path(data_path).name} if ctx.whole_data else {}
+        for line in describe_counts(summary, {split: len(items) for split, items in found.items.items()}, names):
+            ctx.log(line)
         return summary
 
     def _target_width(self) -> int:

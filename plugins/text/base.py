@@ -131,8 +131,10 @@ class TextTask:
         # multiples of 8 keep tensor-core shapes on CUDA; on a CPU they only add padding
         self.collator = PadCollator(pad_id, multiple=8 if ctx.is_cuda else 1)
         summary = self._summary()
+        # other data evaluated whole is read into the "val" split: name it as the data it is
+        data_name = Path(data_path).name if ctx.whole_data else ""
         for line in self.summary_lines(summary):
-            ctx.log(line)
+            ctx.log(renamed_split(line, "val", data_name) if data_name else line)
         return summary
 
     def _plan_finetune(self, ctx: RunContext) -> finetune.FinetunePlan:
@@ -334,3 +336,11 @@ class TextTask:
         if not items:
             raise UsageError("no texts to predict (the inputs were empty)")
         return items
+
+
+def renamed_split(line: str, split: str, name: str) -> str:
+    """``line`` of the data summary with a leading split name said as ``name``."""
+    for sep in (":", " "):
+        if line.startswith(split + sep):
+            return name + line[len(split):]
+    return line

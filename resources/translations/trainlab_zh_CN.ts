@@ -299,6 +299,10 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
         <translation>{name}：已丢失</translation>
     </message>
     <message>
+        <source>CPU {cpu} · RAM {ram}</source>
+        <translation>CPU {cpu} · 内存 {ram}</translation>
+    </message>
+    <message>
         <source>this process</source>
         <translation>本进程</translation>
     </message>
@@ -1691,6 +1695,14 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <message>
         <source>Parameters</source>
         <translation>参数</translation>
+    </message>
+    <message>
+        <source>Show the results</source>
+        <translation>查看结果</translation>
+    </message>
+    <message>
+        <source>Open the Results page of the run that just finished</source>
+        <translation>打开刚结束的运行的结果页</translation>
     </message>
     <message>
         <source>From plugin %1 %2 (%3)</source>
