@@ -166,11 +166,11 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
         marks["gui_cpu_stop"] = time.thread_time()
         window.stop_run()
 
-    window._apply_batch = timed(window._apply_batch)
+    window.runs._apply_batch = timed(window.runs._apply_batch)  # the session's reduction and every view it notifies
     window.plots.refresh = timed(window.plots.refresh)
     if window.gpu_panel is not None:
         window.gpu_panel.refresh = timed(window.gpu_panel.refresh)
-    finished: list[dict] = []
+    finished: list = []  # the RunOutcome
     window.runFinished.connect(finished.append)
     ticker.start()
 
@@ -195,7 +195,7 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
     QTimer.singleShot(200, press)
     loop_until(app, lambda: bool(finished), timeout_s=seconds + 180)  # the real event loop
     ticker.stop()
-    result = finished[0] if finished else {"status": "timeout"}
+    result = finished[0].to_json() if finished else {"status": "timeout"}
     start, first = marks.get("start", 0.0), marks.get("first_step", float("inf"))
     stop_at = first + seconds
     idle = ticker.between(marks["idle_from"], marks["idle_to"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import signal
 import sys
 import time
@@ -426,7 +427,10 @@ def cmd_runs(args, out: Output) -> int:
     from trainlab.runs import RunStore
     from trainlab.status import status_word
 
-    runs = RunStore().list()
+    store = RunStore()  # IndexUnavailable (exit 2, one line naming the index) when it cannot be opened
+    runs = store.list()
+    for note in store.notes:
+        out.note(f"trainlab: {note}")
     if args.limit:
         runs = runs[: args.limit]
     rows = []
@@ -572,18 +576,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         with out.guarded():
             return COMMANDS[command](args, out)
     except UsageError as exc:
-        return _fail(out, EXIT_USAGE, str(exc))
+        return _fail(out, EXIT_USAGE, str(exc), exc)
     except RunFailed as exc:
-        return _fail(out, EXIT_FAILED, str(exc))
+        return _fail(out, EXIT_FAILED, str(exc), exc)
     except KeyboardInterrupt:
         return _fail(out, EXIT_INTERRUPTED, "interrupted")
     except BrokenPipeError:
         return EXIT_FAILED
+    except OSError as exc:  # a full or read-only disk under a command: one line naming the file, not a traceback
+        if args.verbose:
+            logging.getLogger("trainlab").exception("%s", exc)
+        from trainlab.fileio import os_error_line
+
+        return _fail(out, EXIT_FAILED, os_error_line(exc))
 
 
-def _fail(out: Output, code: int, message: str) -> int:
+def _fail(out: Output, code: int, message: str, exc: BaseException | None = None) -> int:
+    from trainlab.engine.plugin_calls import failure_fields  # plugin, method, task of a plugin's failure
+
     out.note(f"trainlab: error: {message}")
-    out.result({"error": message, "exit_code": code})
+    out.result({"error": message, "exit_code": code, **failure_fields(exc)})
     return code
 
 

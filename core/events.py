@@ -159,6 +159,7 @@ class Finished(Event):
     task: str = ""
     best: Mapping[str, Any] = field(default_factory=dict)  # {"metric", "value", "step"} or empty
     usage_error: bool = False  # bad input found once the run had begun (exit 2)
+    failure: Mapping[str, Any] = field(default_factory=dict)  # a plugin's code failed: {plugin, task, method, exception}
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

@@ -30,6 +30,7 @@ tick would keep the identity (git's "racily clean" entries, same remedy).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -82,7 +83,10 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # name the file being written, not a random temporary's name
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -97,6 +101,34 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+# What ``atomic_write`` leaves behind when its process dies between the
+# temporary file and the rename: ``.<name>.<8 random characters>.tmp``.
+_TEMPORARY = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+
+
+def remove_stale_temporaries(folder: Path, *, recursive: bool = True) -> list[Path]:
+    """Delete the temporary files a killed ``atomic_write`` left in ``folder``.
+
+    Only for a folder this process owns (a run being resumed or ending): a
+    temporary there is never one another process is still writing.
+    Returns what was removed; a file that cannot be removed is left.
+    """
+    folder = Path(folder)
+    removed: list[Path] = []
+    try:
+        candidates = folder.rglob(".*.tmp") if recursive else folder.glob(".*.tmp")
+        for path in candidates:
+            if _TEMPORARY.match(path.name) and path.is_file() and not path.is_symlink():
+                try:
+                    path.unlink()
+                    removed.append(path)
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return removed
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -121,6 +153,119 @@ def _json_default(value: Any) -> Any:
 
 def read_json(path: Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+# --------------------------------------------------------------------------
+# Full and unwritable disks
+
+# File systems that hold no ordinary files: a folder there cannot be made
+# even by root, although access(2) says it can.
+_PSEUDO_FILESYSTEMS = frozenset(
+    {"proc", "sysfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs", "pstore", "bpf",
+     "configfs", "fusectl", "efivarfs", "binfmt_misc", "mqueue", "nsfs", "hugetlbfs", "autofs", "rpc_pipefs"}
+)
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+_DISK_FULL_WORDS = ("No space left on device", "Disk quota exceeded", "database or disk is full", "StorageFull", "os error 28")
+
+
+def free_bytes(folder: Path) -> int | None:
+    """Free space on the disk holding ``folder`` (or its nearest existing parent); None if unknown."""
+    existing = nearest_existing(Path(folder))
+    try:
+        return int(shutil.disk_usage(existing).free)
+    except OSError:
+        return None
+
+
+def format_bytes(count: int | None) -> str:
+    if count is None:
+        return "unknown"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} bytes"
+
+
+def nearest_existing(path: Path) -> Path:
+    path = Path(os.path.abspath(Path(path).expanduser()))
+    while not os.path.lexists(path) and path.parent != path:
+        path = path.parent
+    return path
+
+
+def folder_write_problem(path: Path) -> str | None:
+    """Why a folder could not be created (or written) at ``path``, or None.
+
+    Creates nothing: the nearest existing part of the path must be a folder
+    this user may write in, on a file system that is neither read-only nor
+    a virtual one (``/proc``).  The reason is a short phrase for a one-line
+    message ("/data is on a read-only file system").
+    """
+    path = Path(os.path.abspath(Path(path).expanduser()))
+    existing = nearest_existing(path)
+    if existing.exists() and not existing.is_dir():
+        return f"{existing} is a file, not a folder" if existing != path else "it is a file, not a folder"
+    if not existing.exists():  # a dangling symlink
+        return f"{existing} is a broken link"
+    fstype = _filesystem_type(existing)
+    if fstype in _PSEUDO_FILESYSTEMS:
+        return f"{existing} is on a {fstype} file system, which holds no ordinary folders"
+    try:
+        read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        read_only = False
+    if read_only:
+        return f"{existing} is on a read-only file system"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"no permission to write in {existing}"
+    return None
+
+
+def _filesystem_type(path: Path) -> str:
+    try:
+        import psutil
+
+        target = os.path.realpath(path)
+        best = None
+        for part in psutil.disk_partitions(all=True):
+            mount = part.mountpoint.rstrip(os.sep) or os.sep
+            inside = target == mount or target.startswith(mount if mount.endswith(os.sep) else mount + os.sep)
+            if inside and (best is None or len(mount) > len(best[0])):
+                best = (mount, part.fstype.lower())
+        return best[1] if best else ""
+    except Exception:  # noqa: BLE001 - only a better message is lost
+        return ""
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what caused it) says the disk or the quota is full."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL_ERRNOS:
+            return True
+        if any(word in str(exc) for word in _DISK_FULL_WORDS):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an OSError a command met: the file and the reason (a full disk: its folder and free space)."""
+    filename = getattr(exc, "filename", None)
+    if filename and is_disk_full(exc):
+        return disk_full_message(Path(filename).parent, f"writing {filename}")
+    reason = exc.strerror or str(exc)
+    return f"{filename}: {reason}" if filename else reason
+
+
+def disk_full_message(folder: Path, what: str = "") -> str:
+    """One line for a full disk: the folder, the free space, what to do."""
+    doing = f" while {what}" if what else ""
+    return (
+        f"the disk holding {folder} is full ({format_bytes(free_bytes(folder))} free){doing}; "
+        "free some space, or train with --out on another disk"
+    )
 
 
 # --------------------------------------------------------------------------
@@ -202,6 +347,21 @@ def verify_safetensors(path: Path) -> str:
     if time.time() - max(stat.st_mtime, stat.st_ctime) >= RACY_SECONDS:
         _remember(identity, recorded)
     return "verified"
+
+
+def verify_safetensors_in(folder: Path) -> None:
+    """Verify every safetensors file in a model folder before a task loads it.
+
+    A plugin's own loader may meet a truncated file with a traceback; this
+    gives the one-line DamagedFileError naming the file first.  Files
+    without a checksum are still checked for truncation (their header's
+    offsets against their size).
+    """
+    folder = Path(folder)
+    if folder.is_dir():
+        for path in sorted(folder.rglob("*.safetensors")):
+            if path.is_file():
+                verify_safetensors(path)
 
 
 def _read_header(handle: BinaryIO, path: Path) -> tuple[bytes, bytes, dict[str, Any]]:

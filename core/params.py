@@ -38,6 +38,7 @@ ENGINE_PARAMS: tuple[Param, ...] = (
     Param("precision", "choice", "auto", "auto: bf16 on GPUs of compute capability 8.0+, else fp16; fp32 on CPU.", choices=("auto", "fp32", "bf16", "fp16"), group="hardware"),
     Param("seed", "int", 42, "Seed for every random generator.", minimum=0, maximum=2**31 - 1, group="training"),
     Param("checkpoint_every_steps", "int", 0, "Also checkpoint every N optimizer steps (0: at epoch ends only).", minimum=0, maximum=10**9, group="output", advanced=True),
+    Param("checkpoint_every_minutes", "float", 10.0, "Also checkpoint when this many minutes passed since the last checkpoint (0: off), so a long epoch is never all-or-nothing.", minimum=0.0, maximum=100_000.0, group="output", advanced=True),
     Param("keep_checkpoints", "choice", "last+best", "Which checkpoints to keep.", choices=("last+best", "last", "best", "none"), group="output", advanced=True),
     Param("final_weights", "choice", "best", "Weights of the exported model.", choices=("best", "last"), group="output", advanced=True),
     Param("monitor", "choice", "accuracy", "Validation metric for the best checkpoint and early stopping (the task's metrics, or loss).", choices=("accuracy", "macro_f1", "loss"), group="training", advanced=True),

@@ -1,10 +1,26 @@
 """Plugin discovery with per-plugin isolation.
 
-Entry points in the group ``trainlab.plugins`` are loaded one by one, each in
-its own try/except; every hook call is made on one plugin at a time, so a
-plugin that raises is marked ``failed`` with its traceback and the others go
-on.  (pluggy's own ``load_setuptools_entrypoints`` and hook calls stop at the
-first error, so the host does the isolation.)
+How a plugin is loaded (``docs/plugins.md``, "How TrainLab loads plugins"):
+
+1. A third-party plugin TrainLab has not seen before, or whose files or
+   version changed, is first loaded in a child process with a time limit
+   (``trainlab.pluginprobe``): one that hangs, exits or crashes there is
+   reported ``failed`` and never imported here.  The verdict is cached, so
+   a start-up with known plugins starts no process.
+2. Entry points in the group ``trainlab.plugins`` are then imported one by
+   one, each in its own try/except; every hook call is made on one plugin at
+   a time, so a plugin that raises is marked ``failed`` with its traceback
+   and the others go on.  (pluggy's own ``load_setuptools_entrypoints`` and
+   hook calls stop at the first error, so the host does the isolation.)
+3. What cannot be right is said as a warning, the plugin staying ``ok``:
+   functions named like hooks but not marked ``@trainlab.hookimpl``, hook
+   implementations no hook specification knows (with the closest real
+   name), no hook implemented at all, and a task whose factory module cannot
+   be found (looked up without importing it: heavy task code stays unloaded
+   until a run needs it).
+
+Once a run starts, calls into the task's code are attributed to its plugin
+by ``trainlab.engine.plugin_calls``.
 
 Order: the built-in plugins (distribution ``trainlab``) first, then the others
 sorted by entry-point name; for a task id offered twice the first keeps it.
@@ -12,8 +28,10 @@ sorted by entry-point name; for a task id offered twice the first keeps it.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata as md
+import logging
 import os
 import threading
 import traceback
@@ -22,13 +40,17 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pluggy
 
-from trainlab import hookspecs
+from trainlab import hookspecs, pluginprobe
 from trainlab.api import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS, Preset, TaskSpec, UsageError
 from trainlab.params import ENGINE_PARAMS
 
 GROUP = "trainlab.plugins"
 BUILTIN_DIST = "trainlab"
 STATUSES = ("ok", "failed", "incompatible", "blocked", "disabled")
+# pluggy's marker attribute on a function decorated with @trainlab.hookimpl
+IMPL_MARKER = f"{hookspecs.PROJECT}_impl"
+
+log = logging.getLogger("trainlab.plugins")
 
 
 @dataclass
@@ -47,6 +69,7 @@ class PluginRecord:
     tasks: list[str] = field(default_factory=list)
     api_version: str = ""
     module: Any = None
+    probe: dict[str, Any] = field(default_factory=dict)  # how loading it in a child process went, if it was tried
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +84,7 @@ class PluginRecord:
             "message": self.message,
             "warnings": list(self.warnings),
             "traceback": self.traceback,
+            "probe": dict(self.probe),
         }
 
 
@@ -101,6 +125,12 @@ def _dist_of(ep: md.EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"] or "", dist.version or ""
 
 
+def _candidate(ep: md.EntryPoint) -> pluginprobe.Candidate:
+    dist, version = _dist_of(ep)
+    dist_path = getattr(getattr(ep, "dist", None), "_path", None)
+    return pluginprobe.Candidate(ep.name, ep.value, GROUP, dist, version, str(dist_path) if dist_path else None)
+
+
 class PluginRegistry:
     """The discovered plugins and the tasks they offer."""
 
@@ -123,8 +153,13 @@ class PluginRegistry:
                 unique.append(ep)
         unique.sort(key=lambda ep: (_dist_of(ep)[0].lower() != BUILTIN_DIST, ep.name))
         blocked = blocked_names()
+        verdicts = pluginprobe.check(
+            _candidate(ep)
+            for ep in unique
+            if _dist_of(ep)[0].lower() != BUILTIN_DIST and ep.name not in blocked and not safe_mode()
+        )
         for ep in unique:
-            registry._load(ep, blocked)
+            registry._load(ep, blocked, verdicts.get(_candidate(ep).key))
         for record in registry.plugins:
             if record.status == "ok":
                 registry._collect_tasks(record)
@@ -133,9 +168,9 @@ class PluginRegistry:
                 registry._collect_presets(record)
         return registry
 
-    def _load(self, ep: md.EntryPoint, blocked: set[str]) -> None:
+    def _load(self, ep: md.EntryPoint, blocked: set[str], verdict: pluginprobe.Verdict | None = None) -> None:
         dist, version = _dist_of(ep)
-        self._load_plugin(ep.name, ep.value, dist, version, ep.load, blocked)
+        self._load_plugin(ep.name, ep.value, dist, version, ep.load, blocked, verdict)
 
     def add_plugin(self, plugin: Any, name: str, version: str = "") -> PluginRecord:
         """Register a plugin object in this process (scripts, notebooks, benchmarks).
@@ -149,7 +184,14 @@ class PluginRegistry:
         return record
 
     def _load_plugin(
-        self, name: str, value: str, dist: str, version: str, load: Callable[[], Any], blocked: set[str]
+        self,
+        name: str,
+        value: str,
+        dist: str,
+        version: str,
+        load: Callable[[], Any],
+        blocked: set[str],
+        verdict: pluginprobe.Verdict | None = None,
     ) -> PluginRecord:
         record = PluginRecord(name=name, value=value, distribution=dist, version=version, builtin=dist.lower() == BUILTIN_DIST)
         self.plugins.append(record)
@@ -159,6 +201,13 @@ class PluginRegistry:
         if safe_mode() and not record.builtin:
             record.status, record.message = "disabled", "safe mode (TRAINLAB_DISABLE_PLUGINS=1): built-ins only"
             return record
+        if verdict is not None:
+            record.probe = verdict.to_json()
+            if verdict.failed:  # importing it here would hang or end this process
+                record.status, record.message, record.traceback = "failed", verdict.message, verdict.detail
+                if not verdict.cached:
+                    log.warning("plugin %s %s", name, verdict.message)
+                return record
         try:
             module = load()
         except BaseException as exc:  # noqa: BLE001 - a broken plugin must never be fatal
@@ -204,6 +253,8 @@ class PluginRegistry:
             self.pm.register(module, name=name)
         except Exception as exc:  # noqa: BLE001
             self._fail(record, f"could not be registered: {type(exc).__name__}: {exc}")
+            return record
+        record.warnings.extend(hook_warnings(self.pm, module))
         return record
 
     def _fail(self, record: PluginRecord, message: str) -> None:
@@ -258,6 +309,9 @@ class PluginRegistry:
                 continue
             self.tasks[spec.id] = TaskEntry(spec, record)
             record.tasks.append(spec.id)
+            problem = factory_problem(spec.factory)
+            if problem:
+                record.warnings.append(f"task {spec.id!r}: {problem}; a run of it will fail")
         if rejected and not record.tasks:
             record.status, record.message = "failed", "; ".join(rejected)
             # keep it out of later hook calls
@@ -303,33 +357,102 @@ class PluginRegistry:
         return entry
 
     def run_callbacks(self, task_id: str, params: dict[str, Any]) -> list[Any]:
-        callbacks: list[Any] = []
+        return [callback for _, callback in self.run_callbacks_by_plugin(task_id, params)]
+
+    def run_callbacks_by_plugin(self, task_id: str, params: dict[str, Any]) -> list[tuple[str, Any]]:
+        """(plugin name, callback) for every callback the plugins give a run of ``task_id``."""
+        callbacks: list[tuple[str, Any]] = []
         for record in self.plugins:
             if record.status != "ok":
                 continue
             result = self._call(record, "trainlab_run_callbacks", {"task_id": task_id, "params": dict(params)})
             if isinstance(result, Sequence):
-                callbacks.extend(result)
+                callbacks.extend((record.name, callback) for callback in result)
         return callbacks
 
     def to_json(self) -> list[dict[str, Any]]:
         return [p.to_json() for p in self.plugins]
 
 
+def import_factory(path: str) -> Any:
+    """Import ``"module:attr"``; whatever the import raises, raised as it is."""
+    module_name, _, attr = path.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def load_factory(path: str) -> Any:
     """Import ``"module:attr"``; UsageError if that fails."""
-    module_name, _, attr = path.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        return import_factory(path)
     except Exception as exc:  # noqa: BLE001
         raise UsageError(f"cannot load task factory {path!r}: {type(exc).__name__}: {exc}") from exc
-    return obj
+
+
+def factory_problem(path: str) -> str:
+    """Why ``"module:attr"`` cannot load, as far as is known without importing anything ('' if none).
+
+    The module is looked up on the path; the attribute is checked only when
+    the module is imported already (the plugin's own module, usually).
+    """
+    import sys
+
+    module_name, _, attr = path.partition(":")
+    if pluginprobe.locate_module(module_name) is None:
+        return f"its factory module {module_name!r} cannot be found (factory {path!r})"
+    obj: Any = sys.modules.get(module_name)
+    if obj is None or not attr:
+        return ""
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            return f"its factory {path!r} names {part!r}, which module {module_name} does not define"
+        obj = getattr(obj, part)
+    return ""
+
+
+def hook_warnings(pm: pluggy.PluginManager, plugin: Any) -> list[str]:
+    """What a plugin author most likely got wrong about its hooks: forgotten
+    ``@trainlab.hookimpl``, a misspelt hook name, no hook implemented at all."""
+    # pluggy makes a caller for every name a plugin implements: only those with a spec are hooks
+    specs = sorted(name for name, caller in vars(pm.hook).items() if getattr(caller, "spec", None) is not None)
+    unmarked, unknown = [], []
+    for name in sorted(dir(plugin)):
+        if name.startswith("__"):
+            continue
+        try:
+            value = getattr(plugin, name)
+        except Exception:  # noqa: BLE001 - a property that raises is no hook either
+            continue
+        marked = callable(value) and getattr(value, IMPL_MARKER, None) is not None
+        if name in specs:
+            # trainlab_api_version is read off the module even unmarked (before registering)
+            if callable(value) and not marked and name != "trainlab_api_version":
+                unmarked.append(name)
+        elif callable(value) and (marked or name.startswith(f"{hookspecs.PROJECT}_")):
+            unknown.append(name)
+    warnings = []
+    if unmarked:
+        names = ", ".join(f"{n}()" for n in unmarked)
+        warnings.append(f"{names} not marked @trainlab.hookimpl, so TrainLab never calls it: add the decorator")
+    for name in unknown:
+        close = difflib.get_close_matches(name, specs, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else f" (the hooks: {', '.join(specs)})"
+        warnings.append(f"{name}() is not a TrainLab hook{hint}, so TrainLab never calls it")
+    implemented = {caller.name for caller in pm.get_hookcallers(plugin) or []} & set(specs) - {"trainlab_api_version"}
+    if not implemented:
+        warnings.append("implements no hook besides trainlab_api_version(), so it adds nothing (no tasks, presets or callbacks)")
+    return warnings
 
 
 _registry: PluginRegistry | None = None
 _registry_lock = threading.Lock()
+
+
+def discovered() -> PluginRegistry | None:
+    """The process-wide registry if discovery has run, else None (never discovers)."""
+    return _registry
 
 
 def registry(refresh: bool = False) -> PluginRegistry:

@@ -2,8 +2,9 @@
 
 ``RunRecord`` is ``run.json``; ``EvalRecord`` is ``eval.json`` (and each
 ``eval-<time>.json`` that ``trainlab eval`` writes beside it), one
-``SplitReport`` per evaluated split.  Both are read with ``from_json(data,
-path)`` and written back with ``to_json()``:
+``SplitReport`` per evaluated split (``trainlab.eval_records``, importable
+from here too).  Both are read with ``from_json(data, path)`` and written
+back with ``to_json()``:
 
 - files of earlier versions read: a missing key takes its default, and the
   shapes older reports used (``{split: report}``, ``per_class`` as a mapping,
@@ -21,10 +22,9 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from trainlab.api import UsageError
 from trainlab.status import FINISHED, shown_status
@@ -275,267 +275,14 @@ class RunRecord:
         return float(value) if _is_number(value) else None
 
 
-# -- eval.json ---------------------------------------------------------------------------
-
-# Keys that say "this object is one split's report" (classification, and the
-# families the next plugin API adds).
-_SPLIT_MARKERS = frozenset(
-    {
-        "confusion_matrix", "label_names", "per_class", "samples", "loss", "accuracy", "macro_f1",
-        "micro_f1", "mae", "rmse", "r2", "misclassified", "correct_examples", "per_label", "worst",
-    }
-)
-_RECORD_KEYS = ("weights", "step", "data")  # of the evaluation as a whole, beside its splits
-_NOT_METRICS = frozenset({"step", "epoch"})
+# The evaluation reports live in ``trainlab.eval_records`` (they grew one
+# reader per task family); they are importable from here as before.
+_EVAL_NAMES = ("EvalExample", "EvalRecord", "Histogram", "LabelSetExample", "RegressionExample", "SplitReport")
 
 
-@dataclass(frozen=True)
-class EvalExample:
-    """One evaluated example as a report lists it (a mistake or a correct one)."""
+def __getattr__(name: str) -> Any:
+    if name in _EVAL_NAMES:  # imported on first use: eval_records imports this module
+        from trainlab import eval_records
 
-    key: Any
-    example: str  # an image path or a text
-    true: str
-    predicted: str
-    confidence: float
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def correct(self) -> bool:
-        return self.true == self.predicted
-
-    @classmethod
-    def from_json(cls, data: Any, path: Path | None, where: str) -> "EvalExample":
-        if not isinstance(data, Mapping):
-            raise RunFileError(path, f"{where} should be an object, not a {_kind(data)}")
-        f = _Fields(data, path, where + ": ")
-        confidence = f.get("confidence")
-        try:
-            confidence = float(confidence if confidence is not None else 0.0)
-        except (TypeError, ValueError):
-            raise f._bad("confidence", "a number", confidence) from None
-        key = f.get("key")
-        example = f.get("example")
-        return cls(
-            key=key,
-            example=str(example if example is not None else (key if key is not None else "")),
-            true=str(f.get("true") if f.get("true") is not None else ""),
-            predicted=str(f.get("predicted") if f.get("predicted") is not None else ""),
-            confidence=confidence if math.isfinite(confidence) else 0.0,
-            extra=f.rest(),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"key": self.key, "example": self.example, "true": self.true, "predicted": self.predicted,
-               "confidence": self.confidence}
-        for key, value in self.extra.items():
-            out.setdefault(key, copy.deepcopy(value))
-        return out
-
-
-@dataclass(frozen=True)
-class SplitReport:
-    """One split's evaluation: its metrics and, for classification, the details."""
-
-    split: str
-    metrics: Mapping[str, float] = field(default_factory=dict)  # accuracy, macro_f1, ... (not loss, samples)
-    samples: int | None = None
-    loss: float | None = None
-    label_names: tuple[str, ...] = ()
-    per_class: tuple[Mapping[str, Any], ...] = ()  # label, precision, recall, f1, support
-    confusion_matrix: tuple[tuple[int, ...], ...] = ()  # rows: true label, columns: predicted
-    misclassified: tuple[EvalExample, ...] = ()
-    correct_examples: tuple[EvalExample, ...] = ()
-    has_correct_list: bool = False  # False: the report does not list correct examples at all
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: Any, path: Path | None = None, split: str = "val", where: str = "") -> "SplitReport":
-        if not isinstance(data, Mapping):
-            raise RunFileError(path, f"{split!r} should be an object, not a {_kind(data)}")
-        f = _Fields(data, path, where)
-        name = f.str("split") or split
-        labels = f.labels("label_names")
-        matrix = _matrix(f, labels)
-        per_class_raw = f.get("per_class")
-        if isinstance(per_class_raw, Mapping):  # {label: {...}}, as early reports wrote it
-            per_class_raw = [{"label": k, **dict(v)} if isinstance(v, Mapping) else v for k, v in per_class_raw.items()]
-        elif per_class_raw is not None and not isinstance(per_class_raw, list):
-            raise f._bad("per_class", "a list of objects", per_class_raw)
-        per_class = []
-        for row in per_class_raw or []:
-            if not isinstance(row, Mapping):
-                raise f._bad("per_class", "a list of objects", row)
-            per_class.append(copy.deepcopy(dict(row)))
-        correct_key = next((k for k in ("correct_examples", "correct") if k in data), None)
-        samples = f.int("samples")
-        loss = f.float("loss")
-        misclassified = _examples(f, "misclassified", where)
-        correct = _examples(f, correct_key, where) if correct_key else ()
-        metrics: dict[str, float] = {}
-        for key, value in data.items():
-            if key not in f.used and key not in _NOT_METRICS and _is_number(value):
-                metrics[key] = float(value)
-                f.used.add(key)
-        return cls(
-            split=name,
-            metrics=metrics,
-            samples=samples,
-            loss=loss,
-            label_names=labels,
-            per_class=tuple(per_class),
-            confusion_matrix=matrix,
-            misclassified=misclassified,
-            correct_examples=correct,
-            has_correct_list=correct_key is not None,
-            extra=f.rest(),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"split": self.split, **self.metrics}
-        if self.samples is not None:
-            out["samples"] = self.samples
-        if self.loss is not None:
-            out["loss"] = self.loss
-        if self.label_names:
-            out["label_names"] = list(self.label_names)
-        if self.per_class:
-            out["per_class"] = [copy.deepcopy(dict(row)) for row in self.per_class]
-        if self.confusion_matrix:
-            out["confusion_matrix"] = [list(row) for row in self.confusion_matrix]
-        if self.misclassified:
-            out["misclassified"] = [e.to_json() for e in self.misclassified]
-        if self.has_correct_list:
-            out["correct_examples"] = [e.to_json() for e in self.correct_examples]
-        for key, value in self.extra.items():
-            out.setdefault(key, copy.deepcopy(value))
-        return out
-
-    # -- what views ask ---------------------------------------------------------
-    def value(self, name: str) -> float | None:
-        """A metric by name, ``loss`` and ``samples`` included."""
-        if name == "loss":
-            return self.loss
-        if name == "samples":
-            return float(self.samples) if self.samples is not None else None
-        return self.metrics.get(name)
-
-    @property
-    def example_count(self) -> int:
-        return self.samples if self.samples is not None else sum(map(sum, self.confusion_matrix))
-
-    @property
-    def misclassified_count(self) -> int:
-        if self.confusion_matrix:
-            return sum(v for i, row in enumerate(self.confusion_matrix) for j, v in enumerate(row) if i != j)
-        return len(self.misclassified)
-
-    def examples_for(self, true_label: str, predicted_label: str) -> list[EvalExample]:
-        """The listed examples of one confusion-matrix cell, most confident first."""
-        source = self.correct_examples if true_label == predicted_label else self.misclassified
-        found = [e for e in source if e.true == true_label and e.predicted == predicted_label]
-        return sorted(found, key=lambda e: -e.confidence)
-
-    def cell_count(self, true_label: str, predicted_label: str) -> int:
-        try:
-            return self.confusion_matrix[self.label_names.index(true_label)][self.label_names.index(predicted_label)]
-        except (ValueError, IndexError):
-            return 0
-
-
-def _matrix(f: _Fields, labels: Sequence[str]) -> tuple[tuple[int, ...], ...]:
-    rows = f.list("confusion_matrix")
-    out = []
-    for row in rows:
-        if not isinstance(row, (list, tuple)) or not all(_is_number(v) and float(v).is_integer() for v in row):
-            raise f._bad("confusion_matrix", "a list of rows of counts", row)
-        out.append(tuple(int(v) for v in row))
-    if out:
-        size = len(out)
-        if any(len(row) != size for row in out):
-            raise RunFileError(f.path, f"{f.where}'confusion_matrix' is not square")
-        if size != len(labels):
-            raise RunFileError(f.path, f"{f.where}'confusion_matrix' has {size} rows for {len(labels)} label_names")
-    return tuple(out)
-
-
-def _examples(f: _Fields, key: str, where: str) -> tuple[EvalExample, ...]:
-    items = f.list(key)
-    return tuple(EvalExample.from_json(item, f.path, f"{where}{key}[{i}]") for i, item in enumerate(items))
-
-
-def _looks_like_split(value: Any) -> bool:
-    return isinstance(value, Mapping) and any(key in value for key in _SPLIT_MARKERS)
-
-
-@dataclass(frozen=True)
-class EvalRecord:
-    """An evaluation report: ``eval.json`` or one ``eval-<time>.json``.
-
-    ``splits`` keeps the file's order; the first is the run's own validation
-    split in ``eval.json``.  ``layout`` is the shape it was read in and is
-    written back in: ``"flat"`` (the first split's keys at the top, other
-    splits nested by name: what the engine writes), ``"nested"`` (``{split:
-    report}``) or ``"splits"`` (``{"splits": {split: report}}``).
-    """
-
-    splits: Mapping[str, SplitReport] = field(default_factory=dict)
-    weights: str = ""  # best, last or model: the weights evaluated
-    step: int | None = None
-    data: str = ""  # the data evaluated, when not the run's own (eval-<time>.json)
-    layout: str = "flat"
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    path: Path | None = field(default=None, compare=False)
-
-    @classmethod
-    def from_json(cls, data: Any, path: str | Path | None = None) -> "EvalRecord":
-        path = Path(path) if path is not None else None
-        if not isinstance(data, Mapping):
-            raise RunFileError(path, f"is not a JSON object (it holds a {_kind(data)})")
-        f = _Fields(data, path)
-        weights, step, evaluated = f.str("weights"), f.int("step"), f.str("data")
-        splits: dict[str, SplitReport] = {}
-        extra: dict[str, Any] = {}
-        if isinstance(data.get("splits"), Mapping):
-            layout, body = "splits", data["splits"]
-            extra = {k: copy.deepcopy(v) for k, v in data.items() if k not in (*_RECORD_KEYS, "splits")}
-        elif any(key in data for key in _SPLIT_MARKERS):
-            layout, body = "flat", {}
-            nested = {k: v for k, v in data.items() if k not in _RECORD_KEYS and _looks_like_split(v)}
-            own = {k: v for k, v in data.items() if k not in _RECORD_KEYS and k not in nested}
-            first = SplitReport.from_json(own, path, "val")
-            splits[first.split] = first
-            body = nested
-        else:
-            layout, body = "nested", {k: v for k, v in data.items() if k not in _RECORD_KEYS}
-        for key, value in body.items():
-            if _looks_like_split(value):
-                report = SplitReport.from_json(value, path, str(key), where=f"{key}: ")
-                splits[str(key)] = report
-            elif layout == "nested":
-                extra[key] = copy.deepcopy(value)
-            else:
-                raise RunFileError(path, f"'splits': {key!r} is not a split's report")
-        return cls(splits=splits, weights=weights, step=step, data=evaluated, layout=layout, extra=extra, path=path)
-
-    def to_json(self) -> dict[str, Any]:
-        own = {k: v for k, v in (("weights", self.weights), ("step", self.step), ("data", self.data)) if v not in ("", None)}
-        reports = list(self.splits.items())
-        if self.layout == "flat" and reports:
-            (first_name, first), rest = reports[0], reports[1:]
-            out = {**first.to_json(), "split": first_name}
-            for name, report in rest:
-                out[name] = report.to_json()
-        elif self.layout == "splits":
-            out = {"splits": {name: report.to_json() for name, report in reports}}
-        else:
-            out = {name: report.to_json() for name, report in reports}
-        out.update(own)
-        for key, value in self.extra.items():
-            out.setdefault(key, copy.deepcopy(value))
-        return out
-
-    @property
-    def primary(self) -> SplitReport | None:
-        """The first split (the run's own validation split in eval.json)."""
-        return next(iter(self.splits.values()), None)
+        return getattr(eval_records, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,11 +2,18 @@
 
 The user picks a folder or a file (dialog, typing, or dropping it on the
 panel).  Off the GUI thread the panel then (1) reads a preview: a few image
-thumbnails per class, or the first rows of a text table, and (2) asks the task
-itself to ``prepare`` the data, which is exactly what a run will do first:
+thumbnails per class, or the first rows of a text table, and (2) prepares the
+task on the data as a run does (``trainlab.engine.prepare.prepare_task``):
 counts per class and split, skipped files with reasons, warnings such as class
 imbalance, or the ``DataError`` that names the file or row at fault.  The task
 module may import torch, which is why this never runs on the GUI thread.
+
+The ``PreparedTask`` is kept (``prepared``): a run started next takes it over
+(``take_prepared``) instead of reading and tokenising the data again, when
+``plan_run`` finds that nothing it depends on has changed since.  Preparing
+seeds the process's random generators, as a run does: while a run trains in
+this process the panel holds its checks (``hold``) and makes the last one
+asked for once the run has ended (``release``).
 """
 
 from __future__ import annotations
@@ -172,18 +179,15 @@ def read_preview(path: str) -> ImagePreview | TablePreview | None:
     return None
 
 
-def check_data(spec: TaskSpec, data: str, params: dict[str, Any]) -> DataSummary:
-    """What ``task.prepare`` says about ``data``: the same check a run starts with."""
-    from trainlab.api import RunContext
+def check_data(spec: TaskSpec, data: str, params: dict[str, Any]) -> Any:
+    """``spec``'s task prepared on ``data`` as a run prepares it: a ``PreparedTask``
+    (its ``summary`` is what the panel shows)."""
     from trainlab.desktop.worker import importing_heavy_modules
-    from trainlab.pluginhost import load_factory
 
-    with importing_heavy_modules():
-        factory = load_factory(spec.factory)
-        task = factory(spec, params)
-        ctx = RunContext(device="cpu", precision="fp32", seed=int(params.get("seed", 0) or 0), run_dir=None,
-                         params=params, log=lambda message: log.info("%s", message))
-        return task.prepare(data, ctx)
+    with importing_heavy_modules():  # prepare_task names the plugin and the method of a failure
+        from trainlab.engine.prepare import prepare_task
+
+        return prepare_task(spec.id, data, params, log=lambda event: log.info("%s", event.message))
 
 
 class DataPanel(QWidget):
@@ -200,8 +204,12 @@ class DataPanel(QWidget):
         self._params_source: Callable[[], dict[str, Any]] = dict
         self._generation = 0
         self.summary: DataSummary | None = None
+        self.prepared: Any = None  # the check's PreparedTask, until a run takes it
+        self._checked_params: dict[str, Any] | None = None
         self.error = ""
         self.checking = False
+        self._held = False
+        self._deferred = False
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -284,6 +292,7 @@ class DataPanel(QWidget):
         self._spec = spec
         self._params_source = params_source
         self._checked_path = None  # another task judges the same data anew
+        self.prepared = None
         kind = spec.data_kind if spec else "either"
         self.folder_button.setVisible(kind in ("folder", "either"))
         self.file_button.setVisible(kind in ("file", "either"))
@@ -307,6 +316,29 @@ class DataPanel(QWidget):
     def schedule_recheck(self) -> None:
         if self.path():
             self._recheck.start()
+
+    def hold(self) -> None:
+        """Check nothing until ``release`` (a run is training in this process)."""
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        if self._deferred:
+            self._deferred = False
+            self.recheck()
+
+    def cancel_recheck(self) -> None:
+        """Drop a check scheduled after an edit (a run that starts now prepares the data itself)."""
+        self._recheck.stop()
+
+    def checked_params(self) -> dict[str, Any] | None:
+        """The parameters the last check prepared with (None without one that passed)."""
+        return dict(self._checked_params) if self._checked_params is not None else None
+
+    def take_prepared(self) -> Any:
+        """The check's ``PreparedTask`` for a run (the panel lets go of it); None when there is none."""
+        prepared, self.prepared = self.prepared, None
+        return prepared
 
     # -- dialogs and drops -------------------------------------------------
     def choose_folder(self) -> None:
@@ -337,11 +369,16 @@ class DataPanel(QWidget):
 
     # -- checking ----------------------------------------------------------
     def recheck(self) -> None:
+        if self._held:
+            self._deferred = True
+            return
         path = self.path()
         self._generation += 1
         generation = self._generation
         self._checked_path = path
         self.summary = None
+        self.prepared = None
+        self._checked_params = None
         self.error = ""
         self.summary_table.hide()
         self.notes.hide()
@@ -382,10 +419,13 @@ class DataPanel(QWidget):
         if kind == "preview":
             self._show_preview(value)
 
-    def _checked(self, generation: int, summary: DataSummary | None) -> None:
+    def _checked(self, generation: int, prepared: Any) -> None:
         if generation != self._generation:
             return
         self.checking = False
+        self.prepared = prepared
+        self._checked_params = dict(prepared.params) if prepared is not None else None
+        summary = prepared.summary if prepared is not None else None
         self.summary = summary
         if summary is None:
             self.status.setText("")

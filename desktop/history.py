@@ -36,7 +36,7 @@ from trainlab.desktop.history_table import COLUMNS, RunFilterProxy, RunHistoryMo
 from trainlab.runs import RunStore
 from trainlab.status import RUNNING
 
-__all__ = ["COLUMNS", "REFRESH_MS", "RunCurvesView", "RunHistoryModel", "RunHistoryView"]
+__all__ = ["COLUMNS", "REFRESH_MS", "RunCurvesView", "RunHistoryModel", "RunHistoryView", "open_history_view"]
 
 REFRESH_MS = 2000  # the index: cheap to read, and a new run within 2 s feels live
 
@@ -324,3 +324,24 @@ class RunHistoryView(QWidget):
         menu.addSeparator()
         menu.addAction(self.tr("Delete…"), self.delete_selected)
         menu.popup(self.table.viewport().mapToGlobal(position))
+
+
+def open_history_view(parent: QWidget | None = None) -> tuple[RunHistoryView | None, QWidget]:
+    """(the history view, the page to show): the page says why when the run index cannot be opened.
+
+    A read-only or full disk under TRAINLAB_HOME must not stop the window
+    from coming up: the rest of it works without the history.
+    """
+    from PySide6.QtCore import QCoreApplication
+
+    try:
+        store = RunStore()
+    except Exception as exc:  # noqa: BLE001 - IndexUnavailable, and anything else opening it raises
+        reason = f"{exc.path}: {exc.reason}" if hasattr(exc, "reason") and hasattr(exc, "path") else str(exc)
+        label = QLabel(QCoreApplication.translate("RunHistoryView", "Cannot read the run index: {error}").format(error=reason), parent)
+        label.setObjectName("historyUnavailable")
+        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        label.setWordWrap(True)
+        return None, label
+    view = RunHistoryView(store, parent)
+    return view, view

@@ -9,8 +9,11 @@ Every edit is checked with the parameter's own rules; a bad value is marked
 in place with the reason under it, and ``validityChanged(False)`` lets the
 window disable Start.
 
-Choosing a model preset applies its overrides.  ``remembered_values`` gives
-what differs from the defaults (task defaults plus the chosen preset), which
+The form is a view of a ``trainlab.param_values.ParamValues`` (``param_values``):
+an edit sets the value at the ``explicit`` level, what the window remembered
+goes in at the ``remembered`` level (``load_remembered``), and the fields show
+what the model resolves, presets included (choosing a model preset shows its
+values).  ``remembered_values`` is what differs from the levels below, which
 is what the window keeps per task: a later plugin version's better default is
 not masked by a value the user never touched.
 """
@@ -36,30 +39,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trainlab.api import Param, TaskSpec, UsageError
-from trainlab.params import ENGINE_PARAMS, full_schema, preset_for, resolve
+from trainlab.api import Param, TaskSpec
+from trainlab.param_values import EXPLICIT, REMEMBERED, ParamValues, format_value
+from trainlab.params import ENGINE_PARAMS, full_schema, preset_for
 
 from trainlab.desktop.devices import DeviceChoice
 
 GROUP_ORDER = ("model", "task", "data", "training", "hardware", "output")
 
 
-def format_value(value: Any) -> str:
-    """How a typed value is written into a field (the inverse of coerce)."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value) if (value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6)) else f"{value:g}"
-    return str(value)
-
-
-def _same(param: Param, a: Any, b: Any) -> bool:
-    try:
-        return param.coerce(a) == param.coerce(b)
-    except ValueError:
-        return False
+__all__ = ["ParamsForm", "format_value"]
 
 
 class _Field:
@@ -106,7 +95,7 @@ class _Field:
 
 
 class ParamsForm(QWidget):
-    """Edits the parameters of one task; ``values()`` gives them as text."""
+    """Edits the parameters of one task (``param_values``); ``values()`` gives them as text."""
 
     validityChanged = Signal(bool)
     valuesChanged = Signal()
@@ -115,6 +104,7 @@ class ParamsForm(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self._spec: TaskSpec | None = None
+        self.param_values: ParamValues | None = None  # the model this form edits
         self._engine_params: tuple[Param, ...] = ENGINE_PARAMS
         self._fields: dict[str, _Field] = {}
         self._valid = True
@@ -163,9 +153,8 @@ class ParamsForm(QWidget):
         self._device_choices = list(choices)
         field = self._fields.get("device")
         if field is not None and isinstance(field.editor, QComboBox):
-            current = field.text()
             self._fill_device_combo(field.editor)
-            field.set_text(current)
+            self._show(["device"])
 
     def set_task(self, spec: TaskSpec | None, engine_params: tuple[Param, ...] = ENGINE_PARAMS) -> None:
         """Build the rows for ``spec``'s schema, filled with its defaults."""
@@ -173,6 +162,7 @@ class ParamsForm(QWidget):
         try:
             self._spec = spec
             self._engine_params = tuple(engine_params)
+            self.param_values = ParamValues(spec, self._engine_params) if spec is not None else None
             self._fields.clear()
             old = self._body
             self._body = QWidget(self)
@@ -206,7 +196,7 @@ class ParamsForm(QWidget):
             self._body_layout.addStretch(1)
         finally:
             self._building = False
-        self.reset_defaults()
+        self._show(self._fields)
         self._show_advanced(self.advanced_toggle.isChecked())
 
     def _add_row(self, form: QFormLayout, param: Param) -> None:
@@ -323,77 +313,52 @@ class ParamsForm(QWidget):
 
     def values(self) -> dict[str, str]:
         """Every parameter as text (what the user sees)."""
-        return {name: field.text() for name, field in self._fields.items()}
+        return self.param_values.texts() if self.param_values is not None else {}
 
     def typed_values(self) -> dict[str, Any]:
-        """Every parameter typed; raises UsageError naming the first bad one."""
-        if self._spec is None:
-            return {}
-        return resolve(self._spec, self._engine_params, {}, self.values())
+        """Every parameter typed, as a run resolves them; UsageError names a bad one."""
+        return self.param_values.resolved() if self.param_values is not None else {}
 
     def default_values(self, model: str | None = None) -> dict[str, Any]:
         """Defaults of the task, with the preset of ``model`` applied."""
-        if self._spec is None:
-            return {}
-        explicit = {"model": model} if model is not None and "model" in self._fields else {}
-        try:
-            return resolve(self._spec, self._engine_params, {}, explicit)
-        except UsageError:
-            return resolve(self._spec, self._engine_params, {}, {})
+        return self.param_values.defaults(model) if self.param_values is not None else {}
 
     def remembered_values(self) -> dict[str, str]:
         """Values that differ from the defaults (task defaults + chosen preset)."""
-        current = self.values()
-        defaults = self.default_values(current.get("model"))
-        out = {}
-        for name, text in current.items():
-            field = self._fields[name]
-            if name == "model" and not _same(field.param, text, self.default_values().get("model")):
-                out[name] = text
-            elif name != "model" and not _same(field.param, text, defaults.get(name)):
-                out[name] = text
-        return out
+        return self.param_values.to_remember() if self.param_values is not None else {}
 
     def set_values(self, values: Mapping[str, Any]) -> list[str]:
-        """Fill fields from ``values`` (model first, so its preset applies
+        """Set ``values`` as the user's own (model first, so its preset applies
         before the other values); returns the names this task does not know."""
-        unknown = [name for name in values if name not in self._fields]
-        ordered = sorted((k for k in values if k in self._fields), key=lambda k: k != "model")
-        for name in ordered:
-            self._fields[name].set_text(format_value(values[name]))
-        self._revalidate()
+        return self._set_level(values, EXPLICIT)
+
+    def load_remembered(self, values: Mapping[str, Any]) -> list[str]:
+        """What the window kept for this task, at the ``remembered`` level."""
+        return self._set_level(values, REMEMBERED)
+
+    def _set_level(self, values: Mapping[str, Any], level: str) -> list[str]:
+        if self.param_values is None:
+            return list(values)
+        changed, unknown = self.param_values.update(values, level)
+        self._show(changed)
         return unknown
 
     def reset_defaults(self) -> None:
-        if self._spec is None:
+        if self.param_values is None:
             return
-        defaults = resolve(self._spec, self._engine_params, {}, {})
-        self._building = True
-        try:
-            for name, value in defaults.items():
-                if name in self._fields:
-                    self._fields[name].set_text(format_value(value))
-        finally:
-            self._building = False
-        self._update_preset_note()
-        self._revalidate()
+        self._show(self.param_values.reset() | set(self._fields))
 
-    def apply_preset(self, model: str) -> bool:
-        """Set the fields a preset overrides; False when ``model`` is no preset."""
-        preset = preset_for(self._spec, model) if self._spec else None
-        if preset is None:
-            return False
+    def _show(self, names) -> None:
+        """Write the model's values of ``names`` into their fields (not an edit)."""
         self._building = True
         try:
-            for name, value in dict(preset.overrides).items():
-                if name in self._fields and name != "model":
-                    self._fields[name].set_text(format_value(value))
+            for name in names:
+                if name in self._fields:
+                    self._fields[name].set_text(self.param_values.text(name))
         finally:
             self._building = False
         self._update_preset_note()
         self._revalidate()
-        self.presetApplied.emit(model)
-        return True
 
     # -- validation --------------------------------------------------------
     def errors(self) -> dict[str, str]:
@@ -432,14 +397,20 @@ class ParamsForm(QWidget):
         return ""
 
     def _edited(self, name: str) -> None:
-        if self._building:
+        if self._building or self.param_values is None:
             return
         field = self._fields.get(name)
         if field is None:
             return
+        # The edited field keeps what was typed; the others show what changed
+        # with it (a model preset's values).
+        others = self.param_values.set(name, field.text(), EXPLICIT) - {name}
+        if others:
+            self._show(others)
         if name == "model":
-            self.apply_preset(field.text())
             self._update_preset_note()
+            if preset_for(self._spec, field.text()) is not None:
+                self.presetApplied.emit(field.text())
         self._validate_field(field)
         self._update_validity()
         self.valuesChanged.emit()

@@ -7,8 +7,9 @@ changed since the last refresh, never per batch; curves use peak
 downsampling and clip-to-view so 100,000 points draw as a few thousand.
 
 Plots: training loss (raw and smoothed; x axis switchable between step and
-time), validation loss and validation accuracy / macro-F1 per epoch (the best
-epoch marked), and the learning rate.
+time), validation loss per epoch, every metric the run's task declares per
+epoch (``metric_plots``: metrics that read alike share a plot, the
+monitored one marked at its best epoch), and the learning rate.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushBu
 
 from trainlab.desktop.axes import ElapsedAxis, EpochAxis, GridAxis, SteadyViewBox, grid_below
 from trainlab.desktop.curves import RunCurves
+from trainlab.desktop.metric_plots import MetricPlots, run_declarations
 
 REFRESH_HZ = 20
 
@@ -36,9 +38,10 @@ class PlotColors:
     loss_raw: str
     loss_smooth: str
     eval_loss: str
-    accuracy: str
-    macro_f1: str
+    accuracy: str  # the first declared metric's colour (accuracy, for classification)
+    macro_f1: str  # the second's
     lr: str
+    metric_extra: tuple[str, ...] = ()  # the colours of further metrics
 
 
 LIGHT_PLOTS = PlotColors(
@@ -51,6 +54,7 @@ LIGHT_PLOTS = PlotColors(
     accuracy="#2b8a3e",
     macro_f1="#7048e8",
     lr="#5f6b7a",
+    metric_extra=("#c2255c", "#e67700", "#0b7285", "#5c940d"),
 )
 
 DARK_PLOTS = PlotColors(
@@ -63,6 +67,7 @@ DARK_PLOTS = PlotColors(
     accuracy="#69db7c",
     macro_f1="#b197fc",
     lr="#adb5bd",
+    metric_extra=("#f783ac", "#ffd43b", "#66d9e8", "#a9e34b"),
 )
 
 
@@ -154,28 +159,26 @@ class LivePlots(QWidget):
         self.loss_plot = self.view.addPlot(row=0, col=0, colspan=3, axisItems=_axes(GridAxis),
                                            viewBox=SteadyViewBox())
         self.eval_loss_plot = self.view.addPlot(row=1, col=0, axisItems=_axes(EpochAxis))
-        self.accuracy_plot = self.view.addPlot(row=1, col=1, axisItems=_axes(EpochAxis))
+        # the metric plots: as many as the run's metrics need, in the middle column
+        self.metrics_layout = self.view.addLayout(row=1, col=1)
+        self.metrics_layout.setContentsMargins(0, 0, 0, 0)
         self.lr_plot = self.view.addPlot(row=1, col=2, axisItems=_axes(GridAxis), viewBox=SteadyViewBox())
         self._set_steady(False)
         self.view.ci.layout.setRowStretchFactor(0, 3)
         self.view.ci.layout.setRowStretchFactor(1, 2)
-        for plot in (self.loss_plot, self.eval_loss_plot, self.accuracy_plot, self.lr_plot):
+        for plot in (self.loss_plot, self.eval_loss_plot, self.lr_plot):
             plot.setMenuEnabled(True)
             plot.getViewBox().setMouseEnabled(x=True, y=True)
         # a legend would cover the points of this small plot: the title says
         # which curve is which, in the curves' colours (apply_colors)
         self.loss_plot.addLegend(offset=(-10, 10))
         self.eval_loss_plot.setLabel("bottom", self.tr("epoch"))
-        self.accuracy_plot.setLabel("bottom", self.tr("epoch"))
-        self.accuracy_plot.setYRange(0, 1, padding=0.02)
-        self.accuracy_plot.enableAutoRange(y=False)
 
         self.loss_raw = _curve(self.loss_plot, self.tr("loss"))
         self.loss_smooth = _curve(self.loss_plot, self.tr("smoothed"), smooth=True)
         self.eval_loss = self.eval_loss_plot.plot([], [], symbol="o", symbolSize=6)
-        self.accuracy = self.accuracy_plot.plot([], [], symbol="o", symbolSize=6)
-        self.macro_f1 = self.accuracy_plot.plot([], [], symbol="t", symbolSize=6)
-        self.best = self.accuracy_plot.plot([], [], pen=None, symbol="star", symbolSize=14)
+        self.best_loss = self.eval_loss_plot.plot([], [], pen=None, symbol="star", symbolSize=14)  # monitor=loss
+        self.metrics = MetricPlots(self.metrics_layout, colors, self.tr("epoch"))
         self.lr = _curve(self.lr_plot, self.tr("learning rate"), smooth=True)
         self.lr_plot.getAxis("left").enableAutoSIPrefix(True)
         self._colors = colors
@@ -190,7 +193,7 @@ class LivePlots(QWidget):
     def apply_colors(self, colors: PlotColors) -> None:
         self._colors = colors
         self.view.setBackground(colors.background)
-        for plot in (self.loss_plot, self.eval_loss_plot, self.accuracy_plot, self.lr_plot):
+        for plot in (self.loss_plot, self.eval_loss_plot, self.lr_plot):
             for name in ("left", "bottom"):
                 axis = plot.getAxis(name)
                 axis.setPen(colors.foreground)
@@ -202,25 +205,15 @@ class LivePlots(QWidget):
             (self.lr_plot, self.tr("Learning rate")),
         ):
             plot.setTitle(title, color=colors.foreground)
-        self.accuracy_plot.setTitle(
-            f"<span style='color:{colors.accuracy}'>{self.tr('Accuracy')}</span>"
-            f"<span style='color:{colors.foreground}'> \u00b7 </span>"
-            f"<span style='color:{colors.macro_f1}'>{self.tr('macro F1')}</span>"
-            f"<span style='color:{colors.foreground}'> \u00b7 \u2605 {self.tr('best')}</span>"
-        )
+        self.metrics.apply_colors(colors)
+        self._draw_metrics()
         self.loss_raw.setPen(pg.mkPen(colors.loss_raw, width=1))
         self.loss_smooth.setPen(pg.mkPen(colors.loss_smooth, width=2))
         self.eval_loss.setPen(pg.mkPen(colors.eval_loss, width=2))
         self.eval_loss.setSymbolBrush(colors.eval_loss)
         self.eval_loss.setSymbolPen(colors.eval_loss)
-        self.accuracy.setPen(pg.mkPen(colors.accuracy, width=2))
-        self.accuracy.setSymbolBrush(colors.accuracy)
-        self.accuracy.setSymbolPen(colors.accuracy)
-        self.macro_f1.setPen(pg.mkPen(colors.macro_f1, width=2, style=Qt.PenStyle.DashLine))
-        self.macro_f1.setSymbolBrush(colors.macro_f1)
-        self.macro_f1.setSymbolPen(colors.macro_f1)
-        self.best.setSymbolBrush("#f2c94c")
-        self.best.setSymbolPen(colors.foreground)
+        self.best_loss.setSymbolBrush("#f2c94c")
+        self.best_loss.setSymbolPen(colors.foreground)
         self.lr.setPen(pg.mkPen(colors.lr, width=2))
         legend = self.loss_plot.legend
         if legend is not None:
@@ -230,9 +223,21 @@ class LivePlots(QWidget):
     def reset(self, curves: RunCurves | None = None) -> None:
         """Show ``curves`` (a new, empty set by default)."""
         self.curves = curves if curves is not None else RunCurves(self.smoothing.value() / 100)
+        self.metrics.declare((), "")  # until the run says what it declares (show_run_metrics)
         self._seen.clear()
         self.refresh()
         self.fit()
+
+    def show_metrics(self, metrics, monitor: str) -> None:
+        """Draw these declared metrics (``trainlab.Metric``), ``monitor`` marked at its best epoch."""
+        self.metrics.declare(metrics, monitor)
+        self._seen.pop("evals", None)
+        self.refresh()
+
+    def show_run_metrics(self, run_dir: str, task: str) -> None:
+        """Draw the metrics the run in ``run_dir`` declares (its run.json, else its installed task)."""
+        metrics, monitor = run_declarations(run_dir, task)
+        self.show_metrics(metrics, monitor)
 
     def start_live(self) -> None:
         self._set_steady(True)
@@ -283,7 +288,8 @@ class LivePlots(QWidget):
     def fit(self) -> None:
         for plot in (self.loss_plot, self.eval_loss_plot, self.lr_plot):
             plot.enableAutoRange()
-        self.accuracy_plot.enableAutoRange(x=True)
+        for plot in self.metrics.plots:
+            plot.enableAutoRange(x=True)
 
     def refresh(self) -> bool:
         """Push changed buffers to their curves; True when something was drawn."""
@@ -301,18 +307,20 @@ class LivePlots(QWidget):
         evals = self.curves.evals
         if self._seen.get("evals") != evals.version:
             self._seen["evals"] = evals.version
-            epoch = evals.column("epoch")
-            self.eval_loss.setData(epoch, evals.column("loss"), connect="finite")
-            self.accuracy.setData(epoch, evals.column("accuracy"), connect="finite")
-            self.macro_f1.setData(epoch, evals.column("macro_f1"), connect="finite")
-            best = evals.column("best") > 0.5
-            if best.any():
-                index = int(np.flatnonzero(best)[-1])
-                self.best.setData([epoch[index]], [evals.column("accuracy")[index]])
-            else:
-                self.best.setData([], [])
+            self.eval_loss.setData(evals.column("epoch"), evals.column("loss"), connect="finite")
+            self._draw_metrics()
             drawn = True
         return drawn
+
+    def _draw_metrics(self) -> None:
+        self.metrics.draw(self.curves, self.tr("best"))
+        evals = self.curves.evals
+        best = evals.column("best") > 0.5
+        if self.metrics.monitored == "loss" and best.any():
+            index = int(np.flatnonzero(best)[-1])
+            self.best_loss.setData([evals.column("epoch")[index]], [evals.column("loss")[index]])
+        else:
+            self.best_loss.setData([], [])
 
     def point_counts(self) -> dict[str, int]:
         """How many points each curve holds (what the tests check)."""
@@ -321,3 +329,12 @@ class LivePlots(QWidget):
             "eval": len(self.eval_loss.xData) if self.eval_loss.xData is not None else 0,
             "lr": len(self.lr.xData) if self.lr.xData is not None else 0,
         }
+
+    def metric_points(self) -> dict[str, int]:
+        """How many points each metric's curve holds, by metric name."""
+        return self.metrics.point_counts()
+
+    @property
+    def accuracy_plot(self):
+        """The first metric plot (accuracy and macro F1, for classification)."""
+        return self.metrics.plots[0]

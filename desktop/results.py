@@ -1,55 +1,71 @@
-"""Results of a run: metrics, per-class table, confusion matrix, the examples behind a cell.
+"""Results of a run: its header, the split chooser, and the page of its task family.
 
 The state is a plain ``RunResults`` (``results_model.load_results``): the
-run's record and its evaluations, read through ``RunDir``; the widgets only
-show it.  Clicking a cell of the confusion matrix lists the examples of that
-(true, predicted) pair, most confident first: the confident mistakes are the
-ones that teach something (a mislabelled image, a missing class, a shortcut
-the model learned).
+run's record and its evaluations, read through ``RunDir``; the pages only
+show it.  Which page shows a report is its family (``RunResults.family_of``:
+the report's own, else the one run.json recorded, else its task's, else
+classification), never its task id:
+
+- classification: per-class table, confusion matrix, the examples behind a
+  cell (``results_classification``);
+- regression: predicted against true, the residuals, the worst examples
+  (``results_regression``);
+- multi-label: per-label table, the examples whose label set is wrong
+  (``results_multilabel``);
+- any other family: every declared metric per split and its curve during
+  training (``results_metrics``).
+
+Pages are built when first needed: the regression and metrics pages draw
+with pyqtgraph, which the window does not import before it shows a plot.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from typing import Callable
 
-from PySide6.QtCore import QSize, Qt, QThreadPool, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QIcon, QImage, QPixmap
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QComboBox,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QListView,
-    QListWidget,
-    QListWidgetItem,
-    QMenu,
-    QSplitter,
-    QStackedWidget,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
 
-from trainlab.desktop.confusion import ConfusionMatrixView
-from trainlab.desktop.formatting import format_metric, status_title
-from trainlab.desktop.results_model import EvalExample, ReportSource, RunResults, SplitReport, is_image_example, load_results
-from trainlab.desktop.results_widgets import (
-    THUMBNAIL_SIZE,
-    NumberItem,
-    ScoreBarDelegate,
-    ThumbnailJob,
-    placeholder_icon,
-    section_label,
-)
+from trainlab.desktop.formatting import status_title
+from trainlab.desktop.results_model import ReportSource, RunResults, SplitReport, load_results
+from trainlab.desktop.results_widgets import MetricsTable, ReportPage
 
-MAX_LISTED = 500  # a cell with thousands of examples: the most confident are what matter
+
+def _classification() -> type[ReportPage]:
+    from trainlab.desktop.results_classification import ClassificationPage
+
+    return ClassificationPage
+
+
+def _regression() -> type[ReportPage]:
+    from trainlab.desktop.results_regression import RegressionPage
+
+    return RegressionPage
+
+
+def _multilabel() -> type[ReportPage]:
+    from trainlab.desktop.results_multilabel import MultiLabelPage
+
+    return MultiLabelPage
+
+
+def _metrics() -> type[ReportPage]:
+    from trainlab.desktop.results_metrics import MetricsPage
+
+    return MetricsPage
+
+
+# family -> its page; a family not named here gets the metrics page
+FAMILY_PAGES: dict[str, Callable[[], type[ReportPage]]] = {
+    "classification": _classification,
+    "regression": _regression,
+    "multilabel": _multilabel,
+}
+OTHER_FAMILIES = "*"
 
 
 class ResultsView(QWidget):
-    """Metrics, per-class scores, the confusion matrix and its examples for one run."""
+    """The evaluations of one run, each shown by the page of its family."""
 
     # emitted after a run's eval.json was shown (its folder)
     loaded = Signal(str)
@@ -61,12 +77,8 @@ class ResultsView(QWidget):
         self.results: RunResults | None = None
         self.reports: dict[str, SplitReport] = {}
         self.report: SplitReport | None = None
-        self.listed: list[EvalExample] = []
-        self._thumb_generation = 0
-        self._thumb_pool = QThreadPool(self)
-        self._thumb_pool.setMaxThreadCount(1)
-        self._thumb_items: dict[str, list[QListWidgetItem]] = {}
-        self._thumb_pending: set[str] = set()
+        self.family = ""  # of the shown report
+        self.pages: dict[str, ReportPage] = {}
 
         self.title = QLabel()
         self.title.setObjectName("resultsTitle")
@@ -89,99 +101,10 @@ class ResultsView(QWidget):
         self.notice.setProperty("role", "warning")
         self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notice.setVisible(False)
-
-        self.metrics_table = QTableWidget(0, 2)
-        self.metrics_table.setObjectName("metricsTable")
-        self.metrics_table.setHorizontalHeaderLabels([self.tr("Metric"), self.tr("Value")])
-        self._setup_table(self.metrics_table)
-        self.metrics_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.metrics_table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.metrics_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.metrics_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-
-        self.class_table = QTableWidget(0, 5)
-        self.class_table.setObjectName("classTable")
-        self.class_table.setHorizontalHeaderLabels(
-            [self.tr("Class"), self.tr("Precision"), self.tr("Recall"), self.tr("F1"), self.tr("Support")]
-        )
-        self._setup_table(self.class_table)
-        self.class_table.setSortingEnabled(True)
-        header = self.class_table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in range(1, 5):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        bars = ScoreBarDelegate(self.class_table)
-        for column in (1, 2, 3):
-            self.class_table.setItemDelegateForColumn(column, bars)
-        self.class_table.cellDoubleClicked.connect(self._class_row_activated)
-
-        self.confusion = ConfusionMatrixView()
-        self.confusion.cellActivated.connect(self.show_cell)
-
-        self.examples_title = QLabel(self.tr("Click a cell of the confusion matrix to see its examples."))
-        self.examples_title.setObjectName("examplesTitle")
-        self.examples_title.setWordWrap(True)
-        self.image_list = QListWidget()
-        self.image_list.setObjectName("exampleImages")
-        self.image_list.setViewMode(QListView.ViewMode.IconMode)
-        self.image_list.setIconSize(QSize(THUMBNAIL_SIZE, THUMBNAIL_SIZE))
-        self.image_list.setGridSize(QSize(THUMBNAIL_SIZE + 28, THUMBNAIL_SIZE + 40))
-        self.image_list.setResizeMode(QListView.ResizeMode.Adjust)
-        self.image_list.setMovement(QListView.Movement.Static)
-        self.image_list.setUniformItemSizes(True)
-        self.image_list.setWordWrap(True)
-        self.image_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.image_list.itemActivated.connect(self._open_example)
-        self.image_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.image_list.customContextMenuRequested.connect(self._example_menu)
-        self.text_table = QTableWidget(0, 3)
-        self.text_table.setObjectName("exampleTexts")
-        self.text_table.setHorizontalHeaderLabels([self.tr("Confidence"), self.tr("Predicted"), self.tr("Text")])
-        self._setup_table(self.text_table)
-        self.text_table.setWordWrap(True)
-        self.text_table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        text_header = self.text_table.horizontalHeader()
-        text_header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        text_header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        text_header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        self.text_table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.text_table.customContextMenuRequested.connect(self._example_menu)
-        self.examples_stack = QStackedWidget()
-        self.examples_stack.addWidget(self.image_list)
-        self.examples_stack.addWidget(self.text_table)
-
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(section_label(self.tr("Metrics")))
-        left_layout.addWidget(self.metrics_table)
-        left_layout.addWidget(section_label(self.tr("Per class")))
-        left_layout.addWidget(self.class_table, 1)
-
-        matrix_box = QWidget()
-        matrix_layout = QVBoxLayout(matrix_box)
-        matrix_layout.setContentsMargins(0, 0, 0, 0)
-        matrix_layout.addWidget(section_label(self.tr("Confusion matrix")))
-        matrix_layout.addWidget(self.confusion, 1)
-        examples_box = QWidget()
-        examples_layout = QVBoxLayout(examples_box)
-        examples_layout.setContentsMargins(0, 0, 0, 0)
-        examples_layout.addWidget(self.examples_title)
-        examples_layout.addWidget(self.examples_stack, 1)
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(matrix_box)
-        right.addWidget(examples_box)
-        right.setStretchFactor(0, 3)
-        right.setStretchFactor(1, 2)
-        right.setSizes([460, 300])
-        right.setChildrenCollapsible(False)
-
-        self.body = QSplitter(Qt.Orientation.Horizontal)
-        self.body.addWidget(left)
-        self.body.addWidget(right)
-        self.body.setStretchFactor(0, 2)
-        self.body.setStretchFactor(1, 3)
-        self.body.setChildrenCollapsible(False)
+        self.body = QStackedWidget()
+        self.body.setObjectName("resultsBody")
+        # The common case, and what the tests of earlier versions reach into.
+        self.classification = self._page("classification")
 
         head = QHBoxLayout()
         titles = QVBoxLayout()
@@ -200,13 +123,58 @@ class ResultsView(QWidget):
         layout.addWidget(self.body, 1)
         self._show_message(self.tr("No run selected."))
 
-    @staticmethod
-    def _setup_table(table: QTableWidget) -> None:
-        table.verticalHeader().setVisible(False)
-        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        table.setAlternatingRowColors(True)
-        table.setShowGrid(False)
+    # -- pages --------------------------------------------------------------------
+    def _page(self, family: str) -> ReportPage:
+        key = family if family in FAMILY_PAGES else OTHER_FAMILIES
+        page = self.pages.get(key)
+        if page is None:
+            page = FAMILY_PAGES.get(key, _metrics)()(self.body)
+            self.pages[key] = page
+            self.body.addWidget(page)
+        return page
+
+    @property
+    def page(self) -> ReportPage:
+        """The page showing the current report (classification before any)."""
+        current = self.body.currentWidget()
+        return current if isinstance(current, ReportPage) else self.classification
+
+    @property
+    def metrics_table(self) -> MetricsTable:
+        return self.page.metrics_table
+
+    def thumbnails_pending(self) -> int:
+        """How many listed example images are still waiting for their thumbnail."""
+        return self.page.thumbnails_pending()
+
+    # The classification page's parts, where this view had them before families.
+    @property
+    def class_table(self):
+        return self.classification.class_table
+
+    @property
+    def confusion(self):
+        return self.classification.confusion
+
+    @property
+    def examples_title(self) -> QLabel:
+        return self.classification.examples_title
+
+    @property
+    def examples_stack(self) -> QStackedWidget:
+        return self.classification.examples_stack
+
+    @property
+    def image_list(self):
+        return self.classification.image_list
+
+    @property
+    def text_table(self):
+        return self.classification.text_table
+
+    @property
+    def listed(self) -> list:
+        return self.classification.listed
 
     # -- loading ------------------------------------------------------------------
     def load_run(self, run_dir: str) -> bool:
@@ -282,184 +250,10 @@ class ResultsView(QWidget):
         index = self.split_box.findData(split)
         if index >= 0 and index != self.split_box.currentIndex():
             self.split_box.setCurrentIndex(index)
-        self._fill_metrics(report)
-        self._fill_classes(report)
-        self.confusion.set_matrix(report.confusion_matrix, report.label_names)
-        self.clear_examples()
-        # Start on the largest mistake: the first thing worth a look.
-        worst = max(
-            ((v, i, j) for i, row in enumerate(report.confusion_matrix) for j, v in enumerate(row) if i != j and v),
-            default=None,
-        )
-        if worst is not None:
-            self.confusion.select_cell(worst[1], worst[2])
-
-    def _metric_title(self, name: str) -> str:
-        return {
-            "accuracy": self.tr("Accuracy"),
-            "macro_f1": self.tr("Macro F1"),
-            "top5_accuracy": self.tr("Top-5 accuracy"),
-            "loss": self.tr("Loss"),
-        }.get(name, name)
-
-    def _fill_metrics(self, report: SplitReport) -> None:
-        known = ("accuracy", "macro_f1", "top5_accuracy")
-        names = [n for n in known if n in report.metrics] + [n for n in report.metrics if n not in known]
-        if report.loss is not None:
-            names.append("loss")
-        rows = [(self._metric_title(n), format_metric(n, report.value(n), detail=True)) for n in names]
-        rows.append((self.tr("Examples"), format_metric("samples", report.example_count)))
-        rows.append((self.tr("Misclassified"), format_metric("samples", report.misclassified_count)))
-        rows.append((self.tr("Classes"), str(len(report.label_names))))
-        self.metrics_table.setRowCount(len(rows))
-        for row, (name, value) in enumerate(rows):
-            self.metrics_table.setItem(row, 0, QTableWidgetItem(name))
-            item = QTableWidgetItem(value)
-            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            self.metrics_table.setItem(row, 1, item)
-        self.metrics_table.resizeRowsToContents()
-        height = self.metrics_table.horizontalHeader().height() + sum(
-            self.metrics_table.rowHeight(r) for r in range(len(rows))
-        )
-        self.metrics_table.setFixedHeight(height + 2 * self.metrics_table.frameWidth())
-
-    def _fill_classes(self, report: SplitReport) -> None:
-        self.class_table.setSortingEnabled(False)
-        self.class_table.setRowCount(len(report.per_class))
-        for row, entry in enumerate(report.per_class):
-            label = QTableWidgetItem(str(entry.get("label", "")))
-            self.class_table.setItem(row, 0, label)
-            for column, key in ((1, "precision"), (2, "recall"), (3, "f1"), (4, "support")):
-                value = entry.get(key)
-                number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-                item = NumberItem(format_metric(key, number), number)
-                self.class_table.setItem(row, column, item)
-        # Label order (the order of eval.json) until the user sorts by a column.
-        self.class_table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        self.class_table.setSortingEnabled(True)
-
-    def _class_row_activated(self, row: int, _column: int) -> None:
-        label = self.class_table.item(row, 0).text()
-        if self.report and label in self.report.label_names:
-            index = self.report.label_names.index(label)
-            self.confusion.select_cell(index, index)
-
-    # -- examples ---------------------------------------------------------------
-    def clear_examples(self) -> None:
-        self.listed = []
-        self._thumb_generation += 1
-        self._thumb_items.clear()
-        self._thumb_pending = set()
-        self.image_list.clear()
-        self.text_table.setRowCount(0)
-        self.examples_title.setText(self.tr("Click a cell of the confusion matrix to see its examples."))
-
-    def show_cell(self, true_index: int, predicted_index: int) -> None:
-        """List the examples behind one confusion-matrix cell, most confident first."""
-        report = self.report
-        if report is None:
-            return
-        true_label = report.label_names[true_index]
-        predicted = report.label_names[predicted_index]
-        examples = report.examples_for(true_label, predicted)
-        count = report.cell_count(true_label, predicted)
-        self.clear_examples()
-        self.listed = examples[:MAX_LISTED]
-        if true_index == predicted_index:
-            head = self.tr("“{true}” predicted correctly: {count} examples").format(true=true_label, count=count)
-        else:
-            head = self.tr("“{true}” predicted as “{predicted}”: {count} examples").format(
-                true=true_label, predicted=predicted, count=count
-            )
-        if not count:
-            note = ""
-        elif not examples and true_index == predicted_index and not report.has_correct_list:
-            note = self.tr("this evaluation does not list correctly predicted examples.")
-        elif not examples:
-            note = self.tr("this evaluation does not list them.")
-        elif len(self.listed) < count:
-            note = self.tr("the {shown} most confident are shown.").format(shown=len(self.listed))
-        else:
-            note = self.tr("most confident first.")
-        self.examples_title.setText(head + (" \u2014 " + note if note else ""))
-        images = bool(self.listed) and all(is_image_example(e.example) for e in self.listed[:20])
-        if images:
-            self._list_images(self.listed)
-            self.examples_stack.setCurrentWidget(self.image_list)
-        else:
-            self._list_texts(self.listed)
-            self.examples_stack.setCurrentWidget(self.text_table)
-
-    def _list_images(self, examples: list[EvalExample]) -> None:
-        placeholder = placeholder_icon(self.palette())
-        paths = []
-        for example in examples:
-            caption = f"{example.predicted} \u00b7 {example.confidence:.0%}"
-            item = QListWidgetItem(placeholder, caption)
-            item.setToolTip(
-                self.tr("{path}\ntrue: {true}, predicted: {predicted} ({confidence:.1%})").format(
-                    path=example.example, true=example.true, predicted=example.predicted, confidence=example.confidence
-                )
-            )
-            item.setData(Qt.ItemDataRole.UserRole, example.example)
-            item.setTextAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
-            self.image_list.addItem(item)
-            self._thumb_items.setdefault(example.example, []).append(item)
-            paths.append(example.example)
-        self._thumb_pending = set(paths)
-        if paths:
-            job = ThumbnailJob(self._thumb_generation, list(dict.fromkeys(paths)), THUMBNAIL_SIZE)
-            job.signals.loaded.connect(self._thumbnail_loaded)
-            self._thumb_pool.start(job)
-
-    def _thumbnail_loaded(self, generation: int, path: str, image: QImage) -> None:
-        if generation != self._thumb_generation:
-            return
-        self._thumb_pending.discard(path)
-        if image.isNull():  # unreadable now: keep the placeholder, the tooltip names the file
-            return
-        icon = QIcon(QPixmap.fromImage(image))
-        for item in self._thumb_items.get(path, []):
-            item.setIcon(icon)
-
-    def thumbnails_pending(self) -> int:
-        """How many listed images are still waiting for their thumbnail."""
-        return len(self._thumb_pending)
-
-    def _list_texts(self, examples: list[EvalExample]) -> None:
-        self.text_table.setRowCount(len(examples))
-        for row, example in enumerate(examples):
-            self.text_table.setItem(row, 0, NumberItem(f"{example.confidence:.1%}", example.confidence))
-            self.text_table.setItem(row, 1, QTableWidgetItem(example.predicted))
-            text = QTableWidgetItem(example.example)
-            text.setToolTip(example.example)
-            text.setData(Qt.ItemDataRole.UserRole, example.example)
-            self.text_table.setItem(row, 2, text)
-        self.text_table.resizeRowsToContents()
-
-    def _open_example(self, item: QListWidgetItem) -> None:
-        path = item.data(Qt.ItemDataRole.UserRole)
-        if path and os.path.isfile(path):
-            QDesktopServices.openUrl(QUrl.fromLocalFile(path))
-
-    def _selected_examples(self) -> list[str]:
-        if self.examples_stack.currentWidget() is self.image_list:
-            return [i.data(Qt.ItemDataRole.UserRole) for i in self.image_list.selectedItems()]
-        rows = sorted({i.row() for i in self.text_table.selectedIndexes()})
-        return [self.text_table.item(r, 2).text() for r in rows]
-
-    def _example_menu(self, position) -> None:
-        chosen = self._selected_examples()
-        if not chosen:
-            return
-        menu = QMenu(self)
-        copy = menu.addAction(self.tr("Copy"))
-        copy.triggered.connect(lambda: QGuiApplication.clipboard().setText("\n".join(chosen)))
-        if self.examples_stack.currentWidget() is self.image_list:
-            reveal = menu.addAction(self.tr("Show in Folder"))
-            reveal.triggered.connect(
-                lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(Path(chosen[0]).parent)))
-            )
-        widget = self.examples_stack.currentWidget()
-        menu.popup(widget.viewport().mapToGlobal(position))
+        assert self.results is not None
+        self.family = self.results.family_of(report)
+        page = self._page(self.family)
+        titles = {key: self._source_title(source) for key, source in self.results.sources.items()}
+        page.show_report(report, self.results, titles)
+        self.body.setCurrentWidget(page)
 

@@ -2,14 +2,14 @@
 
 The buttons are views of QActions (the same actions sit in the Run menu with
 their shortcuts), so enabling an action enables its button and menu entry
-together.  ``RunProgress`` turns Started/Progress events into what the bar and
-the line under it say: epoch and step, ETA, samples per second.
+together.  ``show_progress`` draws a ``RunProgress`` (a ``RunSession``'s,
+reduced from the run's events there) on the bar and the line under it: epoch
+and step, ETA, samples per second.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.desktop.formatting import format_duration
+from trainlab.session import RunProgress  # noqa: F401 - its old home; views draw it
 
 
 def format_rate(value: float | None) -> str:
@@ -33,23 +34,6 @@ def format_rate(value: float | None) -> str:
     if value >= 100:
         return f"{value:,.0f}"
     return f"{value:.1f}"
-
-
-@dataclass
-class RunProgress:
-    """The numbers the progress line shows (plain values, no Qt)."""
-
-    step: int = 0
-    total_steps: int = 0
-    epoch: int = 0
-    epochs: int = 0
-    samples_per_second: float = 0.0
-    eta_seconds: float | None = None
-    phase: str = ""
-
-    @property
-    def fraction(self) -> float:
-        return min(1.0, self.step / self.total_steps) if self.total_steps else 0.0
 
 
 def _tool_button(action: QAction, parent: QWidget, name: str) -> QToolButton:

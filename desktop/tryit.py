@@ -1,6 +1,15 @@
-"""Try a trained run on your own input: an image (chosen or dropped) or a text.
+"""Try a trained run on your own input, of the kind its task declares.
 
-Predictions run in a one-thread pool through ``trainlab.engine.runner.predict``,
+The input widget comes from the task's ``InputSpec`` (``tryit_inputs``:
+image, file, text or table row), never from its id; the answer is the
+family's typed prediction (``tryit_outputs``: labels with scores, a set of
+labels, a number).  "Random Validation Example" takes an example the run's
+evaluation listed (``eval.json``: the classification and multi-label
+examples, the regression's worst ones) that the task can take as input: a
+file that is there, a text, a row written as comma-separated values.
+
+Predictions run in a one-thread pool through ``trainlab.engine.runner.predict``
+(its typed ``PredictedInput``, and the warnings of its input check),
 which imports torch there (never on the GUI thread) and keeps the run's
 predictor loaded, so only the first prediction of a run pays for loading it.
 One thread: the predictor is used by one caller at a time, and a burst of
@@ -14,18 +23,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QRunnable, QSize, Qt, QThreadPool, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImageReader, QPixmap
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QFileDialog,
-    QFrame,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
-    QPlainTextEdit,
-    QProgressBar,
     QPushButton,
-    QSizePolicy,
     QSpinBox,
     QStackedWidget,
     QVBoxLayout,
@@ -33,15 +37,20 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.api import UsageError
-from trainlab.records import EvalExample, RunRecord
+from trainlab.descriptors import InputSpec, TaskSpec
+from trainlab.desktop.results_model import recorded_declarations, task_spec
+from trainlab.desktop.tryit_inputs import DropArea, RowEntry, TextEntry, accepts_file, input_suffixes, page, row_columns
+from trainlab.desktop.tryit_outputs import PredictionView, number_text, prediction_rows
+from trainlab.predictions import Prediction
+from trainlab.records import EvalRecord, LabelSetExample, RegressionExample, RunRecord
 from trainlab.runs import RunDir
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
-PREVIEW_SIZE = 280
+# The value units of a regression run, where its parameters or its report name them.
+UNIT_KEYS = ("target_units", "units", "unit")
 
 
 class _PredictSignals(QObject):
-    done = Signal(int, list)  # request id, predictions of the one input
+    done = Signal(int, object, object, list)  # request id, its Prediction, that prediction's JSON, warnings
     failed = Signal(int, str, str)  # request id, message, traceback
 
 
@@ -58,16 +67,18 @@ class _PredictJob(QRunnable):
         try:
             from trainlab.engine.runner import predict  # imports torch here, off the GUI thread
 
-            results = predict(self.run_dir, [self.item], self.top_k)
-            if results and results[0].get("error"):  # this input could not be used (an unreadable image)
-                self._emit(self.signals.failed, self.request_id, results[0]["error"], "")
+            warnings: list[str] = []
+            answers = predict(self.run_dir, [self.item], self.top_k, on_warning=warnings.append)
+            answer = answers[0]
+            if answer.error:  # this input could not be used (an unreadable image)
+                self._emit(self.signals.failed, self.request_id, answer.error, "")
                 return
-            predictions = results[0]["predictions"] if results else []
         except Exception as exc:  # noqa: BLE001 - shown in the panel, never fatal
             message = str(exc) if exc.__class__.__name__ in ("UsageError", "DataError") else f"{type(exc).__name__}: {exc}"
             self._emit(self.signals.failed, self.request_id, message, traceback.format_exc())
             return
-        self._emit(self.signals.done, self.request_id, predictions)
+        body = answer.to_json().get("prediction") or {}
+        self._emit(self.signals.done, self.request_id, answer.prediction, body, warnings)
 
     @staticmethod
     def _emit(signal, *args) -> None:
@@ -77,32 +88,12 @@ class _PredictJob(QRunnable):
             pass
 
 
-def input_kind(task: str) -> str:
-    """"image" or "text": what a run's task takes as input."""
-    task = str(task or "")
-    if "image" in task or "vision" in task:
-        return "image"
-    return "text"
-
-
-class _DropArea(QLabel):
-    """The image well: shows the chosen image, takes a dropped one."""
-
-    def __init__(self, text: str, parent: QWidget | None = None) -> None:
-        super().__init__(text, parent)
-        self.setObjectName("dropArea")
-        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.setWordWrap(True)
-        self.setMinimumSize(QSize(PREVIEW_SIZE, PREVIEW_SIZE * 3 // 4))
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet("QLabel#dropArea { border: 2px dashed palette(mid); border-radius: 8px; }")
-
-
 class TryItPanel(QWidget):
-    """Pick a run's input (image or text) and see its top predictions."""
+    """Give a run's model one input of its declared kind and see its prediction."""
 
-    predicted = Signal(list)  # [{"label", "probability"}, ...] of the latest input
+    # the latest input's prediction as rows: [{"label", "probability"}] best
+    # first (multi-label: every label, with "chosen"), or [{"value"}]
+    predicted = Signal(list)
     failed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -111,11 +102,15 @@ class TryItPanel(QWidget):
         self.setAcceptDrops(True)
         self.run_dir: str | None = None
         self.record: RunRecord | None = None
-        self.kind = "text"
+        self.spec: TaskSpec | None = None
+        self.input_spec = InputSpec()
+        self.family = "classification"
+        self.units = ""
         self.current_input: str | None = None
+        self.prediction: Prediction | None = None
         self.predictions: list[dict[str, Any]] = []
         self.error = ""
-        self._true_label: str | None = None  # when the input came from the evaluation
+        self._truth = ""  # what the evaluation says of an example tried from it
         self._request = 0
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
@@ -130,39 +125,25 @@ class TryItPanel(QWidget):
         self.run_label.setProperty("role", "muted")
         self.run_label.setWordWrap(True)
 
-        # image input
-        self.drop_area = _DropArea(self.tr("Drop an image here\nor choose one"))
-        self.choose_button = QPushButton(self.tr("Choose Image…"))
-        self.choose_button.clicked.connect(self.choose_image)
-        image_page = QWidget()
-        image_layout = QVBoxLayout(image_page)
-        image_layout.setContentsMargins(0, 0, 0, 0)
-        image_layout.addWidget(self.drop_area, 1)
-
-        # text input
-        self.text_edit = QPlainTextEdit()
-        self.text_edit.setObjectName("tryText")
-        self.text_edit.setPlaceholderText(self.tr("Type or paste a text to classify"))
-        self.predict_button = QPushButton(self.tr("Predict"))
-        self.predict_button.setToolTip(self.tr("Classify the text (Ctrl+Enter)"))
-        self.predict_button.setDefault(True)
-        self.predict_button.clicked.connect(self.predict_text)
-        # An event filter, not a QShortcut: the text edit claims Ctrl+Return
-        # for itself (ShortcutOverride), so a shortcut would never fire.
-        self.text_edit.installEventFilter(self)
-        text_page = QWidget()
-        text_layout = QVBoxLayout(text_page)
-        text_layout.setContentsMargins(0, 0, 0, 0)
-        text_layout.addWidget(self.text_edit, 1)
-        text_buttons = QHBoxLayout()
-        text_buttons.addStretch(1)
-        text_buttons.addWidget(self.predict_button)
-        text_layout.addLayout(text_buttons)
-
+        # one page per input kind; set_run shows the run's
+        self.drop_area = DropArea()
+        self.text_edit = TextEntry()
+        self.text_edit.entered.connect(self.predict_entered)
+        self.row_entry = RowEntry()
+        self.row_entry.entered.connect(self.predict_entered)
         self.input_stack = QStackedWidget()
-        self.input_stack.addWidget(image_page)
-        self.input_stack.addWidget(text_page)
+        self._pages = {
+            "file": self.input_stack.addWidget(page(self.drop_area)),
+            "text": self.input_stack.addWidget(page(self.text_edit)),
+            "row": self.input_stack.addWidget(page(self.row_entry)),
+        }
+        self._pages["image"] = self._pages["file"]
+        self.predict_button = QPushButton(self.tr("Predict"))
+        self.predict_button.setDefault(True)
+        self.predict_button.clicked.connect(self.predict_entered)
 
+        self.choose_button = QPushButton(self.tr("Choose Image…"))
+        self.choose_button.clicked.connect(self.choose_file)
         self.sample_button = QPushButton(self.tr("Random Validation Example"))
         self._sample_tip = self.tr("Try an example from this run's evaluation and compare with its true label")
         self.sample_button.setToolTip(self._sample_tip)
@@ -172,22 +153,20 @@ class TryItPanel(QWidget):
         self.top_k.setValue(5)
         self.top_k.setToolTip(self.tr("How many of the most likely labels to show"))
         self.top_k.valueChanged.connect(lambda _: self.predict_current())
+        self.top_k_label = QLabel(self.tr("Top:"))
         options = QHBoxLayout()
         options.addWidget(self.choose_button)
         options.addWidget(self.sample_button)
         options.addStretch(1)
-        options.addWidget(QLabel(self.tr("Top:")))
+        options.addWidget(self.top_k_label)
         options.addWidget(self.top_k)
+        options.addWidget(self.predict_button)
 
         self.status = QLabel()
         self.status.setObjectName("tryStatus")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.results_box = QWidget()
-        self.results_grid = QGridLayout(self.results_box)
-        self.results_grid.setContentsMargins(0, 0, 0, 0)
-        self.results_grid.setColumnStretch(1, 1)
-        self.results_grid.setHorizontalSpacing(10)
+        self.output = PredictionView()
 
         self.input_box = QWidget()
         input_layout = QVBoxLayout(self.input_box)
@@ -200,7 +179,7 @@ class TryItPanel(QWidget):
         results_title.setFont(font)
         results_col.addWidget(results_title)
         results_col.addWidget(self.status)
-        results_col.addWidget(self.results_box)
+        results_col.addWidget(self.output)
         results_col.addStretch(1)
 
         body = QHBoxLayout()
@@ -215,16 +194,10 @@ class TryItPanel(QWidget):
         self._set_enabled(False)
         self.status.setText(self.tr("Choose a finished run to try it."))
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
-        if (
-            watched is self.text_edit
-            and event.type() == QEvent.Type.KeyPress
-            and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
-            and event.modifiers() & Qt.KeyboardModifier.ControlModifier
-        ):
-            self.predict_text()
-            return True
-        return super().eventFilter(watched, event)
+    @property
+    def kind(self) -> str:
+        """What the run's task takes: image, file, text or row (``InputSpec.kind``)."""
+        return self.input_spec.kind
 
     # -- run --------------------------------------------------------------------
     def set_run(self, run_dir: str | None) -> None:
@@ -232,11 +205,11 @@ class TryItPanel(QWidget):
         self._request += 1  # drop answers for the previous run
         self.run_dir = str(run_dir) if run_dir else None
         self.current_input = None
+        self.prediction = None
         self.predictions = []
         self.error = ""
-        self._show_predictions([])
-        self.drop_area.clear()
-        self.drop_area.setText(self.tr("Drop an image here\nor choose one"))
+        self._truth = ""
+        self.output.clear()
         if not self.run_dir:
             self.record = None
             self.run_label.clear()
@@ -252,94 +225,178 @@ class TryItPanel(QWidget):
             self._set_enabled(False)
             self.status.setText(self.tr("Cannot read {problem}").format(problem=str(exc)))
             return
-        self.kind = input_kind(self.record.task)
-        self.input_stack.setCurrentIndex(0 if self.kind == "image" else 1)
-        self.choose_button.setVisible(self.kind == "image")
-        self.run_label.setText(
-            self.tr("{name} · {task} · {count} labels").format(
-                name=self.record.title, task=self.record.task or "?", count=len(self.record.label_names)
-            )
+        self.spec = task_spec(self.record.task)
+        self.input_spec = self.spec.input if self.spec is not None else InputSpec()
+        evaluation = self._evaluation()
+        report = evaluation.primary if evaluation is not None else None
+        recorded_family, _ = recorded_declarations(self.record)
+        self.family = (
+            (report.family if report is not None else "")
+            or recorded_family
+            or (self.spec.family if self.spec is not None else "classification")
         )
+        self.units = self._units(report)
+        self._configure_input()
+        parts = [self.record.title, self.record.task or "?"]
+        if self.record.label_names:
+            parts.append(self.tr("{count} labels").format(count=len(self.record.label_names)))
+        self.run_label.setText(" · ".join(parts))
         has_model = (Path(self.run_dir) / "model").is_dir()
-        self._set_enabled(has_model)
+        self._set_enabled(has_model and self.spec is not None)
         self.sample_button.setToolTip(self._sample_tip)
-        self.sample_button.setEnabled(has_model and bool(self._eval_examples()))
-        if has_model:
-            hint = self.tr("Drop or choose an image.") if self.kind == "image" else self.tr("Type a text and press Predict.")
-            self.status.setText(hint)
-        else:
+        examples = self._eval_examples(evaluation)
+        self.sample_button.setEnabled(has_model and self.spec is not None and bool(examples))
+        if has_model and evaluation is not None and not examples:
+            self.sample_button.setToolTip(self.tr("This run's evaluation lists no example this task can take as input"))
+        if not has_model:
             self.status.setText(self.tr("This run has no trained model (it did not complete)."))
+        elif self.spec is None:
+            self.status.setText(self.tr("The task {task} of this run is not installed here.").format(task=self.record.task))
+        else:
+            self.status.setText(self._hint())
+
+    def _configure_input(self) -> None:
+        spec = self.input_spec
+        what = spec.title
+        self.input_stack.setCurrentIndex(self._pages.get(spec.kind, self._pages["text"]))
+        files = spec.kind in ("image", "file")
+        self.choose_button.setVisible(files)
+        self.choose_button.setText(self.tr("Choose Image…") if spec.kind == "image" else self.tr("Choose File…"))
+        self.predict_button.setVisible(not files)
+        labels = self.family != "regression"
+        self.top_k.setVisible(labels)
+        self.top_k_label.setVisible(labels)
+        if spec.kind == "image":
+            self.drop_area.clear()
+            self.drop_area.setText(self.tr("Drop {what} here\nor choose one").format(what=what or self.tr("an image")))
+        elif spec.kind == "file":
+            self.drop_area.clear()
+            self.drop_area.setText(self.tr("Drop {what} here\nor choose one").format(what=what or self._file_words()))
+        elif spec.kind == "row":
+            self.row_entry.configure(spec, what or self.tr("comma-separated values"))
+        else:
+            self.text_edit.setPlaceholderText(self.tr("Type or paste {what}").format(what=what or self.tr("a text")))
+        tip = {"text": self.tr("Predict for the text (Ctrl+Enter)"), "row": self.tr("Predict for the row (Enter)")}
+        self.predict_button.setToolTip(tip.get(spec.kind, ""))
+
+    def _file_words(self) -> str:
+        suffixes = input_suffixes(self.input_spec)
+        return self.tr("a file ({suffixes})").format(suffixes=", ".join(suffixes)) if suffixes else self.tr("a file")
+
+    def _hint(self) -> str:
+        what = self.input_spec.title
+        kind = self.input_spec.kind
+        if kind == "image":
+            return self.tr("Drop or choose {what}.").format(what=what or self.tr("an image"))
+        if kind == "file":
+            return self.tr("Drop or choose {what}.").format(what=what or self._file_words())
+        if kind == "row":
+            return self.tr("Enter {what} and press Predict.").format(what=what or self.tr("a row of comma-separated values"))
+        return self.tr("Type {what} and press Predict.").format(what=what or self.tr("a text"))
+
+    def _units(self, report) -> str:
+        sources = [dict(self.record.parameters) if self.record else {}, dict(report.target) if report is not None else {}]
+        for source in sources:
+            for key in UNIT_KEYS:
+                if isinstance(source.get(key), str) and source[key].strip():
+                    return source[key].strip()
+        return ""
 
     def _set_enabled(self, enabled: bool) -> None:
-        for widget in (self.input_stack, self.top_k, self.sample_button, self.choose_button):
+        for widget in (self.input_stack, self.top_k, self.sample_button, self.choose_button, self.predict_button):
             widget.setEnabled(enabled)
 
     # -- input -------------------------------------------------------------------
-    def choose_image(self) -> None:
-        patterns = " ".join(f"*{s}" for s in IMAGE_SUFFIXES)
-        path, _ = QFileDialog.getOpenFileName(
-            self, self.tr("Choose an Image"), "", self.tr("Images ({patterns})").format(patterns=patterns)
-        )
-        if path:
-            self.predict_image(path)
-
-    def predict_image(self, path: str, true_label: str | None = None) -> None:
-        reader = QImageReader(path)
-        reader.setAutoTransform(True)
-        size = reader.size()
-        if size.isValid():
-            reader.setScaledSize(size.scaled(PREVIEW_SIZE, PREVIEW_SIZE, Qt.AspectRatioMode.KeepAspectRatio))
-        image = reader.read()
-        if image.isNull():
-            self.drop_area.setText(self.tr("Cannot read this image:\n{path}").format(path=path))
+    def choose_file(self) -> None:
+        patterns = " ".join(f"*{s}" for s in input_suffixes(self.input_spec)) or "*"
+        if self.kind == "image":
+            title, kind = self.tr("Choose an Image"), self.tr("Images ({patterns})")
         else:
-            self.drop_area.setPixmap(QPixmap.fromImage(image))
-        self.drop_area.setToolTip(path)
-        self.submit(path, true_label)
+            title, kind = self.tr("Choose a File"), self.tr("Files ({patterns})")
+        path, _ = QFileDialog.getOpenFileName(self, title, "", kind.format(patterns=patterns))
+        if path:
+            self.predict_file(path)
 
-    def predict_text(self) -> None:
-        text = self.text_edit.toPlainText().strip()
-        if text:
-            self.submit(text)
+    def predict_file(self, path: str, truth: str = "") -> None:
+        """Show a chosen, dropped or example file in the well and predict it."""
+        if self.kind == "image":
+            if not self.drop_area.show_image(path):
+                self.drop_area.setText(self.tr("Cannot read this image:\n{path}").format(path=path))
+        else:
+            self.drop_area.setText(Path(path).name)
+            self.drop_area.setToolTip(path)
+        self.submit(path, truth)
+
+    def predict_image(self, path: str, truth: str = "") -> None:
+        self.predict_file(path, truth)
+
+    def predict_entered(self) -> None:
+        """Predict what was typed: the text, or the row."""
+        item = self.row_entry.value() if self.kind == "row" else self.text_edit.toPlainText().strip()
+        if item:
+            self.submit(item)
 
     def predict_current(self) -> None:
         if self.current_input is not None:
-            self.submit(self.current_input, self._true_label)
+            self.submit(self.current_input, self._truth)
 
-    def _eval_examples(self) -> list[EvalExample]:
-        if not self.run_dir:
-            return []
+    def _evaluation(self) -> EvalRecord | None:
         try:
-            evaluation = RunDir(self.run_dir).read_eval()
+            return RunDir(self.run_dir).read_eval() if self.run_dir else None
         except UsageError as exc:  # the results view says more; here the button only explains itself
             self.sample_button.setToolTip(self.tr("Cannot read {problem}").format(problem=str(exc)))
-            return []
+            return None
+
+    def _eval_examples(self, evaluation: EvalRecord | None = None) -> list[tuple[str, str]]:
+        """(input, what the evaluation says of it) for each listed example this task can take."""
+        evaluation = evaluation if evaluation is not None else self._evaluation()
         report = evaluation.primary if evaluation is not None else None
         if report is None:
             return []
-        examples = list(report.misclassified) + list(report.correct_examples)
-        if self.kind == "image":
-            examples = [e for e in examples if Path(e.example).is_file()]
-        return examples
+        if self.family == "regression":
+            examples = list(report.worst_examples)
+        else:
+            examples = list(report.misclassified) + list(report.correct_examples)
+        return [(e.example, self._truth_of(e)) for e in examples if self._usable(e.example)]
+
+    def _truth_of(self, example) -> str:
+        if isinstance(example, RegressionExample):
+            return self.tr("True value: {value}").format(value=number_text(example.true, self.units))
+        if isinstance(example, LabelSetExample):
+            return self.tr("True labels: {labels}").format(labels=", ".join(example.true) or self.tr("none"))
+        return self.tr("True label: {label}").format(label=example.true) if example.true else ""
+
+    def _usable(self, example: str) -> bool:
+        kind = self.kind
+        if kind in ("image", "file"):
+            return accepts_file(self.input_spec, example) and Path(example).is_file()
+        if kind == "row":  # a row task's examples may be descriptions ("row 17"), not rows
+            columns = row_columns(self.input_spec)
+            fields = example.count(",") + 1
+            return fields == len(columns) if columns else fields > 1
+        return bool(example.strip())
 
     def try_random_example(self) -> None:
         examples = self._eval_examples()
         if not examples:
             return
-        example = random.choice(examples)
-        text = example.example
-        truth = example.true or None
-        if self.kind == "image":
-            self.predict_image(text, truth)
+        item, truth = random.choice(examples)
+        if self.kind in ("image", "file"):
+            self.predict_file(item, truth)
+            return
+        if self.kind == "row":
+            self.row_entry.set_value(item)
         else:
-            self.text_edit.setPlainText(text)
-            self.submit(text, truth)
+            self.text_edit.setPlainText(item)
+        self.submit(item, truth)
 
-    def submit(self, item: str, true_label: str | None = None) -> int:
-        """Predict ``item`` off the GUI thread; returns the request id."""
+    def submit(self, item: str, truth: str = "") -> int:
+        """Predict ``item`` off the GUI thread; returns the request id.
+
+        ``truth``: what the evaluation says of it, shown above the answer."""
         if not self.run_dir:
             return -1
-        self._true_label = true_label
+        self._truth = truth or ""
         self.current_input = item
         self._request += 1
         self.error = ""
@@ -354,65 +411,33 @@ class TryItPanel(QWidget):
         return self._pool.activeThreadCount() > 0
 
     # -- output ---------------------------------------------------------------------
-    def _done(self, request_id: int, predictions: list) -> None:
+    def _done(self, request_id: int, prediction: Prediction | None, body: dict, warnings: list) -> None:
         if request_id != self._request:
             return
-        self.predictions = predictions
-        self.status.clear()
-        self._show_predictions(predictions)
-        self.predicted.emit(predictions)
+        self.prediction = prediction
+        self.predictions = prediction_rows(prediction, body)
+        self.status.setText("\n".join(warnings))  # a file name given to a task that takes texts, ...
+        self.output.show_prediction(prediction, body, self._truth, self.top_k.value(), self.units)
+        self.predicted.emit(self.predictions)
 
     def _failed(self, request_id: int, message: str, details: str) -> None:
         if request_id != self._request:
             return
         self.error = message
+        self.prediction = None
         self.predictions = []
-        self._show_predictions([])
+        self.output.clear()
         self.status.setText(self.tr("Prediction failed: {error}").format(error=message))
         self.status.setToolTip(details)
         self.failed.emit(message)
 
-    def _show_predictions(self, predictions: list) -> None:
-        while self.results_grid.count():
-            widget = self.results_grid.takeAt(0).widget()
-            if widget is not None:
-                widget.deleteLater()
-        row = 0
-        if self._true_label:
-            truth = QLabel(self.tr("True label: {label}").format(label=self._true_label))
-            truth.setProperty("role", "muted")
-            self.results_grid.addWidget(truth, row, 0, 1, 3)
-            row += 1
-        for rank, prediction in enumerate(predictions):
-            label = QLabel(str(prediction["label"]))
-            label.setObjectName("predictionLabel")
-            probability = float(prediction["probability"])
-            bar = QProgressBar()
-            bar.setRange(0, 1000)
-            bar.setValue(round(probability * 1000))
-            bar.setTextVisible(False)
-            bar.setFixedHeight(10)
-            value = QLabel(f"{probability:.1%}")
-            value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            if rank == 0:
-                for widget in (label, value):
-                    font = widget.font()
-                    font.setBold(True)
-                    widget.setFont(font)
-            self.results_grid.addWidget(label, row, 0)
-            self.results_grid.addWidget(bar, row, 1)
-            self.results_grid.addWidget(value, row, 2)
-            row += 1
-
     def shown_predictions(self) -> list[tuple[str, str]]:
         """(label, percentage) as displayed, top first."""
-        out = []
-        for row in range(self.results_grid.rowCount()):
-            label = self.results_grid.itemAtPosition(row, 0)
-            value = self.results_grid.itemAtPosition(row, 2)
-            if label is not None and value is not None:
-                out.append((label.widget().text(), value.widget().text()))
-        return out
+        return self.output.shown_scores()
+
+    def shown_value(self) -> str:
+        """A predicted number as displayed, with its units ('' for labels)."""
+        return self.output.shown_value()
 
     # -- drag and drop ------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
@@ -424,21 +449,25 @@ class TryItPanel(QWidget):
         if item is None:
             return
         event.acceptProposedAction()
-        if self.kind == "image":
-            self.predict_image(item)
+        if self.kind in ("image", "file"):
+            self.predict_file(item)
+            return
+        if self.kind == "row":
+            self.row_entry.set_value(item)
         else:
             self.text_edit.setPlainText(item)
-            self.submit(item)
+        self.submit(item)
 
     def _dropped_input(self, mime) -> str | None:
-        if self.kind == "image":
+        if self.kind in ("image", "file"):
             for url in mime.urls():
                 path = url.toLocalFile()
-                if path and path.lower().endswith(IMAGE_SUFFIXES):
+                if accepts_file(self.input_spec, path) and Path(path).is_file():
                     return path
             return None
         if mime.hasText() and mime.text().strip():
-            return mime.text().strip()
+            text = mime.text().strip()
+            return text.splitlines()[0].strip() if self.kind == "row" else text
         for url in mime.urls():
             path = url.toLocalFile()
             if path.lower().endswith(".txt"):

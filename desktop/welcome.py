@@ -1,14 +1,17 @@
-"""The start view: try a bundled sample, start a new training, reopen a run.
+"""The start view: try a sample, start a new training, reopen a run.
 
-"Try image classification" and "Try text classification" use the sample data
-the task plugins ship inside ``trainlab.resources`` (``TaskSpec.sample_data``)
-and start a short demo run: nothing to download, nothing to configure.  Recent
+Every installed task whose sample data is here (``TaskSpec.sample_path()``:
+a built-in's inside ``trainlab.resources``, a plugin's inside its own
+package) gets a card titled by the task: "Try ..." starts a short demo run on
+it, nothing to download, nothing to configure.  Which tasks those are comes
+from the plugins (``sample_offers``), never from a list of task ids.  Recent
 runs come from the run index (``trainlab.runs.RunStore``) on later starts.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6 import QtCore
@@ -28,7 +31,48 @@ from PySide6.QtWidgets import (
 from trainlab.desktop.formatting import format_metric, status_title
 from trainlab.records import run_title
 
-SAMPLE_TASKS = ("image-classification", "text-classification")
+MAX_COLUMNS = 4
+
+
+@dataclass(frozen=True)
+class SampleOffer:
+    """An installed task with sample data here: what its card shows."""
+
+    task_id: str
+    title: str
+    description: str
+    path: str
+
+
+def sample_offers(registry: Any) -> list[SampleOffer]:
+    """Every task of ``registry`` whose sample data is here, in the registry's order."""
+    offers = []
+    for task_id, entry in (registry.tasks.items() if registry is not None else ()):
+        path = sample_data_path(registry, task_id)
+        if path:
+            spec = entry.spec
+            offers.append(SampleOffer(task_id, spec.title or task_id, spec.description or "", path))
+    return offers
+
+
+def sample_data_path(registry: Any, task_id: str) -> str:
+    """The sample data of ``task_id`` ('' when it has none here, or is not installed)."""
+    entry = registry.tasks.get(task_id) if registry is not None else None
+    if entry is None:
+        return ""
+    try:
+        path = entry.spec.sample_path()
+    except Exception:  # noqa: BLE001 - a plugin's odd sample_data is never fatal: no card
+        return ""
+    return str(path) if path is not None else ""
+
+
+def _in_sentence(title: str) -> str:
+    """"Image classification" as it reads after "Try" (an acronym keeps its capitals)."""
+    first = title.split(" ", 1)[0]
+    if len(first) > 1 and first[1:].islower():
+        return title[:1].lower() + title[1:]
+    return title
 
 
 def metric_title(name: str) -> str:
@@ -74,6 +118,7 @@ class _Card(QFrame):
         body.setProperty("align", "top")  # STYLE_SHEET: no Qt enum before the window shows
         layout.addWidget(heading)
         layout.addWidget(body, 1)
+        self.heading, self.body = heading, body
         row = QHBoxLayout()
         row.addStretch(1)
         row.addWidget(button)
@@ -97,7 +142,7 @@ class WelcomeView(QWidget):
         title = QLabel(self.tr("Welcome to TrainLab"), self)
         title.setProperty("role", "heading")
         subtitle = QLabel(
-            self.tr("Train image and text classifiers on this machine: your data stays here, nothing is downloaded."),
+            self.tr("Train image and text models on this machine: your data stays here, nothing is downloaded."),
             self,
         )
         subtitle.setWordWrap(True)
@@ -105,42 +150,22 @@ class WelcomeView(QWidget):
         outer.addWidget(title)
         outer.addWidget(subtitle)
 
-        cards = QGridLayout()
-        cards.setHorizontalSpacing(14)
-        self.try_image = QPushButton(self.tr("Try image classification"), self)
-        self.try_image.setObjectName("try_image")
-        self.try_image.clicked.connect(lambda: self.sampleRequested.emit("image-classification"))
-        self.try_text = QPushButton(self.tr("Try text classification"), self)
-        self.try_text.setObjectName("try_text")
-        self.try_text.clicked.connect(lambda: self.sampleRequested.emit("text-classification"))
+        self.cards = QGridLayout()
+        self.cards.setHorizontalSpacing(14)
+        self.cards.setVerticalSpacing(14)
+        self.sample_cards: dict[str, _Card] = {}
         self.new_training = QPushButton(self.tr("New training\u2026"), self)
         self.new_training.setObjectName("new_training")
         self.new_training.setDefault(True)
         self.new_training.clicked.connect(self.newTrainingRequested.emit)
-        self.image_card = _Card(
-            self.tr("Image classification"),
-            self.tr("A short demo run on the bundled sample photos, sorted into classes."),
-            self.try_image,
-            self,
-        )
-        self.text_card = _Card(
-            self.tr("Text classification"),
-            self.tr("A short demo run on the bundled sample sentences, labelled by topic."),
-            self.try_text,
-            self,
-        )
         self.new_card = _Card(
             self.tr("Your own data"),
             self.tr("Choose a task, point it at a folder of class folders or a CSV file, check the data and train."),
             self.new_training,
             self,
         )
-        cards.addWidget(self.image_card, 0, 0)
-        cards.addWidget(self.text_card, 0, 1)
-        cards.addWidget(self.new_card, 0, 2)
-        for column in range(3):  # three equal cards across the width
-            cards.setColumnStretch(column, 1)
-        outer.addLayout(cards)
+        outer.addLayout(self.cards)
+        self._lay_out_cards()
 
         recent_row = QHBoxLayout()
         recent_title = QLabel(self.tr("Recent runs"), self)
@@ -166,12 +191,42 @@ class WelcomeView(QWidget):
         outer.addStretch(1)
         self.set_recent_runs([])
 
-    def set_samples(self, available: dict[str, str]) -> None:
-        """``available`` maps a sample task id to '' (ready) or why it is not."""
-        for task_id, button in (("image-classification", self.try_image), ("text-classification", self.try_text)):
-            reason = available.get(task_id, self.tr("the task is not installed"))
-            button.setEnabled(not reason)
-            button.setToolTip(reason or self.tr("Start a short demo run on the bundled sample data"))
+    def set_samples(self, offers: list[SampleOffer]) -> None:
+        """A card for each task with sample data (``sample_offers``), then "Your own data"."""
+        for card in self.sample_cards.values():
+            self.cards.removeWidget(card)
+            card.deleteLater()
+        self.sample_cards = {}
+        for offer in offers:
+            template = self.tr("Try {task}")
+            # lower-casing a title mid-sentence is English grammar, not every language's
+            title = _in_sentence(offer.title) if template == "Try {task}" else offer.title
+            button = QPushButton(template.format(task=title), self)
+            button.setObjectName(f"try_{offer.task_id}")
+            button.setToolTip(
+                self.tr("Start a short demo run on the sample data that comes with this task ({path})").format(path=offer.path)
+            )
+            button.clicked.connect(lambda _=False, task=offer.task_id: self.sampleRequested.emit(task))
+            text = offer.description or self.tr("A short demo run on the sample data that comes with this task.")
+            self.sample_cards[offer.task_id] = _Card(offer.title, text, button, self)
+        self._lay_out_cards()
+
+    def sample_button(self, task_id: str) -> QPushButton | None:
+        """The "Try ..." button of ``task_id``'s card (None: no card for it)."""
+        card = self.sample_cards.get(task_id)
+        return card.button if card is not None else None
+
+    def _lay_out_cards(self) -> None:
+        cards = [*self.sample_cards.values(), self.new_card]
+        total = len(cards)
+        # one row for up to four cards; more wrap into rows of three or four
+        columns = total if total <= MAX_COLUMNS else (3 if total <= 6 else MAX_COLUMNS)
+        self.cards.removeWidget(self.new_card)
+        for index, card in enumerate(cards):
+            self.cards.addWidget(card, index // columns, index % columns)
+            card.show()  # now, not when the layout next gets round to it
+        for column in range(MAX_COLUMNS):  # equal cards across the width
+            self.cards.setColumnStretch(column, 1 if column < columns else 0)
 
     def set_recent_runs(self, rows: list[dict[str, Any]], limit: int = 8) -> None:
         self.recent.clear()

@@ -5,7 +5,8 @@ Signals (superqt's discipline, on a QThread as the product's design asks):
 * ``started()`` (QThread's own): the thread is up; torch is not loaded yet.
 * ``stateChanged(str)``: ``preparing`` (checking data, building the model),
   ``running``, ``paused``, ``stopping``.
-* ``eventBatch(object)``: an ``EventBatch`` of the run's events, coalesced.
+* ``eventBatch(object)``: an ``EventBatch`` of the run's events, coalesced,
+  in the order they happened (a ``RunSession`` reduces them).
 * ``errored(str, str)``: the run failed or could not start: message, traceback.
 * ``runFinished(object)``: always last: the run's ``RunOutcome`` (the same
   type whether the run executed here or in a child process).
@@ -18,7 +19,8 @@ allows the next emit.  So the GUI thread handles at most one queued batch per
 tick however fast the run goes, and no event is left stranded when the run
 goes quiet (during evaluation, say).
 
-The run executes in this thread (``plan_run`` then ``execute``) or in a child process
+The run executes in this thread (``plan_run`` then ``execute``, on the data
+check's ``PreparedTask`` when it still fits) or in a child process
 (``ChildRun``), whose crash cannot take the window down; both deliver the same
 events.  Pause, resume and stop are requests the engine honours between
 optimizer steps (``RunControl``), or signals to the child process.
@@ -35,6 +37,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from PySide6.QtCore import QThread, QTimer, Signal
@@ -126,20 +129,33 @@ STATES = ("preparing", "running", "paused", "stopping")
 
 @dataclass(frozen=True)
 class EventBatch:
-    """Events that arrived since the last batch, sorted by kind.
+    """Events that arrived since the last batch, in the order they happened.
 
-    Progress keeps only the newest event: older ones are superseded.  Every
-    other event is kept (train points are plotted with downsampling).
+    A ``Progress`` event is superseded by the next one: only the newest of a
+    batch is kept (it says everything an older one said).  Every other event
+    is kept (train points are plotted with downsampling).  The session
+    reduces ``events`` in order; the properties are the same events by kind.
     """
 
-    started: Started | None = None
-    train: tuple[TrainStep, ...] = ()
-    evals: tuple[EvalResult, ...] = ()
-    progress: Progress | None = None
-    system: tuple[SystemSample, ...] = ()
-    logs: tuple[Log, ...] = ()
-    finished: Finished | None = None
+    events: tuple[Event, ...] = ()
     received: int = 0  # events coalesced into this batch
+
+    def _of(self, kind: type) -> tuple:
+        return tuple(e for e in self.events if isinstance(e, kind))
+
+    def _last(self, kind: type):
+        return next((e for e in reversed(self.events) if isinstance(e, kind)), None)
+
+    started = cached_property(lambda self: self._last(Started))
+    train = cached_property(lambda self: self._of(TrainStep))
+    evals = cached_property(lambda self: self._of(EvalResult))
+    progress = cached_property(lambda self: self._last(Progress))
+    system = cached_property(lambda self: self._of(SystemSample))
+    logs = cached_property(lambda self: self._of(Log))
+    finished = cached_property(lambda self: self._last(Finished))
+
+
+_KINDS = (TrainStep, Progress, EvalResult, SystemSample, Log, Started, Finished)
 
 
 class EventCoalescer:
@@ -152,38 +168,22 @@ class EventCoalescer:
         self.total = 0
 
     def _reset(self) -> None:
-        self._started: Started | None = None
-        self._train: list[TrainStep] = []
-        self._evals: list[EvalResult] = []
-        self._progress: Progress | None = None
-        self._system: list[SystemSample] = []
-        self._logs: list[Log] = []
-        self._finished: Finished | None = None
-        self._count = 0
+        self._events: list[Event | None] = []
+        self._progress_at: int | None = None  # where the buffered Progress sits
+        self._superseded = 0
 
     def add(self, event: Event) -> EventBatch | None:
         """Buffer ``event``; returns a batch to emit when none is in flight."""
+        if not isinstance(event, _KINDS):
+            return None
         with self._lock:
-            self._count += 1
             self.total += 1
-            if isinstance(event, TrainStep):
-                self._train.append(event)
-            elif isinstance(event, Progress):
-                self._progress = event
-            elif isinstance(event, EvalResult):
-                self._evals.append(event)
-            elif isinstance(event, SystemSample):
-                self._system.append(event)
-            elif isinstance(event, Log):
-                self._logs.append(event)
-            elif isinstance(event, Started):
-                self._started = event
-            elif isinstance(event, Finished):
-                self._finished = event
-            else:
-                self._count -= 1
-                self.total -= 1
-                return None
+            if isinstance(event, Progress):
+                if self._progress_at is not None:
+                    self._events[self._progress_at] = None
+                    self._superseded += 1
+                self._progress_at = len(self._events)
+            self._events.append(event)
             if self.in_flight:
                 return None
             self.in_flight = True
@@ -192,22 +192,15 @@ class EventCoalescer:
     def take(self, release: bool = True) -> EventBatch | None:
         """What is buffered (None if nothing); ``release`` ends the in-flight batch."""
         with self._lock:
-            batch = self._take_locked() if self._count else None
+            batch = self._take_locked() if self._events else None
             if release and batch is None:
                 self.in_flight = False
             return batch
 
     def _take_locked(self) -> EventBatch:
-        batch = EventBatch(
-            started=self._started,
-            train=tuple(self._train),
-            evals=tuple(self._evals),
-            progress=self._progress,
-            system=tuple(self._system),
-            logs=tuple(self._logs),
-            finished=self._finished,
-            received=self._count,
-        )
+        events = self._events
+        kept = tuple(e for e in events if e is not None) if self._superseded else tuple(events)
+        batch = EventBatch(events=kept, received=len(events))
         self._reset()
         return batch
 
@@ -236,13 +229,17 @@ class TrainingWorker(QThread):
     errored = Signal(str, str)
     runFinished = Signal(object)  # RunOutcome
 
-    def __init__(self, request: Any, *, mode: str = "thread", parent=None, niceness: int | None = None):
+    def __init__(self, request: Any, *, mode: str = "thread", parent=None, niceness: int | None = None,
+                 prepared: Any = None):
         super().__init__(parent)
         self.niceness = TRAINING_NICENESS if niceness is None else niceness
         if mode not in ("thread", "process"):
             raise ValueError(f"mode must be 'thread' or 'process', not {mode!r}")
         self.request = request
         self.mode = mode
+        # The data check's PreparedTask: plan_run takes it over when it still
+        # fits the request (a child process prepares its own).
+        self.prepared = prepared
         self.coalescer = EventCoalescer()
         self.state = "preparing"
         self.result: Any = None  # the RunOutcome, once runFinished was emitted
@@ -383,7 +380,8 @@ class TrainingWorker(QThread):
             raise _Cancelled("stopped before the run started")
         bridge = _Bridge()
         control = self._control
-        plan = plan_run(self.request, log=bridge.on_event, should_stop=lambda: control.stop_requested)
+        prepared, self.prepared = self.prepared, None  # one run takes it over, or it is dropped
+        plan = plan_run(self.request, prepared=prepared, log=bridge.on_event, should_stop=lambda: control.stop_requested)
         return execute(plan, callbacks=[bridge], control=self._control)
 
     def _run_child(self) -> Any:

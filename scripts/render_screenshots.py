@@ -4,11 +4,20 @@
     python scripts/render_screenshots.py                 # docs/screenshots/*.png
     python scripts/render_screenshots.py --work /tmp/tl  # keep (and reuse) the trained runs
 
+    python scripts/render_screenshots.py --only results-regression results-multilabel
+
 Everything shown is real: the script trains small runs on the bundled sample
 data on the CPU first (a few minutes; ``--work`` keeps them for the next
 time), then drives the real main window: the start view, a run in progress,
-its results, the run history comparing runs, try it, the plugins dialog, and
-the start view and results in Simplified Chinese.
+its results, the run history comparing runs, try it, the plugins dialog, the
+results of a regression and of a multi-label run, and the start view and
+results in Simplified Chinese.  ``--only`` renders the named pictures alone
+(and trains only the runs they show).
+
+The regression and multi-label runs use the built-in ``image-regression`` and
+``image-multilabel`` tasks on their samples where this installation has
+them, else the test suite's toy tasks (``tests/fixtures/plugins``: rows of
+numbers, trained in seconds).
 
 The Chinese pictures need a CJK font (Debian/Ubuntu: ``apt-get install
 fonts-noto-cjk``); the script says so when none is found.  Nothing here opens
@@ -32,6 +41,12 @@ IMAGE_RUNS = (
     ("shapes · lr 0.001", {"epochs": "8", "batch_size": "16", "lr": "0.001", "image_size": "32"}),
 )
 TEXT_RUN = ("topics · tiny BERT", {"epochs": "4"})
+# (picture, run name, built-in task, the toy task standing in for it, parameters)
+FAMILY_RUNS = (
+    ("results-regression", "regression demo", "image-regression", "toy-regression", {"epochs": "20"}),
+    ("results-multilabel", "multi-label demo", "image-multilabel", "toy-multilabel", {"epochs": "3", "threshold": "auto"}),
+)
+CLASSIC_PICTURES = ("start", "results", "history", "tryit", "plugins", "training")
 LIVE_RUN = {"epochs": "30", "batch_size": "16", "lr": "0.005", "image_size": "32"}
 
 
@@ -90,6 +105,52 @@ def train_runs(log) -> dict[str, str]:
     return runs
 
 
+def train_family_runs(log, wanted) -> dict[str, str]:
+    """The regression and multi-label runs, on a built-in sample or the toy tasks; by picture."""
+    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.pluginhost import registry
+    from trainlab.runs import RunStore
+
+    store = RunStore()
+    existing = {r.get("name"): r for r in store.list() if r.get("status") == "completed"}
+    runs = {}
+    for picture, name, builtin, toy, params in FAMILY_RUNS:
+        if not wanted(picture):
+            continue
+        entry = registry().tasks.get(builtin)
+        sample = entry.spec.sample_path() if entry is not None else None
+        if sample is not None:
+            task, data = builtin, str(sample)
+        else:  # the window shows the toy runs too: it must find their plugin
+            task, data = toy, str(toy_data(toy, Path(os.environ["TRAINLAB_HOME"]) / "toy-data"))
+        if name in existing:
+            runs[picture] = existing[name]["run_dir"]
+            continue
+        log(f"training {name} ({task}) on the CPU…")
+        result = run_training(RunRequest(task=task, data=data, params=dict(params)))
+        if result.status != "completed":
+            raise SystemExit(f"{name}: {result.status}: {result.error}")
+        store.rename(Path(result.run_dir).name, name)
+        runs[picture] = result.run_dir
+    return runs
+
+
+def toy_data(task: str, folder: Path) -> Path:
+    """The toy tasks' data, as the test suite writes it; their plugin made discoverable."""
+    tests = ROOT / "tests"
+    for path in (tests, tests / "fixtures" / "plugins"):
+        if str(path) not in sys.path:
+            sys.path.insert(0, str(path))
+    import trainlab.pluginhost as host
+    from conftest import write_toy_multilabel_csv, write_toy_regression_csv
+
+    host.registry(refresh=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    if task == "toy-regression":
+        return write_toy_regression_csv(folder / "regression.csv", rows=400)
+    return write_toy_multilabel_csv(folder / "multilabel.csv", rows=400)
+
+
 def demo_registry(folder: Path):
     """A plugin registry for the dialog: the built-ins plus two that do not load.
 
@@ -127,10 +188,15 @@ def demo_registry(folder: Path):
 
 
 class Shooter:
-    def __init__(self, out: Path, log) -> None:
+    def __init__(self, out: Path, log, only: list[str] | None = None) -> None:
         self.out = out
         self.log = log
+        self.only = set(only or ())
         self.written: list[Path] = []
+
+    def wants(self, picture: str) -> bool:
+        """Whether ``picture`` (a name without its theme suffix) is to be rendered."""
+        return not self.only or picture in self.only
 
     def save(self, widget, name: str) -> None:
         settle(0.2)
@@ -157,53 +223,60 @@ def make_window(language: str, theme: str):
     return app, window
 
 
-def shoot_window(shooter: Shooter, runs: dict[str, str], theme: str, language: str, full: bool) -> None:
+def shoot_window(shooter: Shooter, runs: dict[str, str], family_runs: dict[str, str], theme: str, language: str,
+                 full: bool) -> None:
     suffix = theme if language == "en" else f"{language}-{theme}"
     app, window = make_window(language, theme)
     try:
-        window.show_page("welcome")
-        shooter.save(window, f"start-{suffix}")
+        if shooter.wants("start"):
+            window.show_page("welcome")
+            shooter.save(window, f"start-{suffix}")
 
-        best = max((runs[name] for name, _ in IMAGE_RUNS), key=_accuracy)
-        window.open_run(best)
-        wait(lambda: window.current_page() == "results", 30, "the results page")
-        results = window.results
-        wait(lambda: results.thumbnails_pending() == 0, 30, "the example thumbnails")
-        shooter.save(window, f"results-{suffix}")
+        best = max((runs[name] for name, _ in IMAGE_RUNS), key=_accuracy) if runs else None
+        if best and shooter.wants("results"):
+            show_results(window, best)
+            shooter.save(window, f"results-{suffix}")
         if not full:
             return
+        for picture, run_dir in family_runs.items():
+            show_results(window, run_dir)
+            shooter.save(window, f"{picture}-{suffix}")
 
-        history = window.history
-        window.show_page("history")
-        history.refresh()
-        ids = [r["id"] for r in history.model.rows if r["run_dir"] in {runs[n] for n, _ in IMAGE_RUNS}]
-        history.select_ids(ids)
-        history.overlay_selected()
-        history.curves.log_scale.setChecked(True)  # the two runs' losses differ tenfold
-        shooter.save(window, f"history-{suffix}")
+        if best and shooter.wants("history"):
+            history = window.history
+            window.show_page("history")
+            history.refresh()
+            ids = [r["id"] for r in history.model.rows if r["run_dir"] in {runs[n] for n, _ in IMAGE_RUNS}]
+            history.select_ids(ids)
+            history.overlay_selected()
+            history.curves.log_scale.setChecked(True)  # the two runs' losses differ tenfold
+            shooter.save(window, f"history-{suffix}")
 
-        tryit = window.tryit
-        tryit.set_run(best)
-        window.show_page("tryit")
-        image = sorted((sample("samples/images/shapes") / "star").glob("*"))[3]
-        predicted = []
-        tryit.predicted.connect(predicted.append)
-        tryit.predict_image(str(image))
-        wait(lambda: predicted or tryit.error, 120, "the try-it prediction")
-        shooter.save(window, f"tryit-{suffix}")
+        if best and shooter.wants("tryit"):
+            tryit = window.tryit
+            tryit.set_run(best)
+            window.show_page("tryit")
+            image = sorted((sample("samples/images/shapes") / "star").glob("*"))[3]
+            predicted = []
+            tryit.predicted.connect(predicted.append)
+            tryit.predict_image(str(image))
+            wait(lambda: predicted or tryit.error, 120, "the try-it prediction")
+            shooter.save(window, f"tryit-{suffix}")
 
-        from trainlab.desktop.plugins_dialog import PluginsDialog
+        if shooter.wants("plugins"):
+            from trainlab.desktop.plugins_dialog import PluginsDialog
 
-        registry = demo_registry(Path(tempfile.mkdtemp(prefix="trainlab-demo-plugins-")))
-        dialog = PluginsDialog(registry, window)
-        dialog.resize(900, 600)
-        dialog.show()
-        dialog.select_plugin("audio-classification")
-        dialog.traceback_toggle.setChecked(True)
-        shooter.save(dialog, f"plugins-{suffix}")
-        dialog.close()
+            registry = demo_registry(Path(tempfile.mkdtemp(prefix="trainlab-demo-plugins-")))
+            dialog = PluginsDialog(registry, window)
+            dialog.resize(900, 600)
+            dialog.show()
+            dialog.select_plugin("audio-classification")
+            dialog.traceback_toggle.setChecked(True)
+            shooter.save(dialog, f"plugins-{suffix}")
+            dialog.close()
 
-        shoot_live_run(shooter, window, suffix)
+        if shooter.wants("training"):
+            shoot_live_run(shooter, window, suffix)
     finally:
         if window.running:
             window.stop_run()
@@ -212,6 +285,13 @@ def shoot_window(shooter: Shooter, runs: dict[str, str], theme: str, language: s
         settle(0.2)
         window.deleteLater()
         settle(0.1)
+
+
+def show_results(window, run_dir: str) -> None:
+    window.open_run(run_dir)
+    wait(lambda: window.current_page() == "results", 30, "the results page")
+    results = window.results
+    wait(lambda: results.thumbnails_pending() == 0, 30, "the example thumbnails")
 
 
 def shoot_live_run(shooter: Shooter, window, suffix: str) -> None:
@@ -257,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"), help="folder for the PNG files")
     parser.add_argument("--work", help="folder for TRAINLAB_HOME (runs are kept and reused); default: a temporary one")
     parser.add_argument("--themes", nargs="+", default=["light", "dark"], choices=["light", "dark"])
+    parser.add_argument("--only", nargs="+", metavar="PICTURE",
+                        choices=[*CLASSIC_PICTURES, *(f[0] for f in FAMILY_RUNS)],
+                        help="render only these pictures (names without the theme)")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -274,13 +357,16 @@ def main(argv: list[str] | None = None) -> int:
 
     app = QApplication.instance() or QApplication(["trainlab"])
     check_cjk_font(log)
-    runs = train_runs(log)
-    shooter = Shooter(out, log)
+    shooter = Shooter(out, log, args.only)
+    classic = any(shooter.wants(p) for p in CLASSIC_PICTURES if p not in ("plugins", "training"))
+    runs = train_runs(log) if classic else {}
+    family_runs = train_family_runs(log, shooter.wants)
     for theme in args.themes:
         log(f"{theme} palette, English")
-        shoot_window(shooter, runs, theme, "en", full=True)
-        log(f"{theme} palette, Simplified Chinese")
-        shoot_window(shooter, runs, theme, "zh_CN", full=False)
+        shoot_window(shooter, runs, family_runs, theme, "en", full=True)
+        if shooter.wants("start") or (runs and shooter.wants("results")):
+            log(f"{theme} palette, Simplified Chinese")
+            shoot_window(shooter, runs, family_runs, theme, "zh_CN", full=False)
     app.processEvents()
     log(f"{len(shooter.written)} pictures in {out}")
     return 0

@@ -85,10 +85,33 @@ def _block_network(monkeypatch):
         pytest.fail(f"outbound network connection attempted: {attempts}")
 
 
+@pytest.fixture(scope="session")
+def fixture_plugin_verdicts(tmp_path_factory) -> Path | None:
+    """TrainLab's verdicts on the fixture plugins (``trainlab.pluginprobe``), made once.
+
+    A new plugin is first loaded in a child process; every test has a new
+    home, so without these each one would try the fixture plugins again (a
+    process each, most of the suite).  The real CLI makes them, in a home of
+    its own; tests of first sight use plugins the file does not know.
+    """
+    import subprocess
+
+    home = tmp_path_factory.mktemp("probe-seed-home")
+    env = subprocess_env([FIXTURE_PLUGINS, BROKEN_PLUGINS, FAULTY_PLUGIN, CARELESS_PLUGINS], TRAINLAB_HOME=str(home))
+    subprocess.run([sys.executable, "-m", "trainlab", "plugins", "--json"], capture_output=True, env=env, timeout=120)
+    found = home / "cache" / "plugin-probes.json"
+    return found if found.is_file() else None
+
+
 @pytest.fixture(autouse=True)
-def tmp_home(tmp_path_factory, monkeypatch):
-    """A private TRAINLAB_HOME for each test."""
+def tmp_home(tmp_path_factory, monkeypatch, fixture_plugin_verdicts):
+    """A private TRAINLAB_HOME for each test (knowing the fixture plugins, as after a first start)."""
     home = tmp_path_factory.mktemp("trainlab-home")
+    if fixture_plugin_verdicts is not None:
+        import shutil
+
+        (home / "cache").mkdir()
+        shutil.copyfile(fixture_plugin_verdicts, home / "cache" / fixture_plugin_verdicts.name)
     monkeypatch.setenv("TRAINLAB_HOME", str(home))
     monkeypatch.delenv("TRAINLAB_DISABLE_PLUGINS", raising=False)
     monkeypatch.delenv("TRAINLAB_BLOCK_PLUGINS", raising=False)
@@ -131,6 +154,9 @@ def cli(tmp_home):
 
 
 BROKEN_PLUGINS = TESTS / "fixtures" / "broken_plugins"
+FAULTY_PLUGIN = BROKEN_PLUGINS / "faulty"  # raises in the method its fail_in parameter names
+CARELESS_PLUGINS = BROKEN_PLUGINS / "careless"  # unmarked or misspelt hooks, a factory that is not there
+AT_IMPORT_PLUGINS = BROKEN_PLUGINS / "at_import"  # hang, exit or crash when imported
 
 
 def write_toy_csv(path: Path, rows: int = 240, classes: int = 3, features: int = 4, seed: int = 0) -> Path:

@@ -128,10 +128,10 @@ def test_a_run_in_the_window_keeps_the_machine_awake_and_notifies_at_the_end(qtb
     monkeypatch.setattr(notify_module, "LONG_RUN_SECONDS", 0.0)  # every run counts as long here
     prepare(qtbot, window, toy_csv, epochs=1)
     result = start_and_finish(qtbot, window)
-    assert result["status"] == "completed", result
+    assert result.status == "completed", result
     inhibit = fake_desktop.calls("Inhibit")
     assert inhibit and inhibit[0]["interface"] == "org.freedesktop.login1.Manager"
     fake_desktop.wait_for(qtbot, "LockReleased")
     (note,) = fake_desktop.wait_for(qtbot, "Notify")
     assert note["body"][3] == "Training finished"
-    assert note["body"][4] == "Finished: accuracy %.4f" % result["metrics"]["accuracy"]
+    assert note["body"][4] == "Finished: accuracy %.4f" % result.metrics["accuracy"]

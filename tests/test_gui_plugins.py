@@ -22,6 +22,9 @@ def trainlab_api_version():
 @hookimpl
 def trainlab_tasks():
     return [TaskSpec(id="toy-task", title="Toy task", factory="toy_good:Factory")]
+
+class Factory:  # what the factory path names: a good plugin's factory exists (discovery checks it)
+    pass
 '''
 
 BROKEN = '''

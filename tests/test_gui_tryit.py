@@ -13,8 +13,11 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QMimeData, QPointF, Qt  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent  # noqa: E402
+from PySide6.QtWidgets import QLabel  # noqa: E402
 
 from conftest import FIXTURE_PLUGINS  # noqa: E402
 
@@ -142,3 +145,136 @@ def test_a_damaged_run_json_is_named_and_nothing_can_be_tried(qtbot, panel, tmp_
     panel.set_run(str(run))
     assert not panel.input_stack.isEnabled() and not panel.sample_button.isEnabled()
     assert str(run / "run.json") in panel.status.text() and "is not valid JSON" in panel.status.text()
+
+
+# -- by declared input and family -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def regression_run(tmp_path_factory):
+    from family_runs import train_toy
+
+    return train_toy(tmp_path_factory.mktemp("tryreg"), "toy-regression", epochs="15")
+
+
+@pytest.fixture(scope="module")
+def multilabel_run(tmp_path_factory):
+    from family_runs import train_toy
+
+    return train_toy(tmp_path_factory.mktemp("tryml"), "toy-multilabel", epochs="10")
+
+
+def test_a_row_task_takes_a_row_and_shows_the_predicted_number(qtbot, panel, regression_run):
+    panel.set_run(regression_run)
+    assert panel.kind == "row" and panel.input_stack.currentWidget().isAncestorOf(panel.row_entry)
+    field = panel.row_entry.fields[0]
+    assert field.placeholderText() == "comma-separated numbers"  # the task's InputSpec.title
+    assert panel.status.text() == "Enter comma-separated numbers and press Predict."
+    assert not panel.top_k.isVisibleTo(panel)  # a number has no top labels
+    qtbot.keyClicks(field, "0.1,-0.4,0.9")
+    with qtbot.waitSignal(panel.predicted, timeout=60_000) as done:
+        qtbot.keyClick(field, Qt.Key.Key_Return)
+    value = done.args[0][0]["value"]
+    assert isinstance(value, float) and panel.prediction.value == value
+    assert panel.shown_value() == f"{value:.6g}"
+    assert panel.shown_predictions() == []
+
+
+def test_a_row_tasks_examples_that_are_not_rows_are_not_offered(qtbot, panel, regression_run):
+    # the toy task describes its examples as "row 17": not something its predictor takes
+    panel.set_run(regression_run)
+    assert not panel.sample_button.isEnabled()
+    assert "no example this task can take" in panel.sample_button.toolTip()
+
+
+def test_a_multilabel_prediction_shows_the_chosen_labels_and_every_score(qtbot, panel, multilabel_run):
+    panel.set_run(multilabel_run)
+    field = panel.row_entry.fields[0]
+    field.setText("1.5,-1.2,1.4")  # a and c switched on by their features, b off
+    with qtbot.waitSignal(panel.predicted, timeout=60_000) as done:
+        qtbot.mouseClick(panel.predict_button, Qt.MouseButton.LeftButton)
+    rows = done.args[0]
+    assert sorted(r["label"] for r in rows if r["chosen"]) == ["a", "c"]
+    assert panel.prediction.labels == ("a", "c")
+    shown = panel.shown_predictions()
+    assert [label for label, _ in shown][:2] in (["✓ a", "✓ c"], ["✓ c", "✓ a"]) and shown[2][0] == "b"
+    assert panel.output.findChild(QLabel, "predictionLabels").text() == "Labels: a, c"
+
+
+def test_the_input_widget_follows_the_declared_input_not_the_task_id(qtbot, panel, trained_run, monkeypatch, tmp_path):
+    import trainlab.desktop.tryit as tryit
+    from PySide6.QtGui import QColor, QImage
+
+    from trainlab import InputSpec, TaskSpec
+
+    # a task whose id says "image" but whose input is a text: the text box
+    spec = TaskSpec(id="image-captions-to-topics", title="Captions", factory="x:Y", input=InputSpec(kind="text"))
+    monkeypatch.setattr(tryit, "task_spec", lambda task: spec)
+    panel.set_run(trained_run)
+    assert panel.kind == "text" and panel.input_stack.currentWidget().isAncestorOf(panel.text_edit)
+    assert not panel.choose_button.isVisibleTo(panel)
+
+    # one whose id says nothing of images, declaring an image input: the image well
+    spec = TaskSpec(id="cell-counts", title="Cells", factory="x:Y", input=InputSpec(kind="image", title="a photo of a cell"))
+    monkeypatch.setattr(tryit, "task_spec", lambda task: spec)
+    panel.set_run(trained_run)
+    assert panel.kind == "image" and panel.input_stack.currentWidget().isAncestorOf(panel.drop_area)
+    assert panel.choose_button.isVisibleTo(panel) and panel.choose_button.text() == "Choose Image…"
+    assert panel.status.text() == "Drop or choose a photo of a cell."
+    picture = tmp_path / "cell.png"
+    image = QImage(40, 30, QImage.Format.Format_RGB32)
+    image.fill(QColor("teal"))
+    assert image.save(str(picture))
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(picture)), QUrl.fromLocalFile(str(tmp_path / "notes.txt"))])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    with qtbot.waitSignal(panel.failed, timeout=30_000):  # the toy predictor takes rows, not images
+        panel.dropEvent(event)
+    assert panel.current_input == str(picture) and not panel.drop_area.pixmap().isNull()
+
+    # a file of declared suffixes: the well names it; other files are refused
+    spec = TaskSpec(id="calls", title="Calls", factory="x:Y", input=InputSpec(kind="file", suffixes=(".wav",)))
+    monkeypatch.setattr(tryit, "task_spec", lambda task: spec)
+    panel.set_run(trained_run)
+    assert panel.choose_button.text() == "Choose File…" and "a file (.wav)" in panel.status.text()
+    (tmp_path / "call.wav").write_bytes(b"RIFF")
+    assert panel._dropped_input(mime) is None
+    mime.setUrls([QUrl.fromLocalFile(str(tmp_path / "call.wav"))])
+    assert panel._dropped_input(mime) == str(tmp_path / "call.wav")
+
+
+def test_a_row_input_with_named_columns_gets_a_field_per_column(qtbot, panel, regression_run, monkeypatch):
+    from dataclasses import dataclass
+
+    import trainlab.desktop.tryit as tryit
+    from trainlab import InputSpec
+    from trainlab.desktop.results_model import task_spec
+
+    @dataclass(frozen=True)
+    class ColumnsInput(InputSpec):  # a plugin's row input that names its columns
+        columns: tuple[str, ...] = ()
+
+    real = task_spec("toy-regression")
+    spec = replace(real, input=ColumnsInput(kind="row", columns=("x0", "x1", "x2")))
+    monkeypatch.setattr(tryit, "task_spec", lambda task: spec)
+    panel.set_run(regression_run)
+    assert [panel.row_entry._layout.labelForField(f).text() for f in panel.row_entry.fields] == ["x0", "x1", "x2"]
+    for field, value in zip(panel.row_entry.fields, ("0.1", "-0.4", "0.9")):
+        field.setText(value)
+    with qtbot.waitSignal(panel.predicted, timeout=60_000):
+        qtbot.keyClick(panel.row_entry.fields[2], Qt.Key.Key_Return)
+    assert panel.current_input == "0.1,-0.4,0.9" and panel.shown_value()
+
+
+def test_a_number_reads_in_the_targets_units_when_the_run_names_them(qtbot, panel, regression_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(regression_run, run)
+    report = json.loads((run / "eval.json").read_text())
+    report["target"]["units"] = "kg"  # where a task's evaluation names the target's units
+    (run / "eval.json").write_text(json.dumps(report))
+    panel.set_run(str(run))
+    with qtbot.waitSignal(panel.predicted, timeout=60_000):
+        panel.submit("0.1,-0.4,0.9")
+    assert panel.shown_value() == f"{panel.prediction.value:.6g} kg"

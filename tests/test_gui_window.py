@@ -51,7 +51,7 @@ def prepare(qtbot, win, data: Path, **params) -> None:
     assert win.controls.start_action.isEnabled()
 
 
-def start_and_finish(qtbot, win, timeout: int = RUN_TIMEOUT_MS) -> dict:
+def start_and_finish(qtbot, win, timeout: int = RUN_TIMEOUT_MS):
     with qtbot.waitSignal(win.runFinished, timeout=timeout) as blocker:
         win.controls.start_action.trigger()
     return blocker.args[0]
@@ -66,8 +66,8 @@ def test_run_from_the_window_trains_and_plots(qtbot, window, toy_csv):
     assert window.data_panel.summary_table.rowCount() == 3
     result = start_and_finish(qtbot, window)
 
-    assert result["status"] == "completed", result
-    run_dir = Path(result["run_dir"])
+    assert result.status == "completed", result
+    run_dir = Path(result.run_dir)
     assert (run_dir / "model").is_dir() and (run_dir / "eval.json").is_file()
     counts = window.plots.point_counts()
     assert counts["loss"] >= 20  # log_interval=0: one point per optimizer step
@@ -89,9 +89,9 @@ def test_run_from_the_window_trains_and_plots(qtbot, window, toy_csv):
     with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.controls.more_action.trigger()
     more = blocker.args[0]
-    assert more["status"] == "completed", more
-    assert Path(more["run_dir"]) == run_dir
-    assert more["epochs"] == 3
+    assert more.status == "completed", more
+    assert Path(more.run_dir) == run_dir
+    assert more.epochs == 3
     assert window.plots.point_counts()["eval"] == 3
 
 
@@ -118,18 +118,18 @@ def test_pause_and_resume(qtbot, window, toy_csv):
     assert window.controls.pause_action.text().replace("&", "") == "Resume"
     # The engine answers with a "paused" progress event once it has stopped
     # between two steps (and saved a checkpoint).
-    qtbot.waitUntil(lambda: window._progress.phase == "paused", timeout=30_000)
-    paused_at = window._progress.step
+    qtbot.waitUntil(lambda: window.session.progress.phase == "paused", timeout=30_000)
+    paused_at = window.session.progress.step
     run_dir = Path(window.current_run_dir)
     assert (run_dir / "checkpoints").is_dir()
-    assert paused_at < window._progress.total_steps
+    assert paused_at < window.session.progress.total_steps
 
     with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.controls.pause_action.trigger()  # Resume
         assert not window.worker.paused
     result = blocker.args[0]
-    assert result["status"] == "completed", result
-    assert result["steps"] == window._progress.total_steps > paused_at
+    assert result.status == "completed", result
+    assert result.steps == window.session.progress.total_steps > paused_at
 
 
 def test_stop_mid_run_then_continue(qtbot, window, toy_csv):
@@ -140,8 +140,8 @@ def test_stop_mid_run_then_continue(qtbot, window, toy_csv):
         window.controls.stop_action.trigger()
         assert window.worker.state == "stopping"
     result = blocker.args[0]
-    assert result["status"] == "cancelled", result
-    run = json.loads((Path(result["run_dir"]) / "run.json").read_text())
+    assert result.status == "cancelled", result
+    run = json.loads((Path(result.run_dir) / "run.json").read_text())
     assert run["status"] == "cancelled"
     assert "Stopped" in window.controls.line.text()
     assert window.continue_action.isEnabled() and not window.controls.more_action.isEnabled()
@@ -150,9 +150,9 @@ def test_stop_mid_run_then_continue(qtbot, window, toy_csv):
         window.params_form.set_values({"step_delay": "0"})
         window.continue_action.trigger()
     resumed = blocker.args[0]
-    assert resumed["status"] == "completed", resumed
-    assert resumed["run_dir"] == result["run_dir"]
-    assert resumed["epochs"] == 3
+    assert resumed.status == "completed", resumed
+    assert resumed.run_dir == result.run_dir
+    assert resumed.epochs == 3
 
 
 def test_closing_mid_run_asks_then_stops_cleanly(qtbot, qtlog, window, toy_csv):
@@ -163,13 +163,13 @@ def test_closing_mid_run_asks_then_stops_cleanly(qtbot, qtlog, window, toy_csv):
 
     # Cancel first: the run goes on.
     window.close()
-    box = window._close_box
+    box = window.close_box
     assert isinstance(box, QMessageBox) and box.isVisible()
     box.button(QMessageBox.StandardButton.Cancel).click()
     assert window.isVisible() and window.running
 
     window.close()
-    box = window._close_box
+    box = window.close_box
     stop_and_quit = next(b for b in box.buttons() if box.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole)
     with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS):
         stop_and_quit.click()
@@ -187,10 +187,10 @@ def test_closing_mid_run_asks_then_stops_cleanly(qtbot, qtlog, window, toy_csv):
 def test_failing_run_shows_the_error_and_the_window_stays_usable(qtbot, window, toy_csv):
     prepare(qtbot, window, toy_csv, epochs=2, fail_at_step=3)
     result = start_and_finish(qtbot, window)
-    assert result["status"] == "failed"
-    assert "toy failure at step 3" in result["error"]
+    assert result.status == "failed"
+    assert "toy failure at step 3" in result.error
     assert "toy failure at step 3" in window.controls.message.text()
-    box = window._error_box
+    box = window.error_box
     assert box is not None and box.isVisible()
     assert "RuntimeError" in box.detailedText()
     assert "toy failure" in window.log_panel.plain_text()
@@ -199,7 +199,7 @@ def test_failing_run_shows_the_error_and_the_window_stays_usable(qtbot, window, 
     # Usable: fix the parameter and train again.
     window.params_form.set_values({"fail_at_step": "0"})
     result = start_and_finish(qtbot, window)
-    assert result["status"] == "completed", result
+    assert result.status == "completed", result
 
 
 def test_bad_data_is_reported_before_training_and_blocks_start(qtbot, window, tmp_path):
@@ -223,8 +223,8 @@ def test_run_in_a_child_process(qtbot, window, toy_csv):
     window.controls.mode.setCurrentIndex(window.controls.mode.findData("process"))
     assert window.settings.run_mode == "process"
     result = start_and_finish(qtbot, window, timeout=180_000)
-    assert result["status"] == "completed", result
-    assert Path(result["run_dir"], "model").is_dir()
+    assert result.status == "completed", result
+    assert Path(result.run_dir, "model").is_dir()
     counts = window.plots.point_counts()
     assert counts["loss"] >= 20 and counts["eval"] == 2
 
@@ -233,9 +233,9 @@ def test_child_process_failure_is_reported(qtbot, window, toy_csv):
     prepare(qtbot, window, toy_csv, epochs=2, fail_at_step=2)
     window.controls.set_mode("process")
     result = start_and_finish(qtbot, window, timeout=180_000)
-    assert result["status"] == "failed"
-    assert "toy failure at step 2" in result["error"]
-    assert window._error_box is not None
+    assert result.status == "failed"
+    assert "toy failure at step 2" in result.error
+    assert window.error_box is not None
 
 
 # -- the forms -----------------------------------------------------------------
@@ -321,7 +321,7 @@ def test_tasks_list_names_their_plugin_and_version(window):
 def test_prefill_and_autostart(qtbot, window, toy_csv):
     with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.prefill(task="toy-classification", data=str(toy_csv), params={"epochs": "1"}, autostart=True)
-    assert blocker.args[0]["status"] == "completed"
+    assert blocker.args[0].status == "completed"
     assert window.current_page() == "train"
 
 
@@ -356,7 +356,7 @@ def test_both_palettes_apply(qtbot, window):
 def test_opening_a_past_run_shows_its_curves_and_results(qtbot, window, toy_csv):
     prepare(qtbot, window, toy_csv, epochs=2, log_interval=0)
     result = start_and_finish(qtbot, window)
-    run_dir = result["run_dir"]
+    run_dir = result.run_dir
     window.plots.reset()
     assert window.plots.point_counts()["loss"] == 0
 
@@ -371,17 +371,19 @@ def test_opening_a_past_run_shows_its_curves_and_results(qtbot, window, toy_csv)
 
 
 def test_try_text_classification_starts_a_demo_on_the_bundled_sample(qtbot, window):
-    if not window.welcome.try_text.isEnabled():
-        pytest.skip("this installation has no text sample: " + window.welcome.try_text.toolTip())
+    try_text = window.welcome.sample_button("text-classification")
+    if try_text is None:
+        pytest.skip("this installation has no text sample")
+    assert try_text.text() == "Try text classification"
     with qtbot.waitSignal(window.runStarted, timeout=10_000):
-        window.welcome.try_text.click()
+        try_text.click()
     assert window.task_id() == "text-classification"
     assert window.data_panel.path() == window.sample_path("text-classification")
     qtbot.waitUntil(lambda: window.worker is None or window.worker.state == "running", timeout=RUN_TIMEOUT_MS)
     assert window.worker is not None, window.last_result
     with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.stop_run()
-    assert blocker.args[0]["status"] in ("cancelled", "completed"), blocker.args[0]
+    assert blocker.args[0].status in ("cancelled", "completed"), blocker.args[0]
 
 
 def test_gpu_status_reaches_the_status_bar(qtbot, window):
@@ -420,7 +422,7 @@ def test_keyboard_shortcuts_reach_the_main_actions(qtbot, window, toy_csv):
     prepare(qtbot, window, toy_csv, epochs=1)
     with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         QTest.keyClick(window, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
-    assert blocker.args[0]["status"] == "completed"
+    assert blocker.args[0].status == "completed"
 
 
 def test_a_broken_plugin_is_reported_and_the_plugins_dialog_opens(qtbot, toy_plugin, monkeypatch):

@@ -56,7 +56,7 @@ SCRIPT = textwrap.dedent(
                 window.close()
 
         def finished(result):
-            report("FINISHED", status=result["status"], points=window.plots.point_counts())
+            report("FINISHED", status=result.status, points=window.plots.point_counts())
             window.close()
 
         window.ready.connect(ready)

@@ -56,6 +56,29 @@ def test_coalescer_keeps_every_event_and_one_batch_in_flight():
     assert coalescer.add(Finished()) is not None
 
 
+def test_a_batch_keeps_the_order_the_events_happened_in():
+    """The session reduces a batch in order: only a superseded progress event is left out."""
+    from trainlab.desktop.worker import EventCoalescer
+    from trainlab.events import EvalResult
+
+    coalescer = EventCoalescer()
+    coalescer.add(Started(run_dir="r", total_steps=10))
+    happened = [
+        TrainStep(step=1, loss=1.0),
+        Progress(step=1, total_steps=10, phase="train"),
+        EvalResult(step=1, loss=0.5),
+        Log(message="evaluated"),
+        TrainStep(step=2, loss=0.9),
+        Progress(step=2, total_steps=10, phase="save"),
+        SystemSample(cpu_percent=3.0),
+    ]
+    for event in happened:
+        coalescer.add(event)
+    batch = coalescer.take(release=True)
+    assert list(batch.events) == [e for e in happened if e is not happened[1]]
+    assert batch.received == len(happened) and batch.progress.phase == "save"
+
+
 def test_worker_coalesces_a_flood_of_events_from_another_thread(qtbot):
     """20,000 step events in a burst (a tiny model's rate): the GUI thread
     gets every one of them, in order, in a handful of batches."""

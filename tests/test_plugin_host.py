@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import BROKEN_PLUGINS, FIXTURE_PLUGINS, subprocess_env
+from conftest import BROKEN_PLUGINS, CARELESS_PLUGINS, FIXTURE_PLUGINS, subprocess_env
 from trainlab.pluginhost import PluginRegistry, set_blocked
 
 
@@ -174,6 +174,8 @@ def test_plugin_run_callbacks_are_isolated(tmp_path, monkeypatch, toy_plugin, to
 
     assert cb_plugin.SEEN == [1, 2]
     assert any("callback bug" in m and "disabled" in m for m in logs)
+    # whose callback it was
+    assert any(m.startswith("callback Broken of plugin 'cbp' failed in on_step_end") for m in logs), logs
 
 
 def test_a_plugin_api_1_plugin_loads_through_the_adapter(tmp_path, monkeypatch):
@@ -196,3 +198,45 @@ def test_a_plugin_api_1_plugin_loads_through_the_adapter(tmp_path, monkeypatch):
     spec = registry.task("legacy-task").spec
     assert spec.family == "classification"
     assert [m.name for m in spec.metric_specs()] == ["accuracy", "macro_f1"] and spec.default_monitor() == "accuracy"
+
+
+def test_careless_plugins_get_warnings_that_say_what_to_fix(monkeypatch):
+    """Forgotten @hookimpl, a misspelt hook, a factory that is not there: ok, with a warning each."""
+    monkeypatch.syspath_prepend(str(CARELESS_PLUGINS))
+    registry = PluginRegistry.discover()
+    plugins = by_name(registry)
+
+    unmarked = plugins["unmarked-hooks"]
+    assert unmarked.status == "ok" and unmarked.tasks == []
+    assert "trainlab_tasks() not marked @trainlab.hookimpl, so TrainLab never calls it: add the decorator" in unmarked.warnings
+    assert any("implements no hook" in w for w in unmarked.warnings)
+
+    misspelt = plugins["misspelt-hook"]
+    assert misspelt.status == "ok" and misspelt.tasks == []
+    assert "trainlab_task() is not a TrainLab hook (did you mean trainlab_tasks?), so TrainLab never calls it" in misspelt.warnings
+
+    missing = plugins["missing-factory"]
+    assert missing.status == "ok" and missing.tasks == ["ghost-classification", "typo-classification"]
+    ghost, typo = missing.warnings
+    assert ghost.startswith("task 'ghost-classification': its factory module 'trainlab_fixture_ghost_tasks' cannot be found")
+    assert typo.startswith("task 'typo-classification': its factory 'missing_factory_plugin:TypoTaks' names 'TypoTaks'")
+
+    # the built-ins and the toy plugin, done right, get none
+    monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
+    plugins = by_name(PluginRegistry.discover())
+    assert all(not plugins[name].warnings for name in ("image-classification", "text-classification", "toy"))
+
+
+def test_a_run_of_a_task_whose_factory_is_missing_names_the_plugin(cli, tmp_path):
+    data = tmp_path / "rows.csv"
+    data.write_text("x,label\n1,a\n")
+    listing = cli("plugins", extra_path=[CARELESS_PLUGINS])
+    assert "warning: trainlab_task() is not a TrainLab hook (did you mean trainlab_tasks?)" in listing.stdout
+    assert "its factory module 'trainlab_fixture_ghost_tasks' cannot be found" in listing.stdout
+    result = cli("train", "ghost-classification", "--data", data, "--json", extra_path=[CARELESS_PLUGINS])
+    assert result.returncode == 1, result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert error == (
+        "plugin 'missing-factory' (task ghost-classification) failed in factory: "
+        "ModuleNotFoundError: No module named 'trainlab_fixture_ghost_tasks'"
+    )

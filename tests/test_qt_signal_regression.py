@@ -66,7 +66,7 @@ SCRIPT = textwrap.dedent(
 
 
     def emit_all(emitter, worker, n):
-        batch = EventBatch(train=(TrainStep(step=1, loss=0.5),), received=1)
+        batch = EventBatch(events=(TrainStep(step=1, loss=0.5),), received=1)
         for i in range(n):
             k = i % 11
             if k == 0: emitter.text.emit("running")

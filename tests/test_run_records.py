@@ -234,9 +234,7 @@ DESKTOP = Path(__file__).resolve().parent.parent / "desktop"
 RUN_FILES = {"run.json", "eval.json", "metrics.jsonl"}
 READERS = {"read_json", "read_json_object", "event_from_json", "event_from_dict"}
 # Files allowed to name a run folder's files; each says why.
-NAMES_RUN_FILES = {
-    "main_window.py": "only tests whether files exist; its run state moves to a RunSession next (issue 11)",
-}
+NAMES_RUN_FILES: dict[str, str] = {}
 PARSES_JSON = {"data_panel.py": "previews the user's own JSON-lines data, not a run folder"}
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trainlab.api import DataError, RunFailed
-from trainlab.fileio import DamagedFileError, save_safetensors, verify_safetensors
+from trainlab.fileio import DamagedFileError, disk_full_message, is_disk_full, save_safetensors, verify_safetensors
 
 FORMAT = "trainlab-checkpoint/1"
 META_KEY = "trainlab"
@@ -121,14 +121,83 @@ def _join_optimizer(tensors: dict[str, Any], plain: dict[str, Any]) -> dict[str,
     return {"state": state, "param_groups": groups}
 
 
+MARGIN = 32 << 20  # what the rest of a run writes besides its checkpoints (run.json, metrics.jsonl, eval.json)
+
+
 def ensure_free_space(folder: Path, tensors: dict[str, Any]) -> None:
     need = sum(t.numel() * t.element_size() for t in tensors.values()) + (1 << 20)
+    require_free_space(folder, int(need * 1.05), "to write a checkpoint")
+
+
+def require_free_space(folder: Path, need: int, purpose: str) -> None:
+    """CheckpointError naming ``folder`` and its free space when less than ``need`` (+ a margin) is free."""
     free = shutil.disk_usage(folder).free
-    if free < need * 1.05 + (32 << 20):
+    if free < need + MARGIN:
         raise CheckpointError(
-            f"not enough free disk space in {folder} to write a checkpoint: "
-            f"needs about {need / 1e6:.0f} MB, {free / 1e6:.0f} MB free; free some space or use --out on another disk"
+            f"not enough free disk space in {folder} {purpose}: "
+            f"needs about {max(1, round(need / 1e6))} MB, {free / 1e6:.0f} MB free; free some space or use --out on another disk"
         )
+
+
+def tensor_bytes(module: Any) -> int:
+    """Bytes of a model's weights and buffers as a checkpoint stores them."""
+    return sum(t.numel() * t.element_size() for t in model_state_tensors(module).values())
+
+
+def optimizer_state_bytes(optimizer: Any) -> int:
+    """Bytes the optimizer's state will take once it has stepped (it is empty before).
+
+    AdamW keeps two tensors per trainable parameter, SGD with momentum one;
+    estimated from the parameters before the first step, so the free-space
+    check can come before the first epoch's work.
+    """
+    per_param = 2 if "betas" in optimizer.defaults else 1
+    total = 0
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.requires_grad:
+                total += per_param * param.numel() * param.element_size()
+    return total
+
+
+def run_space_needed(model: Any, optimizer: Any, kept: dict[str, int] | None = None) -> int:
+    """The most disk space a run's checkpoints and its exported model take at once.
+
+    At the peak a new ``last`` is written beside the old one while ``best``
+    exists (2 x full + weights); the export writes the weights again in up
+    to three formats (safetensors, torch.export, ONNX) while both
+    checkpoints are kept (full + 4 x weights).  ``kept`` are the bytes of
+    files already on disk that count towards it (a resumed run's).
+    """
+    weights = tensor_bytes(model)
+    full = weights + optimizer_state_bytes(optimizer) + (1 << 20)
+    peak = max(2 * full + weights, full + 4 * weights)
+    return max(0, peak - sum((kept or {}).values()))
+
+
+def checkpoint_step(path: Path) -> int | None:
+    """The loop step a checkpoint was written at, from its header alone (no hashing); None if unreadable."""
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as handle:
+            plain = json.loads((handle.metadata() or {})[META_KEY])
+        return int(plain["meta"]["position"]["step"])
+    except Exception:  # noqa: BLE001 - a missing or damaged file has no step to tell
+        return None
+
+
+def checkpoint_position(path: Path, *, verify: bool = True) -> dict[str, Any]:
+    """The loop position saved in a checkpoint; DamagedCheckpoint if unusable.
+
+    ``verify=False`` reads the header alone, for a file verified just before.
+    """
+    _, plain = _check(Path(path), verify=verify)
+    meta = plain.get("meta")
+    position = meta.get("position") if isinstance(meta, dict) else None
+    if not isinstance(position, dict):
+        raise DamagedCheckpoint(f"checkpoint {path} holds no loop position")
+    return position
 
 
 def save_checkpoint(
@@ -158,7 +227,12 @@ def save_checkpoint(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     ensure_free_space(path.parent, tensors)
-    save_safetensors(path, tensors, {META_KEY: json.dumps(plain, default=_json_default)})
+    try:
+        save_safetensors(path, tensors, {META_KEY: json.dumps(plain, default=_json_default)})
+    except Exception as exc:
+        if is_disk_full(exc):  # the disk filled while writing (another program), despite the check
+            raise CheckpointError(disk_full_message(path.parent, f"writing {path.name}")) from None
+        raise
 
 
 def _json_default(value: Any) -> Any:
@@ -179,11 +253,13 @@ def verify_checkpoint(path: Path) -> str:
     return _check(Path(path))[0]
 
 
-def _check(path: Path) -> tuple[str, dict[str, Any]]:
-    try:
-        verdict = verify_safetensors(path)
-    except DataError as exc:
-        raise DamagedCheckpoint(f"checkpoint {exc}") from None
+def _check(path: Path, *, verify: bool = True) -> tuple[str, dict[str, Any]]:
+    verdict = "unverified"
+    if verify:
+        try:
+            verdict = verify_safetensors(path)
+        except DataError as exc:
+            raise DamagedCheckpoint(f"checkpoint {exc}") from None
     from safetensors import SafetensorError, safe_open
 
     try:

@@ -145,6 +145,7 @@ class ChildRun:
             error=error,
             usage_error=code == EXIT_USAGE,
             traceback=self.stderr_tail(),
+            failure=self.failure(),
         )
 
     @property
@@ -153,6 +154,18 @@ class ChildRun:
 
     def stderr_tail(self) -> str:
         return "\n".join(self._stderr)
+
+    def failure(self) -> dict:
+        """The plugin failure the child reported before its run began (empty if none)."""
+        from trainlab.engine.plugin_calls import FAILURE_PREFIX
+
+        for line in reversed(self._stderr):
+            if line.startswith(FAILURE_PREFIX):
+                try:
+                    return dict(json.loads(line[len(FAILURE_PREFIX) :]))
+                except (ValueError, TypeError):
+                    return {}
+        return {}
 
     def error_message(self) -> str:
         for line in reversed(self._stderr):

@@ -14,20 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from trainlab.api import RunContext, RunFailed, UsageError
-from trainlab.pluginhost import load_factory, registry
+from trainlab.api import RunContext
+from trainlab.engine.plugin_calls import PluginCalls
+from trainlab.pluginhost import import_factory, registry
 
 
 def task_for(task_id: str, params: dict[str, Any]):
-    """(registry entry, task instance); UsageError for an unknown task or bad factory."""
+    """(registry entry, task instance); UsageError for an unknown task, PluginCallError
+    (naming the plugin) for a factory that does not import or raises."""
     entry = registry().task(task_id)
-    factory = load_factory(entry.spec.factory)
-    try:
-        task = factory(entry.spec, params)
-    except UsageError:
-        raise
-    except Exception as exc:
-        raise RunFailed(f"task {task_id} (plugin {entry.plugin.name}) failed to start: {type(exc).__name__}: {exc}") from exc
+    with PluginCalls.of(entry).call("factory"):
+        task = import_factory(entry.spec.factory)(entry.spec, params)
     return entry, task
 
 
@@ -116,6 +113,7 @@ def trained_task(run_dir, device: str = "auto"):
     label_names = record.get("label_names")
     if label_names:
         task.label_names = list(label_names)
-    load_fitted_state(task, run_dir.path, run_dir.model_dir)
+    with PluginCalls.of(entry, task).call("load_fitted_state"):
+        load_fitted_state(task, run_dir.path, run_dir.model_dir)
     ctx = make_context(params, run_dir.path, lambda message: print(message, file=sys.stderr), None)
     return record, task, ctx

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainlab.api import RunContext, Task, UsageError
 from trainlab.engine.loaders import SplitLoaders
+from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.fileio import atomic_write_json
 from trainlab.runs import RunDir
 
@@ -71,11 +72,17 @@ class Evaluator:
 
 def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto") -> dict[str, Any]:
     """Evaluate a trained run; the report is written beside (never over) eval.json."""
-    from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
     from trainlab.engine.context import trained_task
 
     rd = RunDir(run_dir)
     record, task, ctx = trained_task(rd, device)
+    with plugin_calls(task).around():  # a failure in the task's code names its plugin and method
+        return _evaluate_trained(rd, record, task, ctx, data)
+
+
+def _evaluate_trained(rd: RunDir, record: dict[str, Any], task: Task, ctx: RunContext, data: str | None) -> dict[str, Any]:
+    from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
+
     data_path = data or record["data"]["path"]
     if not Path(data_path).exists():
         raise UsageError(f"--data {data_path}: no such file or folder")
@@ -95,6 +102,9 @@ def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto")
         tensors, plain = read_checkpoint(checkpoint)
         load_model_weights(model, tensors, plain)
     else:
+        from trainlab.fileio import verify_safetensors_in
+
+        verify_safetensors_in(rd.model_dir)  # one line naming a damaged file, before the task's own loader
         model = task.prepare_model(task.load_trained_model(rd.model_dir, ctx), ctx)
     evaluator = Evaluator(task, model, ctx)
     try:

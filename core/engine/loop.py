@@ -6,6 +6,15 @@ evaluation (through ``Evaluator``, sharing the loop's DataLoaders), best
 checkpoints, early stopping, out-of-memory recovery and the control flags.  It does not read the loss back
 from the device at every step: losses accumulate on the device and are read
 every ``log_interval`` seconds; the events still carry their step.
+
+A loss that is NaN or infinite fails the run at the next read, naming the
+first bad step, which the device keeps track of: the running sum stays
+non-finite once one step's loss is, so counting the steps while it is still
+finite (one more small operation per step, no read) gives that step.  Every
+checkpoint of the last state reads the flag first, so a diverged model never
+replaces a good checkpoint.  Checkpoints of the last state are written at
+each epoch's end, every ``checkpoint_every_steps`` steps and every
+``checkpoint_every_minutes``, always between two optimizer steps.
 """
 
 from __future__ import annotations
@@ -67,8 +76,10 @@ class Trainer:
         position: LoopPosition,
         segments: list[Segment],
         total_steps: int,
+        plugin: str = "",
     ):
         self.task = task
+        self.plugin = plugin
         self.model = model
         self.ctx = ctx
         self.state = state
@@ -87,7 +98,11 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=use_scaler)
         self.higher_is_better = task.spec.higher_is_better(str(self.params["monitor"]))
         self._log_interval = float(self.params["log_interval"])
-        self._nonfinite_reads = 0
+        self._checkpoint_seconds = 60.0 * float(self.params.get("checkpoint_every_minutes", 0.0) or 0.0)
+        self._last_save = time.perf_counter()
+        # Steps of the current read window before the first non-finite loss (see the module docstring).
+        self._finite_steps = torch.zeros((), device=self.device)
+        self._window_first_step = position.step + 1
         self.train_seconds = 0.0  # in training passes this session (data, forward, backward, step, callbacks)
         self.early_stopped = False
         self.start_step = position.step
@@ -118,10 +133,16 @@ class Trainer:
         """Shut loader workers down (persistent ones live until their loader goes)."""
         self.loaders.close()
 
-    def restore(self, checkpoint_path) -> None:
+    def restore(self, checkpoint_path, *, full: bool = True) -> None:
+        """Continue from a checkpoint.  ``full=False`` (the best checkpoint,
+        which holds only weights): its weights, a fresh optimizer state, the
+        schedule at the position's step."""
         tensors, plain = read_checkpoint(checkpoint_path)
         load_model_weights(self.model, tensors, plain)
-        restore_training_state(tensors, plain, optimizer=self.optimizer, scheduler=self.scheduler, scaler=self.scaler)
+        if full:
+            restore_training_state(tensors, plain, optimizer=self.optimizer, scheduler=self.scheduler, scaler=self.scaler)
+        else:
+            self.scheduler.last_epoch = self.position.step
         # The schedule may have gained a segment since ("train N more epochs").
         self.scheduler.lr_lambdas = [self.schedule] * len(self.optimizer.param_groups)
         for group, base_lr in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
@@ -135,6 +156,7 @@ class Trainer:
             save_checkpoint(run_dir / "checkpoints" / "best.safetensors", self.model, meta, full=False)
         else:
             self.callbacks_log(f"saving checkpoint at step {self.position.step}", level="debug")
+            self._last_save = time.perf_counter()
             save_checkpoint(
                 run_dir / "checkpoints" / "last.safetensors",
                 self.model,
@@ -155,6 +177,7 @@ class Trainer:
         state.total_steps = self.total_steps
         state.epochs = pos.epochs_total
         checkpoint_every = int(self.params["checkpoint_every_steps"])
+        self._last_save = time.perf_counter()
         while pos.epoch <= pos.epochs_total:
             epoch = pos.epoch
             state.epoch = epoch
@@ -178,6 +201,9 @@ class Trainer:
         n_batches = len(order)
         loader = self.loader("train", remaining, epoch)
         loss_sum = torch.zeros((), device=self.device)
+        finite_steps = self._finite_steps
+        finite_steps.zero_()
+        self._window_first_step = pos.step + 1
         window_samples = 0
         window_steps = 0
         window_start = time.perf_counter()
@@ -191,6 +217,7 @@ class Trainer:
                 continue
             group_n, group_loss = self._run_group(group)
             loss_sum += group_loss
+            finite_steps += torch.isfinite(loss_sum)  # on the device: no read
             group = []
             pos.batches_done = index + 1
             pos.step += 1
@@ -202,13 +229,25 @@ class Trainer:
             if has_step_hook:
                 self.callbacks.call("on_step_end", state)
             now = time.perf_counter()
-            if now - last_read >= self._log_interval or last_of_epoch or self.control.stop_requested or self.control.paused:
+            save_due = not last_of_epoch and (
+                (checkpoint_every and pos.step % checkpoint_every == 0)
+                or (self._checkpoint_seconds and now - self._last_save >= self._checkpoint_seconds)
+            )
+            if (
+                now - last_read >= self._log_interval
+                or last_of_epoch
+                or save_due  # a checkpoint reads the loss first: a diverged model never replaces a good one
+                or self.control.stop_requested
+                or self.control.paused
+            ):
                 self._report(loss_sum, window_samples, window_steps, now - window_start, epoch)
                 self.train_seconds += now - window_start
                 loss_sum = torch.zeros((), device=self.device)
+                finite_steps.zero_()
+                self._window_first_step = pos.step + 1
                 window_samples = window_steps = 0
                 window_start = last_read = time.perf_counter()
-            if checkpoint_every and pos.step % checkpoint_every == 0 and not last_of_epoch:
+            if save_due:
                 self.save("last")
             if self.control.paused:
                 self._pause()
@@ -283,7 +322,10 @@ class Trainer:
     def _report(self, loss_sum: torch.Tensor, samples: int, steps: int, seconds: float, epoch: int) -> None:
         if not steps:
             return
-        loss = float(loss_sum.item()) / max(1, samples)  # the one device sync per interval
+        total, finite = torch.stack((loss_sum.float(), self._finite_steps.float())).tolist()  # the one device sync per interval
+        if not math.isfinite(total):
+            raise RunFailed(self._diverged(total, self._window_first_step + int(finite)))
+        loss = total / max(1, samples)
         rate = samples / seconds if seconds > 0 else 0.0
         pos = self.position
         lr = float(self.optimizer.param_groups[0]["lr"])
@@ -304,16 +346,20 @@ class Trainer:
                 eta_seconds=eta,
             )
         )
-        if math.isfinite(loss):
-            self._nonfinite_reads = 0
-            return
-        self._nonfinite_reads += 1
-        self.callbacks_log(f"training loss is {loss} at step {pos.step}", level="warning")
-        if self._nonfinite_reads >= 3:
-            raise RunFailed(
-                f"training diverged: the loss has been {loss} since step {pos.step}; "
-                "lower the learning rate (--lr), or train in fp32 (--precision fp32)"
+
+    def _diverged(self, value: float, step: int) -> str:
+        """The run's error for a NaN or infinite training loss first seen at ``step``."""
+        owner = f"task {self.task.spec.id}" + (f", plugin {self.plugin}" if self.plugin else "")
+        if step <= 1:
+            advice = (
+                "it was so from the first step, so the data (missing or infinite values) "
+                "or the task's loss is the likely cause, rather than the learning rate"
             )
+        else:
+            advice = "lower the learning rate (--lr) or raise clip_grad_norm"
+            if self.ctx.precision in ("fp16", "bf16"):
+                advice += ", or train in fp32 (--precision fp32)"
+        return f"the training loss is {'NaN' if math.isnan(value) else value} from step {step} on ({owner}): {advice}"
 
     def _pause(self) -> None:
         pos = self.position

@@ -24,7 +24,9 @@ class RunOutcome:
     ``epochs`` and ``steps`` count what was completed in total (a resumed run
     included); ``best`` is ``{"metric", "value", "step"}`` once a validation
     pass ran, else empty; ``usage_error`` says that the failure was bad input
-    (the CLI's exit 2), found before or after the run began.
+    (the CLI's exit 2), found before or after the run began; ``failure`` is
+    ``{"plugin", "task", "method", "exception"}`` when a plugin's code failed
+    (``trainlab.engine.plugin_calls``), else empty.
     """
 
     run_dir: str
@@ -38,6 +40,7 @@ class RunOutcome:
     traceback: str = ""
     best: Mapping[str, Any] = field(default_factory=dict)
     usage_error: bool = False
+    failure: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -53,9 +56,12 @@ class RunOutcome:
         return self.status == "completed"
 
     def to_json(self) -> dict[str, Any]:
-        """The fields, plus ``exit_code`` for readers (``from_json`` ignores it)."""
+        """The fields, plus ``exit_code`` (and for a plugin's failure ``plugin`` and
+        ``method``, as in the CLI's error objects) for readers; ``from_json`` ignores them."""
         data = asdict(self)
         data["exit_code"] = self.exit_code
+        if self.failure:
+            data["plugin"], data["method"] = self.failure.get("plugin", ""), self.failure.get("method", "")
         return data
 
     @classmethod
@@ -67,6 +73,7 @@ class RunOutcome:
         values.setdefault("task", "")
         values["metrics"] = dict(values.get("metrics") or {})
         values["best"] = dict(values.get("best") or {})
+        values["failure"] = dict(values.get("failure") or {})
         return cls(**values)
 
     @classmethod
@@ -83,11 +90,22 @@ class RunOutcome:
             traceback=event.traceback,
             best=dict(event.best),
             usage_error=event.usage_error,
+            failure=dict(event.failure),
         )
 
     @classmethod
     def not_started(
-        cls, *, task: str, error: str, status: str = "failed", usage_error: bool = False, traceback: str = "", run_dir: str = ""
+        cls,
+        *,
+        task: str,
+        error: str,
+        status: str = "failed",
+        usage_error: bool = False,
+        traceback: str = "",
+        run_dir: str = "",
+        failure: Mapping[str, Any] | None = None,
     ) -> "RunOutcome":
         """A run that ended before it began (bad input, stopped while preparing, a crashed child)."""
-        return cls(run_dir=run_dir, status=status, task=task, error=error, traceback=traceback, usage_error=usage_error)
+        return cls(
+            run_dir=run_dir, status=status, task=task, error=error, traceback=traceback, usage_error=usage_error, failure=dict(failure or {})
+        )

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from trainlab import paths
 from trainlab.api import DataSummary, RunContext, Task, UsageError
 from trainlab.engine.context import RandomState, make_context
+from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.engine.position import LoopPosition
 from trainlab.engine.prepare import PreparedTask, prepare, resolved_path
 from trainlab.engine.records import data_fingerprint
@@ -27,8 +28,10 @@ from trainlab.engine.schedule import Segment, make_segment
 from trainlab.events import Log
 from trainlab.finetune import check_quantized_training
 from trainlab.memory import apply_micro_batch, parse_micro_batch_size
+from trainlab.fileio import folder_write_problem
 from trainlab.params import ENGINE_PARAMS, resolve
 from trainlab.pluginhost import registry
+from trainlab.records import RunFileError
 from trainlab.runs import RUN_SCHEMA_VERSION, RunDir, new_run_id
 
 
@@ -44,6 +47,28 @@ class RunRequest:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ResumeSource:
+    """Where a resumed run continues from.
+
+    ``kind``: ``"last"`` (the last checkpoint: weights, optimizer, schedule
+    and random states, so the run ends as an uninterrupted one would),
+    ``"best"`` (the best checkpoint, when the last one is damaged: its
+    weights and loop position, the optimizer's state started afresh) or
+    ``"start"`` (nothing was saved yet: step 0, in the same folder).
+    ``note`` is what the run says about it, ``level`` how loudly.
+    """
+
+    kind: str
+    path: Path | None = None
+    note: str = ""
+    level: str = "info"
+
+    @property
+    def full(self) -> bool:
+        return self.kind == "last"
 
 
 @dataclass
@@ -76,6 +101,7 @@ class RunPlan:
     reused_preparation: bool = False
     mp_context: str | None = None
     memory: Any = None  # a trainlab.memory.MemoryEstimate when one was made (micro_batch_size=auto)
+    resume_from: ResumeSource | None = None  # a resumed run's checkpoint (or its restart from step 0)
 
     @property
     def epochs(self) -> int:
@@ -98,6 +124,7 @@ class RunPlan:
             "total_steps": self.total_steps,
             "epochs": self.epochs,
             "start_step": self.position.step,
+            "resume_from": self.resume_from.kind if self.resume_from else None,
             "effective_batch": int(self.params["batch_size"]) * int(self.params["grad_accum"]),
             "micro_batch": max(1, -(-int(self.params["batch_size"]) // max(1, int(self.position.micro_splits)))),
             "reused_preparation": self.reused_preparation,
@@ -128,11 +155,11 @@ def plan_run(
         if log is not None:
             log(event)
 
-    prior_dir, prior = _resume_target(request)
+    prior_dir, prior, source = _resume_target(request)
     task_id = prior["task"] if prior else request.task
     if not task_id:
         raise UsageError("which task? give TASK (see `trainlab tasks`)")
-    data = request.data or (prior["data"]["path"] if prior else "")
+    data = request.data or (str(prior["data"].get("path") or "") if prior else "")
     if not data:
         raise UsageError("--data PATH is required")
     entry = registry().task(task_id)
@@ -149,6 +176,22 @@ def plan_run(
         raise UsageError(f"--data {data}: no such file or folder")
     if 0 < float(params.get("telemetry_every", 0)) < 0.5:
         raise UsageError("bad value for parameter telemetry_every: must be 0 (off) or at least 0.5 seconds")
+    # Where the run is written, checked before the data scan (which can take minutes).
+    if prior_dir is not None:
+        run_id = str(prior.get("id") or prior_dir.path.name)
+        run_dir = prior_dir
+        _check_writable(run_dir.path, f"--resume {run_dir.path}: cannot write", "")
+    else:
+        run_id = new_run_id(task_id)
+        run_dir = RunDir(request.out) if request.out else RunDir(paths.runs_dir() / run_id)
+        if run_dir.exists():
+            raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
+        if request.out:
+            _check_writable(run_dir.path, f"--out {request.out}: cannot create", "")
+        else:
+            _check_writable(run_dir.path, f"run folder {run_dir.path}: cannot create", "; set TRAINLAB_HOME to a writable folder or use --out")
+    if source is not None and source.note:
+        say(source.note, source.level)
 
     ctx = make_context(params, None, say, mp_context)
     parse_micro_batch_size(params.get("micro_batch_size", "0"))
@@ -179,15 +222,10 @@ def plan_run(
         say(warning, "warning")
 
     if prior_dir is not None:
-        run_dir = prior_dir
         record = copy.deepcopy(prior)
         if record.get("data", {}).get("fingerprint", {}).get("sha256") not in (None, fingerprint["sha256"]):
             say(f"the data at {data} changed since the run started; continuing on the new contents", "warning")
     else:
-        run_id = new_run_id(task_id)
-        run_dir = RunDir(request.out) if request.out else RunDir(paths.runs_dir() / run_id)
-        if run_dir.exists():
-            raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
         record = {
             "schema_version": RUN_SCHEMA_VERSION,
             "id": run_id,
@@ -206,13 +244,17 @@ def plan_run(
         }
 
     # Counted once, from the batches the task will actually give the loop.
-    batches = len(task.batch_order("train", 1, int(params["batch_size"]), int(params["seed"])))
+    with plugin_calls(task).call("batch_order"):
+        batches = len(task.batch_order("train", 1, int(params["batch_size"]), int(params["seed"])))
     steps_per_epoch = -(-batches // int(params["grad_accum"]))
-    if prior_dir is not None:
-        position, segments = _resume_position(prior_dir, steps_per_epoch, request.more_epochs, params)
+    if source is not None and source.kind != "start":
+        position, segments = _resume_position(source, record, steps_per_epoch, request.more_epochs, params)
         if request.more_epochs:
             record.setdefault("segments", []).append(segments[-1].to_json())
     else:
+        if source is not None:  # restarting from step 0: what the attempt before said no longer holds
+            for key in ("best", "progress", "metrics"):
+                record.pop(key, None)
         segments = [make_segment(0, steps_per_epoch * int(params["epochs"]), params["schedule"], float(params["warmup_ratio"]))]
         position = LoopPosition(epochs_total=int(params["epochs"]))
         record["segments"] = [s.to_json() for s in segments]
@@ -230,6 +272,7 @@ def plan_run(
         run_dir=run_dir,
         record=record,
         resumed=prior is not None,
+        resume_from=source,
         position=position,
         segments=segments,
         steps_per_epoch=steps_per_epoch,
@@ -245,34 +288,86 @@ def plan_run(
     return plan
 
 
-def _resume_target(request: RunRequest) -> tuple[RunDir | None, dict[str, Any] | None]:
-    """The run folder and record a resume continues; UsageError when it cannot be resumed."""
+def _resume_target(request: RunRequest) -> tuple[RunDir | None, dict[str, Any] | None, ResumeSource | None]:
+    """The run folder and record a resume continues, and from where; UsageError when it cannot be resumed."""
     if not request.resume:
-        return None, None
+        return None, None, None
     prior_dir = RunDir(request.resume)
     prior = prior_dir.read()
+    for key, kind in (("task", str), ("parameters", dict), ("data", dict), ("label_names", list)):
+        if not isinstance(prior.get(key), kind):
+            raise RunFileError(prior_dir.run_json, f"has no usable {key!r}; the run cannot be resumed")
     if request.task and request.task != prior["task"]:
         raise UsageError(f"--resume {prior_dir.path}: that run is {prior['task']}, not {request.task}")
-    if prior.get("status") == "completed" and not request.more_epochs:
+    completed = prior.get("status") == "completed"
+    if completed and not request.more_epochs:
         raise UsageError(f"--resume {prior_dir.path}: the run is already completed; use --more-epochs N to train further")
     if prior.get("status") == "running" and _alive_elsewhere(prior):
         raise UsageError(f"--resume {prior_dir.path}: the run is still running in process {prior.get('pid')}")
-    if not prior_dir.last_checkpoint.exists():
-        raise UsageError(f"--resume {prior_dir.path}: no checkpoint to resume from ({prior_dir.last_checkpoint} is missing)")
-    return prior_dir, prior
+    return prior_dir, prior, _resume_source(prior_dir, completed)
 
 
-def _resume_position(prior_dir: RunDir, steps_per_epoch: int, more_epochs: int, params: dict[str, Any]):
-    """(position, segments) saved in the last checkpoint, plus a segment for ``more_epochs``."""
-    from trainlab.engine.checkpoint import read_checkpoint
+def _resume_source(prior_dir: RunDir, completed: bool) -> ResumeSource:
+    """The checkpoint to continue from, verified before anything is prepared or written.
 
-    _, plain = read_checkpoint(prior_dir.last_checkpoint)
-    position = LoopPosition(**plain["meta"]["position"])
+    A damaged ``last`` falls back to ``best`` (said as a warning); a run
+    that never wrote a checkpoint restarts from step 0.  A completed run
+    (``--more-epochs``) continues only from its ``last``: its best weights
+    lie before steps that its schedule has already spent.
+    """
+    from trainlab.engine.checkpoint import DamagedCheckpoint, checkpoint_position, verify_checkpoint
+
+    last, best = prior_dir.last_checkpoint, prior_dir.best_checkpoint
+    if last.exists():
+        try:
+            verify_checkpoint(last)
+            return ResumeSource("last", last)
+        except DamagedCheckpoint as exc:
+            damage = str(exc)
+    elif completed:
+        raise UsageError(f"--resume {prior_dir.path}: no checkpoint to continue from ({last} is missing)")
+    else:
+        return ResumeSource("start", None, "no checkpoint was written before the run stopped: restarting it from step 0 in the same folder")
+    if completed:
+        raise UsageError(f"{damage}; the run cannot be trained further from it")
+    if not best.exists():
+        raise UsageError(f"{damage}; no other checkpoint to resume from (move it aside to restart the run from step 0)")
+    try:
+        position = checkpoint_position(best)
+    except DamagedCheckpoint as exc:
+        raise UsageError(f"{damage}; the best checkpoint is unusable too ({exc}); move them aside to restart the run from step 0") from None
+    return ResumeSource(
+        "best",
+        best,
+        f"{damage}; continuing from the best checkpoint instead (step {position.get('step')}, "
+        f"after epoch {position.get('best_epoch') or int(position.get('epoch', 1)) - 1}): its weights, with the optimizer's "
+        "state started afresh, so the result will differ from an uninterrupted run's",
+        "warning",
+    )
+
+
+def _resume_position(source: ResumeSource, record: dict[str, Any], steps_per_epoch: int, more_epochs: int, params: dict[str, Any]):
+    """(position, segments) saved in the checkpoint, plus a segment for ``more_epochs``."""
+    from trainlab.engine.checkpoint import checkpoint_position
+
+    assert source.path is not None
+    position = LoopPosition(**checkpoint_position(source.path, verify=False))  # verified in _resume_source
     segments = [Segment(**s) for s in position.segments]
+    if not source.full and record.get("segments"):
+        # best is from before the last checkpoint: the run's plan is the record's
+        segments = [Segment(**s) for s in record["segments"]]
+        end = max(s.start_step + s.steps for s in segments)
+        position.epochs_total = max(position.epochs_total, -(-end // max(1, steps_per_epoch)))
     if more_epochs:
         segments.append(make_segment(position.step, steps_per_epoch * more_epochs, params["schedule"], float(params["warmup_ratio"])))
         position.epochs_total += more_epochs
     return position, segments
+
+
+def _check_writable(folder: Path, what: str, advice: str) -> None:
+    problem = folder_write_problem(folder)
+    if problem:
+        raise UsageError(f"{what} ({problem}){advice}")
 
 
 def _alive_elsewhere(record: dict[str, Any]) -> bool:

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from trainlab.api import RunFailed, TaskSpec, UsageError
+from trainlab.engine.plugin_calls import plugin_calls
+from trainlab.fileio import verify_safetensors_in
 from trainlab.predictions import LabelScores, LabelSet, Number, Prediction, as_prediction
 from trainlab.runs import RunDir
 
@@ -171,7 +173,9 @@ def predict(
 
             _, task, ctx = trained_task(rd, device)  # fitted state restored before load_predictor
             items = _expand(task, inputs)  # before the model: bad input is reported without waiting for it
-            cached = (task, task.load_predictor(rd.model_dir, ctx.device), threading.Lock())
+            verify_safetensors_in(rd.model_dir)  # a damaged file: one line naming it, before the task's own loader
+            with plugin_calls(task).call("load_predictor"):
+                cached = (task, task.load_predictor(rd.model_dir, ctx.device), threading.Lock())
             _predictors.clear()
             _predictors[key] = cached
         else:
@@ -179,7 +183,7 @@ def predict(
     task, predictor, lock = cached
     if items is None:
         items = _expand(task, inputs)
-    with lock:
+    with lock, plugin_calls(task).call("predictor"):
         answers = list(predictor(items, int(top_k)))
     if len(answers) != len(items):
         raise RunFailed(f"task {spec.id} (plugin {entry.plugin.name}): its predictor gave {len(answers)} answers for {len(items)} inputs")
@@ -197,7 +201,8 @@ def predict(
 
 
 def _expand(task: Any, inputs: Sequence[str]) -> list[str]:
-    items = list(task.expand_inputs(list(inputs)))
+    with plugin_calls(task).call("expand_inputs"):
+        items = list(task.expand_inputs(list(inputs)))
     if not items:
         raise UsageError("nothing to predict: no inputs")
     return items

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from trainlab.api import DataSummary, RunContext, Task, UsageError
 from trainlab.engine.context import RandomState, make_context, seed_everything, task_for
+from trainlab.engine.plugin_calls import PluginCalls
 from trainlab.engine.records import data_fingerprint
 from trainlab.events import Log
 from trainlab.params import ENGINE_PARAMS, resolve
@@ -38,6 +39,7 @@ TRAINING_ONLY_PARAMS = frozenset(
         "early_stopping_patience",
         "class_weighting",
         "checkpoint_every_steps",
+        "checkpoint_every_minutes",
         "keep_checkpoints",
         "final_weights",
         "monitor",
@@ -112,9 +114,13 @@ def resolved_path(data: str) -> str:
 
 def prepare(task_id: str, data: str, params: dict[str, Any], ctx: RunContext, *, label_names: Sequence[str] | None = None) -> PreparedTask:
     """Instantiate the task, seed every generator and prepare the data (``ctx`` decides purpose and device)."""
-    _, task = task_for(task_id, params)
+    entry, task = task_for(task_id, params)
     seed_everything(int(params["seed"]))
-    summary = task.prepare(str(data), ctx, label_names=list(label_names) if label_names is not None else None)
+    calls = PluginCalls.of(entry, task)
+    with calls.call("prepare"):
+        summary = task.prepare(str(data), ctx, label_names=list(label_names) if label_names is not None else None)
+    if not isinstance(summary, DataSummary):
+        raise calls.bad_result("prepare", summary, "a DataSummary")
     return PreparedTask(
         task_id=task_id,
         task=task,

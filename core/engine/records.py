@@ -8,19 +8,22 @@ No callback, the executor included, mutates the record dict directly.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import os
 import platform
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
 from trainlab import __version__
 from trainlab.engine.callbacks import Callback, RunState
-from trainlab.events import Event, Progress
+from trainlab.events import Event, Finished, Progress
+from trainlab.fileio import disk_full_message, is_disk_full
 from trainlab.runs import MetricsWriter, RunDir, RunStore
 
 
@@ -78,20 +81,35 @@ def open_store() -> RunStore | None:
 
 
 class MetricsFileCallback(Callback):
-    """Writes every event to metrics.jsonl; progress at most every few seconds."""
+    """Writes every event to metrics.jsonl; progress at most every few seconds.
+
+    A write that fails (a full disk) fails the run, once, when it happens on
+    the thread that runs the loop; on the telemetry sampler's thread, and
+    for the run's last event, it is only remembered: the run's end must
+    still be told.
+    """
 
     PROGRESS_EVERY = 5.0
 
     def __init__(self, run_dir: RunDir):
+        self.folder = run_dir.path
         self.writer = MetricsWriter(run_dir.metrics_jsonl)
         self._last_progress = 0.0
+        self._loop_thread = threading.get_ident()
+        self.failure: OSError | None = None
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, Progress) and event.phase == "train":
             if event.time - self._last_progress < self.PROGRESS_EVERY:
                 return
             self._last_progress = event.time
-        self.writer.write(event)
+        try:
+            self.writer.write(event)
+        except OSError as exc:
+            first = self.failure is None
+            self.failure = exc
+            if first and threading.get_ident() == self._loop_thread and not isinstance(event, Finished):
+                raise
 
     def on_run_end(self, state: RunState) -> None:
         self.writer.close()
@@ -117,7 +135,16 @@ def metric_declarations(task_id: str) -> dict[str, Any]:
 
 
 class RunRecorder(Callback):
-    """Owns the run record: updates it at each evaluation and at the end, writes run.json and the index."""
+    """Owns the run record: updates it at each evaluation and at the end, writes run.json and the index.
+
+    While the run runs, a small file of reserved space (``RESERVE``) sits in
+    its folder; the end deletes it before writing run.json, so that a disk
+    that filled meanwhile still takes the run's last word (run.json says
+    ``failed``, not ``running``) and its last event.
+    """
+
+    RESERVE = ".trainlab-reserved-space"
+    RESERVE_BYTES = 1 << 20
 
     def __init__(self, run_dir: RunDir, record: Mapping[str, Any], store: RunStore | None):
         self.run_dir = run_dir
@@ -138,6 +165,19 @@ class RunRecorder(Callback):
         record.update(status="running", error="", pid=os.getpid(), environment=environment())
         record.setdefault("timings", {})["resumed" if resumed else "started"] = time.time()
         self.save()
+        self._reserve_space()
+
+    def _reserve_space(self) -> None:
+        path = self.run_dir.path / self.RESERVE
+        try:
+            with open(path, "wb") as handle:
+                handle.write(os.urandom(self.RESERVE_BYTES))  # not zeros: a compressing file system would store nothing
+        except OSError:
+            path.unlink(missing_ok=True)  # already full: the run's first checkpoint will say so
+
+    def release_space(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.run_dir.path / self.RESERVE).unlink(missing_ok=True)
 
     def add_train_seconds(self, seconds: float) -> None:
         timings = self._record.setdefault("timings", {})
@@ -154,14 +194,22 @@ class RunRecorder(Callback):
         steps: int,
         samples_per_second: float,
         skipped: Mapping[str, Any] | None = None,
+        failure: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The run's end; returns its ``best`` entry (empty when it never evaluated)."""
+        """The run's end; returns its ``best`` entry (empty when it never evaluated).
+
+        ``failure`` (plugin, task, method, exception) says whose code failed
+        when a plugin's did; a resumed run that ends otherwise drops it."""
         record = self._record
         now = time.time()
         timings = record.setdefault("timings", {})
         timings["finished"] = now
         timings["duration"] = now - timings.get("started", now)
         record.update(status=status, error=error, traceback=traceback, metrics=copy.deepcopy(state.metrics), pid=None)
+        if failure:
+            record["failure"] = dict(failure)
+        else:
+            record.pop("failure", None)
         record["progress"] = {"epochs_completed": epochs, "steps": steps}
         best = best_of(state)
         if best:
@@ -169,8 +217,23 @@ class RunRecorder(Callback):
         if skipped:
             record["skipped_during_training"] = dict(skipped)
         record["samples_per_second"] = samples_per_second
-        self.save()
+        self.release_space()
+        try:
+            self.run_dir.write(record)
+        except OSError as exc:
+            # run.json keeps what it said before ("running"): say so where
+            # people look, and keep the index and the outcome honest.
+            reason = disk_full_message(self.run_dir.path) if is_disk_full(exc) else (exc.strerror or str(exc))
+            note = f"{self.run_dir.run_json} could not be written ({reason})"
+            record["error"] = f"{error}; {note}" if error else note
+            print(f"trainlab: {note}; the run ended {status}" + (f": {error}" if error else ""), file=sys.stderr)
+        self._index()
         return copy.deepcopy(record.get("best", {}))
+
+    @property
+    def error(self) -> str:
+        """The record's error as last set (with a note when run.json could not be written)."""
+        return str(self._record.get("error") or "")
 
     # -- the callback -------------------------------------------------------------
     def on_eval_end(self, state: RunState, result) -> None:
@@ -182,6 +245,9 @@ class RunRecorder(Callback):
 
     def save(self) -> None:
         self.run_dir.write(self._record)
+        self._index()
+
+    def _index(self) -> None:
         if self.store is not None:
             try:
                 self.store.record(self._record, self.run_dir.path)

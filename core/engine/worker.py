@@ -28,6 +28,7 @@ def main() -> int:
     from trainlab.engine.execute import execute
     from trainlab.engine.outcome import EXIT_INTERRUPTED
     from trainlab.engine.plan import RunRequest, plan_run
+    from trainlab.engine.plugin_calls import FAILURE_PREFIX, failure_of
     from trainlab.logs import setup_logging
 
     setup_logging(console=False)
@@ -71,12 +72,12 @@ def main() -> int:
     except StopRequested as exc:  # stopped while preparing: no run began
         print(f"trainlab: error: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except UsageError as exc:
+    except (UsageError, RunFailed) as exc:
         print(f"trainlab: error: {exc}", file=sys.stderr)
-        return 2
-    except RunFailed as exc:
-        print(f"trainlab: error: {exc}", file=sys.stderr)
-        return 1
+        failure = failure_of(exc)  # a plugin's code failed before the run began: the parent's outcome names it
+        if failure is not None:
+            print(f"{FAILURE_PREFIX}{json.dumps(failure.to_json())}", file=sys.stderr)
+        return 2 if isinstance(exc, UsageError) else 1
     finally:
         with lock:
             try:

@@ -11,7 +11,10 @@ from trainlab.plugins.image.decode import UnreadableImage, load_rgb
 
 
 class ImageFolderDataset:
-    """``items[i] = (path, label index)``; yields (uint8 CHW, label, i, error).
+    """``items[i] = (path, target)``; yields (uint8 CHW, target, i, error).
+
+    The target is what the task's family learns: a class index, a number, or
+    a tuple of 0/1 per label (multi-label).
 
     A file that cannot be decoded yields ``error = (path, reason)`` and no
     pixels: the collator drops it and the task counts it, so one broken file
@@ -49,10 +52,17 @@ class SkippedFiles:
 
 
 class ImageBatchCollator:
-    """Stacks samples into ``{"pixels", "labels", "keys", "skipped"}``."""
+    """Stacks samples into ``{"pixels", "labels", "keys", "skipped"}``.
 
-    def __init__(self, image_size: int):
+    ``labels`` holds the targets: int64 class indices by default, float32
+    numbers (``target_dtype="float32"``), or float32 rows of
+    ``target_width`` 0/1 values (multi-label).
+    """
+
+    def __init__(self, image_size: int, target_dtype: str = "int64", target_width: int = 0):
         self.image_size = image_size
+        self.target_dtype = target_dtype
+        self.target_width = target_width
 
     def __call__(self, samples: Sequence[tuple]) -> dict[str, Any]:
         good = [s for s in samples if s[3] is None]
@@ -63,7 +73,13 @@ class ImageBatchCollator:
             pixels = torch.empty((0, 3, self.image_size, self.image_size), dtype=torch.uint8)
         return {
             "pixels": pixels,
-            "labels": torch.tensor([s[1] for s in good], dtype=torch.long),
+            "labels": self._targets([s[1] for s in good]),
             "keys": torch.tensor([s[2] for s in good], dtype=torch.long),
             "skipped": SkippedFiles(tuple(skipped)),
         }
+
+    def _targets(self, targets: list[Any]) -> torch.Tensor:
+        dtype = getattr(torch, self.target_dtype)
+        if not targets and self.target_width:
+            return torch.zeros((0, self.target_width), dtype=dtype)
+        return torch.tensor(targets, dtype=dtype)

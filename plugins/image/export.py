@@ -1,5 +1,12 @@
 """The model folder: safetensors weights, a JSON description, torch.export and ONNX programs.
 
+One layout for every image task; ``model.json`` says which (``format`` and
+``family``), how many outputs the head has and how they read (``output``:
+softmax logits, sigmoid logits with each label's threshold, or a value).  A
+regression model's programs include the target scaling, so that they give
+values in the target's units; its weights are the bare network, as
+torchvision builds it.
+
 Every program is checked before it is kept: the folder's weights are loaded
 into a fresh model on the CPU, the program is run on the same batch, and the
 outputs must agree within ``TOLERANCE``.  An export that fails or disagrees is
@@ -11,6 +18,7 @@ the folder is loaded; ``model.json`` may only name weights inside its folder.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import platform
 from pathlib import Path
@@ -32,6 +40,9 @@ from trainlab import (
 from trainlab.plugins.image.models import WEIGHT_ENUMS, build_architecture
 
 FORMAT = "trainlab-image-classifier"
+# model.json's format per task family; a folder of any of them can start
+# the training of any image task (its backbone; the head is made anew).
+FORMATS = {"classification": FORMAT, "regression": "trainlab-image-regressor", "multilabel": "trainlab-image-multilabel"}
 FORMAT_VERSION = 1
 META_FILE = "model.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -52,6 +63,31 @@ def cpu_state_dict(model: torch.nn.Module, arch: str, num_classes: int) -> dict[
     return {k: (v.float() if v.is_floating_point() else v) for k, v in state.items() if k in reference}
 
 
+def num_outputs(meta: Mapping[str, Any]) -> int:
+    """The head's outputs: ``num_outputs`` (every family), else one per label (folders of before it)."""
+    return int(meta["num_outputs"]) if "num_outputs" in meta else len(meta["label_names"])
+
+
+class ValueInUnits(torch.nn.Module):
+    """A regression network whose output is brought back to the target's units: what the programs hold."""
+
+    def __init__(self, network: torch.nn.Module, mean: float, std: float):
+        super().__init__()
+        self.network = network
+        self.register_buffer("mean", torch.tensor(float(mean)))
+        self.register_buffer("std", torch.tensor(float(std)))
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        return self.network(pixels).squeeze(-1) * self.std + self.mean
+
+
+def exported_module(network: torch.nn.Module, output: Mapping[str, Any]) -> torch.nn.Module:
+    """What the programs compute: the network, with the target scaling for a value."""
+    if output.get("kind") == "value":
+        return ValueInUnits(network, output.get("target_mean", 0.0), output.get("target_std", 1.0)).eval()
+    return network
+
+
 def read_model_description(model_dir: str | Path) -> tuple[dict[str, Any], Path]:
     """(model.json's content, the weights file it names) of a model folder.
 
@@ -66,7 +102,7 @@ def read_model_description(model_dir: str | Path) -> tuple[dict[str, Any], Path]
         meta = read_json(meta_path)
     except (OSError, ValueError) as exc:
         raise DataError(f"{meta_path} is unreadable: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+    if not isinstance(meta, dict) or meta.get("format") not in FORMATS.values():
         found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise UsageError(f"{meta_path} is not a TrainLab image model description (format {found!r})")
     files = meta.get("files")
@@ -88,7 +124,7 @@ def load_model_folder(model_dir: str | Path, device: Any = "cpu") -> tuple[torch
     meta, weights = read_model_description(model_dir)
     meta_path = Path(model_dir) / META_FILE
     try:
-        model = build_architecture(meta["architecture"], len(meta["label_names"]), int(meta["preprocessing"]["image_size"]))
+        model = build_architecture(meta["architecture"], num_outputs(meta), int(meta["preprocessing"]["image_size"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{meta_path} lacks or garbles {exc}: architecture, label_names and preprocessing.image_size are needed") from None
     if not weights.is_file():
@@ -129,21 +165,30 @@ def export_torch_program(model: torch.nn.Module, path: Path, image_size: int) ->
 
 
 def _save_program(program: Any, tmp: Path) -> None:
-    # Through a file object: torch.export.save warns about a path not ending in .pt2.
+    # Into memory first, then to the file from Python: torch.export.save
+    # writing to a file that fails (a full disk) raises, and then the
+    # writer's destructor throws c10::Error again, which aborts the process
+    # (SIGABRT).  A BytesIO cannot fail that way; the file write raises a
+    # plain OSError.  (A file object, not a path: torch.export.save warns
+    # about a path not ending in .pt2.)
+    import io
+
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
     with open(tmp, "wb") as handle:
-        torch.export.save(program, handle)
+        handle.write(buffer.getbuffer())
 
 
 def onnx_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnx", "onnxscript"))
 
 
-def export_onnx(model: torch.nn.Module, path: Path, image_size: int) -> dict[str, Any]:
+def export_onnx(model: torch.nn.Module, path: Path, image_size: int, output_name: str = "logits") -> dict[str, Any]:
     """ONNX through torch.onnx's dynamo exporter; checked with onnxruntime when installed."""
     batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
     program = torch.onnx.export(
         model, (_example(image_size, 2),), dynamo=True, dynamic_shapes=({0: batch},), input_names=["pixels"],
-        output_names=["logits"], verbose=False,
+        output_names=[output_name], verbose=False,
     )  # fmt: skip
     atomic_write(path, lambda tmp: program.save(str(tmp)))
     if importlib.util.find_spec("onnxruntime") is None:
@@ -170,11 +215,20 @@ def save_model_folder(
     preprocessing: Mapping[str, Any],
     log: Callable[[str], None] = print,
     onnx: bool | None = None,
+    task: str = "image-classification",
+    family: str = "classification",
+    outputs: int | None = None,
+    output: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write weights, exports and model.json into ``out_dir``; returns model.json's content."""
+    """Write weights, exports and model.json into ``out_dir``; returns model.json's content.
+
+    ``outputs``: the head's size (default one per label); ``output``: how
+    the outputs read (``ImageTask.output_description``), kept in model.json.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    num_classes = len(label_names)
+    num_classes = len(label_names) if outputs is None else int(outputs)
+    output = dict(output or {"kind": "logits", "activation": "softmax"})
     state = cpu_state_dict(model, arch, num_classes)
     save_safetensors(out_dir / WEIGHTS_FILE, state, {"format": "pt"})
 
@@ -188,8 +242,14 @@ def save_model_folder(
     if not same:
         raise RuntimeError(f"{out_dir / WEIGHTS_FILE} does not reload to the trained weights")
     _check_reload(model, reference, image_size)
+    program = exported_module(reference, output)
     try:
-        exports["torch_export"] = export_torch_program(reference, out_dir / EXPORT_FILE, image_size)
+        exports["torch_export"] = export_torch_program(program, out_dir / EXPORT_FILE, image_size)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:  # a full disk fails the run, naming the folder; not an export that "failed"
+            raise
+        exports["torch_export"] = {"error": f"{type(exc).__name__}: {exc}"}
+        log(f"warning: torch.export of {arch} failed: {exc}")
     except Exception as exc:  # noqa: BLE001 - the weights are still usable; say what failed
         exports["torch_export"] = {"error": f"{type(exc).__name__}: {exc}"}
         log(f"warning: torch.export of {arch} failed: {exc}")
@@ -197,7 +257,7 @@ def save_model_folder(
         onnx = onnx_available()
     if onnx:
         try:
-            exports["onnx"] = export_onnx(reference, out_dir / ONNX_FILE, image_size)
+            exports["onnx"] = export_onnx(program, out_dir / ONNX_FILE, image_size, "value" if output.get("kind") == "value" else "logits")
         except Exception as exc:  # noqa: BLE001
             exports["onnx"] = {"error": f"{type(exc).__name__}: {exc}"}
             log(f"warning: ONNX export of {arch} failed: {exc}")
@@ -205,12 +265,15 @@ def save_model_folder(
         exports["onnx"] = {"skipped": "the optional packages onnx and onnxscript are not installed (pip install 'trainlab[onnx]')"}
 
     meta = {
-        "format": FORMAT,
+        "format": FORMATS.get(family, FORMAT),
         "format_version": FORMAT_VERSION,
-        "task": "image-classification",
+        "task": task,
+        "family": family,
         "architecture": arch,
         "num_classes": num_classes,
+        "num_outputs": num_classes,
         "label_names": list(label_names),
+        "output": output,
         "preprocessing": dict(preprocessing),
         "input": {
             "layout": "NCHW",
@@ -265,10 +328,31 @@ def _rebuilt(arch: str, num_classes: int, image_size: int, weights: Path) -> tor
 
 def _readme(meta: Mapping[str, Any]) -> str:
     pre = meta["preprocessing"]
+    output = meta.get("output", {})
+    family = meta.get("family", "classification")
+    names = ", ".join(meta["label_names"])
+    if family == "regression":
+        title = f"# {meta['architecture']} image regressor (one number per image)"
+        reads = [
+            f"The program gives the value in the target's units. The weights alone give the standardised value: "
+            f"multiply by {output.get('target_std')} and add {output.get('target_mean')}."
+        ]
+        result = "values"
+    elif family == "multilabel":
+        title = f"# {meta['architecture']} multi-label image classifier ({meta['num_outputs']} labels)"
+        reads = [
+            f"Labels, in output order: {names}. A label is predicted when the sigmoid of its output reaches "
+            f"its threshold: {output.get('thresholds')} (in model.json)."
+        ]
+        result = "logits"
+    else:
+        title = f"# {meta['architecture']} image classifier ({meta['num_classes']} classes)"
+        reads = [f"Classes, in output order: {names}."]
+        result = "logits"
     lines = [
-        f"# {meta['architecture']} image classifier ({meta['num_classes']} classes)",
+        title,
         "",
-        "Trained with TrainLab. Classes, in output order: " + ", ".join(meta["label_names"]) + ".",
+        "Trained with TrainLab. " + " ".join(reads),
         "",
         f"Input: RGB, shorter side resized to {pre['resize']} px (bilinear), centre crop {pre['image_size']} px, "
         f"values (pixel / 255 - mean) / std with mean {pre['mean']} and std {pre['std']}; NCHW float32.",
@@ -278,7 +362,7 @@ def _readme(meta: Mapping[str, Any]) -> str:
         "```python",
         "import torch",
         f"program = torch.export.load('{EXPORT_FILE}').module()",
-        f"logits = program(torch.randn(1, 3, {pre['image_size']}, {pre['image_size']}))  # your normalised batch",
+        f"{result} = program(torch.randn(1, 3, {pre['image_size']}, {pre['image_size']}))  # your normalised batch",
         "```",
     ]
     if meta["torchvision"]:

@@ -22,7 +22,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from trainlab import DataError, StopRequested
 
@@ -70,12 +70,13 @@ class Splits:
     """The outcome of reading a dataset root: items per split, in label order."""
 
     label_names: list[str]
-    items: dict[str, list[tuple[str, int]]]  # split -> [(path, label index)]
+    items: dict[str, list[tuple[str, Any]]]  # split -> [(path, target)]: a class index here
     records: dict[str, list[ImageRecord]]
     skipped: Counter
     skipped_examples: list[tuple[str, str]]
     warnings: list[str]
-    explicit: bool
+    explicit: bool  # the splits came from the data (folders or tables), not from val_fraction
+    form: str = "folders"  # "folders" (class folders) or "tables" (images listed in tables)
 
 
 def _is_hidden(name: str) -> bool:

@@ -25,6 +25,107 @@
     </message>
 </context>
 <context>
+    <name>ClassificationPage</name>
+    <message>
+        <source>Class</source>
+        <translation>类别</translation>
+    </message>
+    <message>
+        <source>Precision</source>
+        <translation>精确率</translation>
+    </message>
+    <message>
+        <source>Recall</source>
+        <translation>召回率</translation>
+    </message>
+    <message>
+        <source>F1</source>
+        <translation>F1</translation>
+    </message>
+    <message>
+        <source>Support</source>
+        <translation>样本数</translation>
+    </message>
+    <message>
+        <source>Click a cell of the confusion matrix to see its examples.</source>
+        <translation>点击混淆矩阵中的单元格即可查看对应的样本。</translation>
+    </message>
+    <message>
+        <source>Confidence</source>
+        <translation>置信度</translation>
+    </message>
+    <message>
+        <source>Predicted</source>
+        <translation>预测</translation>
+    </message>
+    <message>
+        <source>Text</source>
+        <translation>文本</translation>
+    </message>
+    <message>
+        <source>Metrics</source>
+        <translation>指标</translation>
+    </message>
+    <message>
+        <source>Per class</source>
+        <translation>各类别</translation>
+    </message>
+    <message>
+        <source>Confusion matrix</source>
+        <translation>混淆矩阵</translation>
+    </message>
+    <message>
+        <source>Examples</source>
+        <translation>样本</translation>
+    </message>
+    <message>
+        <source>Misclassified</source>
+        <translation>分类错误</translation>
+    </message>
+    <message>
+        <source>Classes</source>
+        <translation>类别数</translation>
+    </message>
+    <message>
+        <source>“{true}” predicted correctly: {count} examples</source>
+        <translation>“{true}”预测正确：{count} 个样本</translation>
+    </message>
+    <message>
+        <source>“{true}” predicted as “{predicted}”: {count} examples</source>
+        <translation>“{true}”被预测为“{predicted}”：{count} 个样本</translation>
+    </message>
+    <message>
+        <source>this evaluation does not list correctly predicted examples.</source>
+        <translation>此评估未列出预测正确的样本。</translation>
+    </message>
+    <message>
+        <source>this evaluation does not list them.</source>
+        <translation>此评估未列出这些样本。</translation>
+    </message>
+    <message>
+        <source>the {shown} most confident are shown.</source>
+        <translation>显示置信度最高的 {shown} 个。</translation>
+    </message>
+    <message>
+        <source>most confident first.</source>
+        <translation>按置信度从高到低排列。</translation>
+    </message>
+    <message>
+        <source>{path}
+true: {true}, predicted: {predicted} ({confidence:.1%})</source>
+        <translation>{path}
+真实：{true}，预测：{predicted}（{confidence:.1%}）</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Show in Folder</source>
+        <translation>在文件夹中显示</translation>
+    </message>
+</context>
+<context>
     <name>ConfusionMatrixModel</name>
     <message>
         <source>{count} of {total} “{true}” examples predicted correctly ({share:.1%})</source>
@@ -288,6 +389,10 @@
         <translation>学习率</translation>
     </message>
     <message>
+        <source>best</source>
+        <translation>最佳</translation>
+    </message>
+    <message>
         <source>epoch</source>
         <translation>轮次</translation>
     </message>
@@ -366,84 +471,8 @@
         <translation>正在加载…</translation>
     </message>
     <message>
-        <source>Log</source>
-        <translation>日志</translation>
-    </message>
-    <message>
         <source>Starting…</source>
         <translation>正在启动…</translation>
-    </message>
-    <message>
-        <source>&amp;File</source>
-        <translation>文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;New training</source>
-        <translation>新建训练(&amp;N)</translation>
-    </message>
-    <message>
-        <source>&amp;Open data…</source>
-        <translation>打开数据(&amp;O)…</translation>
-    </message>
-    <message>
-        <source>Open &amp;run folder…</source>
-        <translation>打开运行文件夹(&amp;R)…</translation>
-    </message>
-    <message>
-        <source>&amp;Quit</source>
-        <translation>退出(&amp;Q)</translation>
-    </message>
-    <message>
-        <source>&amp;Run</source>
-        <translation>运行(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;View</source>
-        <translation>视图(&amp;V)</translation>
-    </message>
-    <message>
-        <source>&amp;Log panel</source>
-        <translation>日志面板(&amp;L)</translation>
-    </message>
-    <message>
-        <source>&amp;Theme</source>
-        <translation>主题(&amp;T)</translation>
-    </message>
-    <message>
-        <source>Follow the system</source>
-        <translation>跟随系统</translation>
-    </message>
-    <message>
-        <source>Light</source>
-        <translation>浅色</translation>
-    </message>
-    <message>
-        <source>Dark</source>
-        <translation>深色</translation>
-    </message>
-    <message>
-        <source>&amp;Language</source>
-        <translation>语言(&amp;L)</translation>
-    </message>
-    <message>
-        <source>&amp;Tools</source>
-        <translation>工具(&amp;T)</translation>
-    </message>
-    <message>
-        <source>&amp;Plugins…</source>
-        <translation>插件(&amp;P)…</translation>
-    </message>
-    <message>
-        <source>&amp;Help</source>
-        <translation>帮助(&amp;H)</translation>
-    </message>
-    <message>
-        <source>&amp;About TrainLab</source>
-        <translation>关于 TrainLab(&amp;A)</translation>
-    </message>
-    <message>
-        <source>About &amp;Qt</source>
-        <translation>关于 Qt(&amp;Q)</translation>
     </message>
     <message>
         <source>Ready</source>
@@ -454,160 +483,12 @@
         <translation>部分插件加载失败：%s（工具 › 插件）</translation>
     </message>
     <message>
-        <source>Task</source>
-        <translation>任务</translation>
-    </message>
-    <message>
-        <source>What to train; the tasks come from the installed plugins</source>
-        <translation>要训练的内容；任务由已安装的插件提供</translation>
-    </message>
-    <message>
-        <source>No task is available: no plugin provides one. See Tools › Plugins for what went wrong.</source>
-        <translation>没有可用的任务：没有插件提供任务。请在“工具 › 插件”中查看原因。</translation>
-    </message>
-    <message>
-        <source>Data</source>
-        <translation>数据</translation>
-    </message>
-    <message>
-        <source>Parameters</source>
-        <translation>参数</translation>
-    </message>
-    <message>
-        <source>&amp;Continue the stopped run</source>
-        <translation>继续已停止的运行(&amp;C)</translation>
-    </message>
-    <message>
-        <source>Resume the stopped or failed run from its last checkpoint</source>
-        <translation>从最后一个检查点继续已停止或失败的运行</translation>
-    </message>
-    <message>
-        <source>The run history is not available in this build.</source>
-        <translation>此版本不提供运行记录。</translation>
-    </message>
-    <message>
-        <source>The results view is not available in this build.</source>
-        <translation>此版本不提供结果视图。</translation>
-    </message>
-    <message>
-        <source>Try it is not available in this build.</source>
-        <translation>此版本不提供试用功能。</translation>
-    </message>
-    <message>
-        <source>From plugin %1 %2 (%3)</source>
-        <translation>来自插件 %1 %2（%3）</translation>
-    </message>
-    <message>
         <source>TrainLab is still starting.</source>
         <translation>TrainLab 仍在启动。</translation>
     </message>
     <message>
-        <source>A run is in progress.</source>
-        <translation>有一个运行正在进行。</translation>
-    </message>
-    <message>
-        <source>Choose a task.</source>
-        <translation>请选择任务。</translation>
-    </message>
-    <message>
-        <source>Choose the data.</source>
-        <translation>请选择数据。</translation>
-    </message>
-    <message>
-        <source>Fix the parameters marked in red.</source>
-        <translation>请修正标红的参数。</translation>
-    </message>
-    <message>
-        <source>Start training (Ctrl+Enter)</source>
-        <translation>开始训练（Ctrl+Enter）</translation>
-    </message>
-    <message>
-        <source>Preparing the run…</source>
-        <translation>正在准备运行…</translation>
-    </message>
-    <message>
-        <source>Training…</source>
-        <translation>正在训练…</translation>
-    </message>
-    <message>
-        <source>Paused</source>
-        <translation>已暂停</translation>
-    </message>
-    <message>
-        <source>Stopping…</source>
-        <translation>正在停止…</translation>
-    </message>
-    <message>
         <source>The run failed: %s</source>
         <translation>运行失败：%s</translation>
-    </message>
-    <message>
-        <source>The run failed</source>
-        <translation>运行失败</translation>
-    </message>
-    <message>
-        <source>The window stays usable: fix the cause and start again. The details are in the log panel.</source>
-        <translation>窗口仍可正常使用：排除原因后重新开始即可。详细信息见日志面板。</translation>
-    </message>
-    <message>
-        <source>Finished: %s</source>
-        <translation>已完成：%s</translation>
-    </message>
-    <message>
-        <source>accuracy %s</source>
-        <translation>准确率 %s</translation>
-    </message>
-    <message>
-        <source>completed</source>
-        <translation>已完成</translation>
-    </message>
-    <message>
-        <source>Stopped. The run kept its last checkpoint: Run › Continue resumes it.</source>
-        <translation>已停止。运行保留了最后一个检查点：可通过“运行 › 继续”恢复。</translation>
-    </message>
-    <message>
-        <source>Failed: %s</source>
-        <translation>失败：%s</translation>
-    </message>
-    <message>
-        <source>see the log</source>
-        <translation>请查看日志</translation>
-    </message>
-    <message>
-        <source>Training finished</source>
-        <translation>训练完成</translation>
-    </message>
-    <message>
-        <source>Training stopped</source>
-        <translation>训练已停止</translation>
-    </message>
-    <message>
-        <source>Training failed</source>
-        <translation>训练失败</translation>
-    </message>
-    <message>
-        <source>The %s task is not installed.</source>
-        <translation>未安装 %s 任务。</translation>
-    </message>
-    <message>
-        <source>This installation has no sample data for %s.</source>
-        <translation>此安装中没有 %s 的示例数据。</translation>
-    </message>
-    <message>
-        <source>none</source>
-        <translation>无</translation>
-    </message>
-    <message>
-        <source>Unknown task %1 (available: %2).</source>
-        <translation>未知任务 %1（可用：%2）。</translation>
-    </message>
-    <message>
-        <source>Unknown parameter(s) for this task: %s</source>
-        <translation>此任务没有这些参数：%s</translation>
-    </message>
-    <message>
-        <source>Cannot start: %s</source>
-        <translation>无法开始：%s</translation>
     </message>
     <message>
         <source>%s is not a TrainLab run folder (no run.json).</source>
@@ -618,36 +499,144 @@
         <translation>正在跟踪运行中的 %s</translation>
     </message>
     <message>
-        <source>The followed run has ended.</source>
-        <translation>跟踪的运行已结束。</translation>
-    </message>
-    <message>
-        <source>Open a run folder</source>
-        <translation>打开运行文件夹</translation>
-    </message>
-    <message>
-        <source>Language</source>
-        <translation>语言</translation>
-    </message>
-    <message>
-        <source>The new language is used the next time TrainLab starts.</source>
-        <translation>新语言将在下次启动 TrainLab 时生效。</translation>
-    </message>
-    <message>
-        <source>Stop the run and quit?</source>
-        <translation>停止运行并退出？</translation>
-    </message>
-    <message>
-        <source>TrainLab stops it after the current step and keeps its last checkpoint, so it can be continued later.</source>
-        <translation>TrainLab 会在当前步结束后停止运行，并保留最后一个检查点，以便之后继续。</translation>
-    </message>
-    <message>
-        <source>Stop and quit</source>
-        <translation>停止并退出</translation>
-    </message>
-    <message>
         <source>Stopping the run before closing…</source>
         <translation>关闭前正在停止运行…</translation>
+    </message>
+</context>
+<context>
+    <name>MetricsPage</name>
+    <message>
+        <source>Metrics</source>
+        <translation>指标</translation>
+    </message>
+    <message>
+        <source>Every split</source>
+        <translation>各数据划分</translation>
+    </message>
+    <message>
+        <source>During training (validation)</source>
+        <translation>训练过程中（验证集）</translation>
+    </message>
+    <message>
+        <source>Examples</source>
+        <translation>样本</translation>
+    </message>
+    <message>
+        <source>Metric</source>
+        <translation>指标</translation>
+    </message>
+    <message>
+        <source>This run&apos;s metrics.jsonl holds no evaluation to draw.</source>
+        <translation>此运行的 metrics.jsonl 中没有可绘制的评估。</translation>
+    </message>
+    <message>
+        <source>{metric} (monitored)</source>
+        <translation>{metric}（监控指标）</translation>
+    </message>
+    <message>
+        <source>epoch</source>
+        <translation>轮次</translation>
+    </message>
+    <message>
+        <source>step</source>
+        <translation>步数</translation>
+    </message>
+</context>
+<context>
+    <name>MultiLabelPage</name>
+    <message>
+        <source>Label</source>
+        <translation>标签</translation>
+    </message>
+    <message>
+        <source>Precision</source>
+        <translation>精确率</translation>
+    </message>
+    <message>
+        <source>Recall</source>
+        <translation>召回率</translation>
+    </message>
+    <message>
+        <source>F1</source>
+        <translation>F1</translation>
+    </message>
+    <message>
+        <source>Support</source>
+        <translation>样本数</translation>
+    </message>
+    <message>
+        <source>Threshold</source>
+        <translation>阈值</translation>
+    </message>
+    <message>
+        <source>Only the examples this label is wrong on</source>
+        <translation>只显示此标签出错的示例</translation>
+    </message>
+    <message>
+        <source>Example</source>
+        <translation>示例</translation>
+    </message>
+    <message>
+        <source>True</source>
+        <translation>真实值</translation>
+    </message>
+    <message>
+        <source>Predicted</source>
+        <translation>预测</translation>
+    </message>
+    <message>
+        <source>Missed / added</source>
+        <translation>漏掉 / 多出</translation>
+    </message>
+    <message>
+        <source>Top scores</source>
+        <translation>最高得分</translation>
+    </message>
+    <message>
+        <source>Metrics</source>
+        <translation>指标</translation>
+    </message>
+    <message>
+        <source>Per label</source>
+        <translation>按标签</translation>
+    </message>
+    <message>
+        <source>Examples with wrong labels</source>
+        <translation>标签有误的示例</translation>
+    </message>
+    <message>
+        <source>Examples</source>
+        <translation>样本</translation>
+    </message>
+    <message>
+        <source>With wrong labels</source>
+        <translation>标签有误</translation>
+    </message>
+    <message>
+        <source>Labels</source>
+        <translation>标签数</translation>
+    </message>
+    <message>
+        <source>All labels</source>
+        <translation>所有标签</translation>
+    </message>
+    <message>
+        <source>missed: {missed}
+added: {added}</source>
+        <translation>漏掉：{missed}
+多出：{added}</translation>
+    </message>
+    <message>
+        <source>{count} examples where “{label}” is wrong, most wrong first.</source>
+        <translation>“{label}” 出错的 {count} 个示例，错得最多的在前。</translation>
+    </message>
+    <message>
+        <source>{count} examples whose predicted labels differ from the true ones, most wrong first.</source>
+        <translation>预测标签与真实标签不同的 {count} 个示例，错得最多的在前。</translation>
+    </message>
+    <message>
+        <source>No listed example has wrong labels.</source>
+        <translation>列出的示例中没有标签出错的。</translation>
     </message>
 </context>
 <context>
@@ -869,6 +858,88 @@
     </message>
 </context>
 <context>
+    <name>PredictionView</name>
+    <message>
+        <source>no label</source>
+        <translation>无标签</translation>
+    </message>
+    <message>
+        <source>Labels: {labels}</source>
+        <translation>标签：{labels}</translation>
+    </message>
+</context>
+<context>
+    <name>RegressionPage</name>
+    <message>
+        <source>Example</source>
+        <translation>示例</translation>
+    </message>
+    <message>
+        <source>True</source>
+        <translation>真实值</translation>
+    </message>
+    <message>
+        <source>Predicted</source>
+        <translation>预测</translation>
+    </message>
+    <message>
+        <source>Error</source>
+        <translation>误差</translation>
+    </message>
+    <message>
+        <source>Predicted against true</source>
+        <translation>预测值与真实值</translation>
+    </message>
+    <message>
+        <source>true</source>
+        <translation>真实值</translation>
+    </message>
+    <message>
+        <source>predicted</source>
+        <translation>预测值</translation>
+    </message>
+    <message>
+        <source>Residuals (predicted − true)</source>
+        <translation>残差（预测值 − 真实值）</translation>
+    </message>
+    <message>
+        <source>error</source>
+        <translation>误差</translation>
+    </message>
+    <message>
+        <source>examples</source>
+        <translation>示例数</translation>
+    </message>
+    <message>
+        <source>Metrics</source>
+        <translation>指标</translation>
+    </message>
+    <message>
+        <source>Worst examples</source>
+        <translation>误差最大的示例</translation>
+    </message>
+    <message>
+        <source>Examples</source>
+        <translation>样本</translation>
+    </message>
+    <message>
+        <source>Target mean ± std</source>
+        <translation>目标均值 ± 标准差</translation>
+    </message>
+    <message>
+        <source>Target range</source>
+        <translation>目标范围</translation>
+    </message>
+    <message>
+        <source>the {count} largest errors, largest first.</source>
+        <translation>误差最大的 {count} 个，从大到小。</translation>
+    </message>
+    <message>
+        <source>this evaluation does not list them.</source>
+        <translation>此评估未列出这些样本。</translation>
+    </message>
+</context>
+<context>
     <name>ResultsView</name>
     <message>
         <source>Which evaluation to show</source>
@@ -881,54 +952,6 @@
     <message>
         <source>Value</source>
         <translation>值</translation>
-    </message>
-    <message>
-        <source>Class</source>
-        <translation>类别</translation>
-    </message>
-    <message>
-        <source>Precision</source>
-        <translation>精确率</translation>
-    </message>
-    <message>
-        <source>Recall</source>
-        <translation>召回率</translation>
-    </message>
-    <message>
-        <source>F1</source>
-        <translation>F1</translation>
-    </message>
-    <message>
-        <source>Support</source>
-        <translation>样本数</translation>
-    </message>
-    <message>
-        <source>Click a cell of the confusion matrix to see its examples.</source>
-        <translation>点击混淆矩阵中的单元格即可查看对应的样本。</translation>
-    </message>
-    <message>
-        <source>Confidence</source>
-        <translation>置信度</translation>
-    </message>
-    <message>
-        <source>Predicted</source>
-        <translation>预测</translation>
-    </message>
-    <message>
-        <source>Text</source>
-        <translation>文本</translation>
-    </message>
-    <message>
-        <source>Metrics</source>
-        <translation>指标</translation>
-    </message>
-    <message>
-        <source>Per class</source>
-        <translation>各类别</translation>
-    </message>
-    <message>
-        <source>Confusion matrix</source>
-        <translation>混淆矩阵</translation>
     </message>
     <message>
         <source>Split:</source>
@@ -979,62 +1002,36 @@
         <translation>宏平均 F1</translation>
     </message>
     <message>
+        <source>Micro F1</source>
+        <translation>Micro F1</translation>
+    </message>
+    <message>
         <source>Top-5 accuracy</source>
         <translation>Top-5 准确率</translation>
+    </message>
+    <message>
+        <source>R²</source>
+        <translation>R²</translation>
+    </message>
+    <message>
+        <source>MAE</source>
+        <translation>MAE</translation>
+    </message>
+    <message>
+        <source>RMSE</source>
+        <translation>RMSE</translation>
+    </message>
+    <message>
+        <source>Labels per example</source>
+        <translation>每个示例的标签数</translation>
     </message>
     <message>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <source>Examples</source>
-        <translation>样本</translation>
-    </message>
-    <message>
-        <source>Misclassified</source>
-        <translation>分类错误</translation>
-    </message>
-    <message>
-        <source>Classes</source>
-        <translation>类别数</translation>
-    </message>
-    <message>
-        <source>“{true}” predicted correctly: {count} examples</source>
-        <translation>“{true}”预测正确：{count} 个样本</translation>
-    </message>
-    <message>
-        <source>“{true}” predicted as “{predicted}”: {count} examples</source>
-        <translation>“{true}”被预测为“{predicted}”：{count} 个样本</translation>
-    </message>
-    <message>
-        <source>this evaluation does not list correctly predicted examples.</source>
-        <translation>此评估未列出预测正确的样本。</translation>
-    </message>
-    <message>
-        <source>this evaluation does not list them.</source>
-        <translation>此评估未列出这些样本。</translation>
-    </message>
-    <message>
-        <source>the {shown} most confident are shown.</source>
-        <translation>显示置信度最高的 {shown} 个。</translation>
-    </message>
-    <message>
-        <source>most confident first.</source>
-        <translation>按置信度从高到低排列。</translation>
-    </message>
-    <message>
-        <source>{path}
-true: {true}, predicted: {predicted} ({confidence:.1%})</source>
-        <translation>{path}
-真实：{true}，预测：{predicted}（{confidence:.1%}）</translation>
-    </message>
-    <message>
-        <source>Copy</source>
-        <translation>复制</translation>
-    </message>
-    <message>
-        <source>Show in Folder</source>
-        <translation>在文件夹中显示</translation>
+        <source>The metric this run&apos;s best weights were chosen by</source>
+        <translation>此运行据以选择最佳权重的指标</translation>
     </message>
 </context>
 <context>
@@ -1183,6 +1180,33 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <message>
         <source>solid: training loss (smoothed), dashed: validation loss</source>
         <translation>实线：训练损失（平滑后），虚线：验证损失</translation>
+    </message>
+</context>
+<context>
+    <name>RunDialogs</name>
+    <message>
+        <source>The run failed</source>
+        <translation>运行失败</translation>
+    </message>
+    <message>
+        <source>The window stays usable: fix the cause and start again. The details are in the log panel.</source>
+        <translation>窗口仍可正常使用：排除原因后重新开始即可。详细信息见日志面板。</translation>
+    </message>
+    <message>
+        <source>Stop the run and quit?</source>
+        <translation>停止运行并退出？</translation>
+    </message>
+    <message>
+        <source>A run is in progress.</source>
+        <translation>有一个运行正在进行。</translation>
+    </message>
+    <message>
+        <source>TrainLab stops it after the current step and keeps its last checkpoint, so it can be continued later.</source>
+        <translation>TrainLab 会在当前步结束后停止运行，并保留最后一个检查点，以便之后继续。</translation>
+    </message>
+    <message>
+        <source>Stop and quit</source>
+        <translation>停止并退出</translation>
     </message>
 </context>
 <context>
@@ -1343,32 +1367,148 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     </message>
 </context>
 <context>
+    <name>SessionView</name>
+    <message>
+        <source>Preparing the run…</source>
+        <translation>正在准备运行…</translation>
+    </message>
+    <message>
+        <source>Training…</source>
+        <translation>正在训练…</translation>
+    </message>
+    <message>
+        <source>Paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <source>Stopping…</source>
+        <translation>正在停止…</translation>
+    </message>
+    <message>
+        <source>The followed run has ended.</source>
+        <translation>跟踪的运行已结束。</translation>
+    </message>
+    <message>
+        <source>Finished: %s</source>
+        <translation>已完成：%s</translation>
+    </message>
+    <message>
+        <source>accuracy %s</source>
+        <translation>准确率 %s</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>Stopped. The run kept its last checkpoint: Run › Continue resumes it.</source>
+        <translation>已停止。运行保留了最后一个检查点：可通过“运行 › 继续”恢复。</translation>
+    </message>
+    <message>
+        <source>Failed: %s</source>
+        <translation>失败：%s</translation>
+    </message>
+    <message>
+        <source>see the log</source>
+        <translation>请查看日志</translation>
+    </message>
+    <message>
+        <source>Training finished</source>
+        <translation>训练完成</translation>
+    </message>
+    <message>
+        <source>Training stopped</source>
+        <translation>训练已停止</translation>
+    </message>
+    <message>
+        <source>Training failed</source>
+        <translation>训练失败</translation>
+    </message>
+</context>
+<context>
+    <name>TrainPage</name>
+    <message>
+        <source>&amp;Continue the stopped run</source>
+        <translation>继续已停止的运行(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Resume the stopped or failed run from its last checkpoint</source>
+        <translation>从最后一个检查点继续已停止或失败的运行</translation>
+    </message>
+    <message>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>What to train; the tasks come from the installed plugins</source>
+        <translation>要训练的内容；任务由已安装的插件提供</translation>
+    </message>
+    <message>
+        <source>No task is available: no plugin provides one. See Tools › Plugins for what went wrong.</source>
+        <translation>没有可用的任务：没有插件提供任务。请在“工具 › 插件”中查看原因。</translation>
+    </message>
+    <message>
+        <source>Data</source>
+        <translation>数据</translation>
+    </message>
+    <message>
+        <source>Parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>From plugin %1 %2 (%3)</source>
+        <translation>来自插件 %1 %2（%3）</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Unknown task %1 (available: %2).</source>
+        <translation>未知任务 %1（可用：%2）。</translation>
+    </message>
+    <message>
+        <source>Unknown parameter(s) for this task: %s</source>
+        <translation>此任务没有这些参数：%s</translation>
+    </message>
+    <message>
+        <source>Cannot start: %s</source>
+        <translation>无法开始：%s</translation>
+    </message>
+    <message>
+        <source>A run is in progress.</source>
+        <translation>有一个运行正在进行。</translation>
+    </message>
+    <message>
+        <source>Choose a task.</source>
+        <translation>请选择任务。</translation>
+    </message>
+    <message>
+        <source>Choose the data.</source>
+        <translation>请选择数据。</translation>
+    </message>
+    <message>
+        <source>Fix the parameters marked in red.</source>
+        <translation>请修正标红的参数。</translation>
+    </message>
+    <message>
+        <source>Start training (Ctrl+Enter)</source>
+        <translation>开始训练（Ctrl+Enter）</translation>
+    </message>
+</context>
+<context>
     <name>TryItPanel</name>
     <message>
         <source>Try it</source>
         <translation>试用</translation>
     </message>
     <message>
-        <source>Drop an image here
-or choose one</source>
-        <translation>将图像拖放到这里
-或点击选择</translation>
-    </message>
-    <message>
         <source>Choose Image…</source>
         <translation>选择图像…</translation>
     </message>
     <message>
-        <source>Type or paste a text to classify</source>
-        <translation>输入或粘贴要分类的文本</translation>
-    </message>
-    <message>
         <source>Predict</source>
         <translation>预测</translation>
-    </message>
-    <message>
-        <source>Classify the text (Ctrl+Enter)</source>
-        <translation>对文本进行分类（Ctrl+Enter）</translation>
     </message>
     <message>
         <source>Random Validation Example</source>
@@ -1399,20 +1539,78 @@ or choose one</source>
         <translation>无法读取 {problem}</translation>
     </message>
     <message>
-        <source>{name} · {task} · {count} labels</source>
-        <translation>{name} · {task} · {count} 个标签</translation>
+        <source>{count} labels</source>
+        <translation>{count} 个标签</translation>
     </message>
     <message>
-        <source>Drop or choose an image.</source>
-        <translation>拖放或选择一张图像。</translation>
-    </message>
-    <message>
-        <source>Type a text and press Predict.</source>
-        <translation>输入文本后按“预测”。</translation>
+        <source>This run&apos;s evaluation lists no example this task can take as input</source>
+        <translation>此运行的评估中没有可作为此任务输入的示例</translation>
     </message>
     <message>
         <source>This run has no trained model (it did not complete).</source>
         <translation>此运行没有训练好的模型（未完成）。</translation>
+    </message>
+    <message>
+        <source>The task {task} of this run is not installed here.</source>
+        <translation>此运行的任务 {task} 未在本机安装。</translation>
+    </message>
+    <message>
+        <source>Choose File…</source>
+        <translation>选择文件…</translation>
+    </message>
+    <message>
+        <source>Drop {what} here
+or choose one</source>
+        <translation>把{what}拖到这里
+或选择一个</translation>
+    </message>
+    <message>
+        <source>an image</source>
+        <translation>一张图片</translation>
+    </message>
+    <message>
+        <source>comma-separated values</source>
+        <translation>逗号分隔的值</translation>
+    </message>
+    <message>
+        <source>Type or paste {what}</source>
+        <translation>输入或粘贴{what}</translation>
+    </message>
+    <message>
+        <source>a text</source>
+        <translation>一段文本</translation>
+    </message>
+    <message>
+        <source>Predict for the text (Ctrl+Enter)</source>
+        <translation>预测这段文本（Ctrl+Enter）</translation>
+    </message>
+    <message>
+        <source>Predict for the row (Enter)</source>
+        <translation>预测这一行（Enter）</translation>
+    </message>
+    <message>
+        <source>a file ({suffixes})</source>
+        <translation>一个文件（{suffixes}）</translation>
+    </message>
+    <message>
+        <source>a file</source>
+        <translation>一个文件</translation>
+    </message>
+    <message>
+        <source>Drop or choose {what}.</source>
+        <translation>拖入或选择{what}。</translation>
+    </message>
+    <message>
+        <source>Enter {what} and press Predict.</source>
+        <translation>输入{what}，然后点击“预测”。</translation>
+    </message>
+    <message>
+        <source>a row of comma-separated values</source>
+        <translation>一行逗号分隔的值</translation>
+    </message>
+    <message>
+        <source>Type {what} and press Predict.</source>
+        <translation>输入{what}，然后点击“预测”。</translation>
     </message>
     <message>
         <source>Choose an Image</source>
@@ -1423,10 +1621,30 @@ or choose one</source>
         <translation>图像 ({patterns})</translation>
     </message>
     <message>
+        <source>Choose a File</source>
+        <translation>选择文件</translation>
+    </message>
+    <message>
+        <source>Files ({patterns})</source>
+        <translation>文件（{patterns}）</translation>
+    </message>
+    <message>
         <source>Cannot read this image:
 {path}</source>
         <translation>无法读取此图像：
 {path}</translation>
+    </message>
+    <message>
+        <source>True value: {value}</source>
+        <translation>真实值：{value}</translation>
+    </message>
+    <message>
+        <source>True labels: {labels}</source>
+        <translation>真实标签：{labels}</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
     </message>
     <message>
         <source>Predicting…</source>
@@ -1464,36 +1682,24 @@ or choose one</source>
         <translation>欢迎使用 TrainLab</translation>
     </message>
     <message>
-        <source>Train image and text classifiers on this machine: your data stays here, nothing is downloaded.</source>
-        <translation>在本机训练图像和文本分类器：数据留在本机，不下载任何内容。</translation>
+        <source>Train image and text models on this machine: your data stays here, nothing is downloaded.</source>
+        <translation>在本机训练图像和文本模型：数据留在本机，不下载任何内容。</translation>
     </message>
     <message>
-        <source>Try image classification</source>
-        <translation>试试图像分类</translation>
+        <source>Try {task}</source>
+        <translation>试试“{task}”</translation>
     </message>
     <message>
-        <source>Try text classification</source>
-        <translation>试试文本分类</translation>
+        <source>Start a short demo run on the sample data that comes with this task ({path})</source>
+        <translation>用此任务自带的示例数据开始一次简短的演示训练（{path}）</translation>
+    </message>
+    <message>
+        <source>A short demo run on the sample data that comes with this task.</source>
+        <translation>用此任务自带的示例数据进行一次简短的演示训练。</translation>
     </message>
     <message>
         <source>New training…</source>
         <translation>新建训练…</translation>
-    </message>
-    <message>
-        <source>Image classification</source>
-        <translation>图像分类</translation>
-    </message>
-    <message>
-        <source>A short demo run on the bundled sample photos, sorted into classes.</source>
-        <translation>用自带的分类示例图片进行一次简短的演示训练。</translation>
-    </message>
-    <message>
-        <source>Text classification</source>
-        <translation>文本分类</translation>
-    </message>
-    <message>
-        <source>A short demo run on the bundled sample sentences, labelled by topic.</source>
-        <translation>用自带的按主题标注的示例句子进行一次简短的演示训练。</translation>
     </message>
     <message>
         <source>Your own data</source>
@@ -1515,13 +1721,111 @@ or choose one</source>
         <source>No runs yet. Your runs will be listed here.</source>
         <translation>还没有运行记录。你的运行将列在这里。</translation>
     </message>
+</context>
+<context>
+    <name>WindowMenus</name>
     <message>
-        <source>the task is not installed</source>
-        <translation>该任务未安装</translation>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <source>Start a short demo run on the bundled sample data</source>
-        <translation>用自带的示例数据开始一次简短的演示训练</translation>
+        <source>&amp;New training</source>
+        <translation>新建训练(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Open data…</source>
+        <translation>打开数据(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Open &amp;run folder…</source>
+        <translation>打开运行文件夹(&amp;R)…</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Log panel</source>
+        <translation>日志面板(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Theme</source>
+        <translation>主题(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Follow the system</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Tools</source>
+        <translation>工具(&amp;T)</translation>
+    </message>
+    <message>
+        <source>&amp;Plugins…</source>
+        <translation>插件(&amp;P)…</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;About TrainLab</source>
+        <translation>关于 TrainLab(&amp;A)</translation>
+    </message>
+    <message>
+        <source>About &amp;Qt</source>
+        <translation>关于 Qt(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>Open a run folder</source>
+        <translation>打开运行文件夹</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <source>The new language is used the next time TrainLab starts.</source>
+        <translation>新语言将在下次启动 TrainLab 时生效。</translation>
+    </message>
+</context>
+<context>
+    <name>WindowSetup</name>
+    <message>
+        <source>Log</source>
+        <translation>日志</translation>
+    </message>
+    <message>
+        <source>The run history is not available in this build.</source>
+        <translation>此版本不提供运行记录。</translation>
+    </message>
+    <message>
+        <source>The results view is not available in this build.</source>
+        <translation>此版本不提供结果视图。</translation>
+    </message>
+    <message>
+        <source>Try it is not available in this build.</source>
+        <translation>此版本不提供试用功能。</translation>
     </message>
 </context>
 </TS>

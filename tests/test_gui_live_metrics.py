@@ -1,0 +1,112 @@
+"""The live plots draw every metric the run's task declares, the monitored one marked at its best epoch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from conftest import write_toy_regression_csv  # noqa: E402
+from family_runs import train_toy  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def regression_run(tmp_path_factory):
+    return train_toy(tmp_path_factory.mktemp("livereg"), "toy-regression", epochs="8")
+
+
+@pytest.fixture
+def plots(qtbot):
+    from trainlab.desktop.plots import LivePlots
+
+    widget = LivePlots()
+    qtbot.addWidget(widget)
+    widget.resize(1100, 650)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def evals(run) -> list[dict]:
+    lines = (Path(run) / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    return [e for e in map(json.loads, lines) if e["event"] == "eval" and e["split"] == "val"]
+
+
+def open_run(plots, run, task=""):
+    from trainlab.desktop.curves import RunCurves
+
+    plots.reset(RunCurves.from_metrics(Path(run) / "metrics.jsonl"))
+    plots.show_run_metrics(str(run), task)
+
+
+def test_a_regression_run_draws_r2_apart_from_its_errors_with_the_best_epoch_on_r2(qtbot, plots, regression_run):
+    open_run(plots, regression_run)
+    events = evals(regression_run)
+    assert plots.metric_points() == {"r2": len(events), "mae": len(events), "rmse": len(events)}
+    last = events[-1]
+    # bounded R² on one plot, the errors in the target's units on another; titles in each metric's display
+    assert plots.metrics.titles() == [
+        f"R² {last['r2']:.3f} · ★ best",
+        f"MAE {last['mae']:.4g} · RMSE {last['rmse']:.4g}",
+    ]
+    assert "<b>" in plots.metrics.plots[0].titleLabel.text  # the monitored metric
+    best = [e for e in events if e["best"]][-1]
+    x, y = plots.metrics.best.getData()
+    assert (list(x), list(y)) == ([best["epoch"]], [pytest.approx(best["r2"])])
+    xs, ys = plots.metrics.curves["mae"].getData()
+    assert list(xs) == [e["epoch"] for e in events] and list(ys) == pytest.approx([e["mae"] for e in events])
+
+
+def test_a_plugins_metrics_draw_with_their_titles_and_displays(qtbot, plots, tmp_path):
+    from trainlab.events import EvalResult
+    from trainlab.runs import MetricsWriter
+
+    run = tmp_path / "run"
+    run.mkdir()
+    declared = [
+        {"name": "ndcg", "title": "NDCG", "higher_is_better": True, "display": "percent"},
+        {"name": "latency_ms", "title": "Latency", "higher_is_better": False, "display": ".1f"},
+    ]
+    (run / "run.json").write_text(json.dumps({"id": "r", "task": "a-ranker", "status": "completed", "family": "ranking",
+                                              "declared_metrics": declared, "parameters": {"monitor": "latency_ms"}}))
+    writer = MetricsWriter(run / "metrics.jsonl")
+    for epoch, ndcg, latency, best in ((1, 0.5, 9.0, True), (2, 0.6, 7.25, True), (3, 0.7, 8.0, False)):
+        writer.write(EvalResult(step=epoch, epoch=epoch, loss=1.0 / epoch, metrics={"ndcg": ndcg, "latency_ms": latency},
+                                best=best, monitor="latency_ms"))
+    writer.close()
+    open_run(plots, run)
+    assert plots.metrics.titles() == ["NDCG 70.0%", "Latency 8.0 · ★ best"]
+    x, y = plots.metrics.best.getData()
+    assert (list(x), list(y)) == ([2], [7.25])  # the best epoch of the lower-is-better monitor
+    assert plots.best_loss.getData()[0] is None or len(plots.best_loss.getData()[0]) == 0
+
+
+def test_monitoring_the_loss_marks_the_validation_loss(qtbot, plots, regression_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(regression_run, run)
+    record = json.loads((run / "run.json").read_text())
+    record["parameters"]["monitor"] = "loss"
+    (run / "run.json").write_text(json.dumps(record))
+    open_run(plots, run)
+    assert plots.metrics.best is None and all("★" not in t for t in plots.metrics.titles())
+    x, _ = plots.best_loss.getData()
+    assert len(x) == 1
+
+
+def test_a_run_in_the_window_draws_its_tasks_metrics_live(qtbot, window, tmp_path):
+    data = write_toy_regression_csv(tmp_path / "reg.csv")
+    assert window.select_task("toy-regression")
+    window.data_panel.set_path(str(data))
+    qtbot.waitUntil(lambda: not window.data_panel.checking, timeout=60_000)
+    assert window.params_form.set_values({"epochs": "3"}) == []
+    with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:
+        window.controls.start_action.trigger()
+    assert finished.args[0].status == "completed"
+    qtbot.waitUntil(lambda: window.plots.metric_points().get("r2") == 3, timeout=10_000)
+    assert set(window.plots.metric_points()) == {"r2", "mae", "rmse"}
+    assert window.plots.metrics.titles()[0].startswith("R² ")
