@@ -111,6 +111,7 @@ class _Card(QFrame):
         layout.setContentsMargins(16, 14, 16, 14)
         heading = QLabel(title, self)
         heading.setProperty("role", "subheading")
+        heading.setWordWrap(True)  # a long task title wraps rather than widening its column
         body = QLabel(text, self)
         body.setWordWrap(True)
         body.setProperty("role", "muted")

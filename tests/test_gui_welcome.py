@@ -74,10 +74,14 @@ def test_every_task_with_its_sample_here_gets_a_card_a_plugins_own_included(qtbo
     with qtbot.waitSignal(welcome.sampleRequested) as asked:
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert asked.args == ["demo-rows"]
-    # the cards share the row with "Your own data", equally wide
+    # the cards and "Your own data" share rows of at most MAX_COLUMNS, equally wide
+    from trainlab.desktop.welcome import MAX_COLUMNS
+
     cards = [*welcome.sample_cards.values(), welcome.new_card]
     qtbot.waitUntil(lambda: max(c.width() for c in cards) - min(c.width() for c in cards) <= 2, timeout=3000)
-    assert len({c.y() for c in cards}) == 1
+    rows = sorted({c.y() for c in cards})
+    assert len(rows) == -(-len(cards) // MAX_COLUMNS) if len(cards) > MAX_COLUMNS else len(rows) == 1
+    assert all(sum(c.y() == y for c in cards) <= MAX_COLUMNS for y in rows)
 
 
 def test_without_samples_only_your_own_data_is_offered(qtbot, welcome):
