@@ -197,6 +197,16 @@ def trim(keep: Path | None = None) -> list[str]:
     return evicted
 
 
+def run_command(action: str, limit_gb: float | None) -> tuple[list[str], dict[str, Any]]:
+    """``trainlab cache [list|clear] [--limit-gb GB]``: its lines for people and its JSON object."""
+    if limit_gb is not None:
+        set_limit_gb(limit_gb)
+    freed = clear() if action == "clear" else None
+    evicted = trim() if limit_gb is not None else []
+    state = report()
+    return describe(state, freed=freed, evicted=len(evicted)), {**state.to_json(), "cleared_bytes": freed, "evicted": evicted}
+
+
 def describe(state: CacheReport, freed: int | None = None, evicted: int = 0) -> list[str]:
     """``trainlab cache``'s lines for people."""
     from trainlab.fileio import format_bytes

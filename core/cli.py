@@ -553,16 +553,11 @@ def cmd_models(args, out: Output) -> int:
 
 
 def cmd_cache(args, out: Output) -> int:
-    from trainlab import cache
+    from trainlab.cache import run_command
 
-    if args.limit_gb is not None:
-        cache.set_limit_gb(args.limit_gb)
-    freed = cache.clear() if args.action == "clear" else None
-    evicted = cache.trim() if args.limit_gb is not None else []
-    state = cache.report()
-    for line in cache.describe(state, freed=freed, evicted=len(evicted)):
-        out.say(line)
-    out.result({**state.to_json(), "cleared_bytes": freed, "evicted": evicted})
+    lines, result = run_command(args.action, args.limit_gb)
+    out.say("\n".join(lines))
+    out.result(result)
     return EXIT_OK
 
 
