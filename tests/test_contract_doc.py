@@ -27,6 +27,13 @@ CONTRACT = ROOT / "docs" / "contract.md"
 # **planned** from its row in docs/contract.md once the whole row works.
 PLANNED: set[str] = set()
 
+# Built here and in docs/contract.md, proposed for the shared contract but
+# not in it yet: the comparison with it leaves them out (and fails once the
+# shared contract has them, so that this list is emptied then).
+NOT_YET_SHARED = {
+    "cache": "issue 16 section 3: seeing and clearing the token cache",
+}
+
 WORD = re.compile(r"[a-z][a-z-]*")
 
 
@@ -178,11 +185,13 @@ def test_in_step_with_the_shared_contract(rows):
     if shared is None:
         pytest.skip("the project's shared CONTRACT.md is not beside this checkout")
     text = shared.read_text(encoding="utf-8")
-    ours = sorted(feature for usage, _ in rows for feature in features(usage))
+    ours = sorted(feature for usage, _ in rows for feature in features(usage) if feature.split()[0] not in NOT_YET_SHARED)
     theirs = sorted(feature for usage, _ in command_rows(text) for feature in features(usage))
     assert ours == theirs, (
         f"docs/contract.md and {shared} name different commands: only here {sorted(set(ours) - set(theirs))}, "
         f"only there {sorted(set(theirs) - set(ours))}"
     )
+    named_there = {feature.split()[0] for usage, _ in command_rows(text) for feature in features(usage)}
+    assert not named_there & set(NOT_YET_SHARED), f"the shared contract has {sorted(named_there & set(NOT_YET_SHARED))} now: drop them from NOT_YET_SHARED"
     headings = [line for line in CONTRACT.read_text(encoding="utf-8").splitlines() if line.startswith("## ")]
     assert headings == [line for line in text.splitlines() if line.startswith("## ")]
