@@ -123,7 +123,7 @@ def sloppy_kit(tmp_path, slip):
     "slip, check, says",
     [
         ("keyerror", "bad_data_raises_data_error", "raised no trainlab.DataError naming the file: plugin 'sloppy' (task sloppy-classification) failed in prepare: KeyError"),
-        ("nan", "loss_finite_and_falls", "training diverged: the loss has been nan"),
+        ("nan", "loss_finite_and_falls", "the training loss is NaN from step"),
         ("flat", "loss_finite_and_falls", "did not fall"),
         ("unseeded", "same_seed_same_result", "different weights"),
         ("unseeded", "resume_is_exact", "differ from an uninterrupted run"),

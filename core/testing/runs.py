@@ -295,12 +295,15 @@ class TaskKit:
 
     def writes_only_its_run_folder(self) -> str:
         from trainlab import paths
+        from trainlab.runs import RunStore
 
         run = self.straight()
         with self.active():
             allowed = [Path(run.run_dir), paths.cache_dir(), paths.model_store_dir(), paths.log_dir(), paths.config_dir()]
             index = paths.index_path()
-        stray = [p for p in self._watch.outside(allowed) if not Path(p).name.startswith(index.name)]
+        # the run index and the list of --out folders it knows are TrainLab's own bookkeeping beside it
+        own = (index.name, RunStore.OTHER_FOLDERS)
+        stray = [p for p in self._watch.outside(allowed) if not (Path(p).parent == index.parent and Path(p).name.startswith(own))]
         if stray:
             raise CheckFailed(f"a run wrote outside its run folder and TrainLab's caches: {stray[:5]}")
         return f"{len(self._watch.written)} path(s) written, all in the run folder or TrainLab's caches"
