@@ -272,8 +272,14 @@ def _outputs(model: torch.nn.Module, inputs: Any) -> torch.Tensor:
     return model(inputs)
 
 
-def _train(family, model, values, batches_of, batch_at, val_batches, val_targets, mean, std, samples_per_epoch):
-    """The loop both plain scripts share: train an epoch, evaluate, repeat."""
+def train_and_evaluate(
+    family: str, model: torch.nn.Module, values: dict[str, Any], batches_of, batch_at, val_batches, val_targets, mean, std, samples_per_epoch
+):
+    """The loop every plain script shares: train an epoch, evaluate, repeat.
+
+    ``batches_of(epoch)``: the epoch's index batches; ``batch_at(split, indices)``:
+    (inputs, targets). Returns (train seconds, train CPU seconds, samples, quality).
+    """
     clip = float(values["clip_grad_norm"])
     optimizer, schedule = _optimizer_and_schedule(model, values, len(batches_of(1)))
     train_seconds = train_cpu = 0.0
@@ -302,7 +308,7 @@ def _train(family, model, values, batches_of, batch_at, val_batches, val_targets
     return train_seconds, train_cpu, samples_per_epoch * int(values["epochs"]), quality
 
 
-def _scaling(family: str, targets: torch.Tensor) -> tuple[float, float]:
+def target_scaling(family: str, targets: torch.Tensor) -> tuple[float, float]:
     """Mean and population sd of the training targets (what RegressionTask standardises with)."""
     if family != "regression":
         return 0.0, 1.0
@@ -324,7 +330,7 @@ def plain_image_script(family: str, data: Path, values: dict[str, Any], out_dir:
     _seed(seed)
     labels = label_names_of(data / "train.csv") if family == "multilabel" else None
     splits = {name: _read_table(data / f"{name}.csv", family, labels) for name in ("train", "val")}
-    mean, std = _scaling(family, splits["train"][1])
+    mean, std = target_scaling(family, splits["train"][1])
     transform = v2.Compose([v2.Resize(size, antialias=True), v2.CenterCrop(size), v2.PILToTensor()])
     pixel_mean = torch.tensor([255 * m for m in (0.485, 0.456, 0.406)]).view(1, 3, 1, 1)
     pixel_std = torch.tensor([255 * s for s in (0.229, 0.224, 0.225)]).view(1, 3, 1, 1)
@@ -347,7 +353,7 @@ def plain_image_script(family: str, data: Path, values: dict[str, Any], out_dir:
     val_batches = [list(range(i, min(i + batch, n_val))) for i in range(0, n_val, batch)]
     outputs = 1 if family == "regression" else len(labels or [])
     model = SmallCNN(outputs, stem_stride=2 if size >= 64 else 1)
-    train_s, train_cpu, samples, quality = _train(
+    train_s, train_cpu, samples, quality = train_and_evaluate(
         family, model, values, batches_of, batch_at, val_batches, splits["val"][1], mean, std, n
     )
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out_dir / "plain-image.safetensors"))
@@ -375,7 +381,7 @@ def plain_text_script(family: str, data: Path, values: dict[str, Any], out_dir: 
         texts, targets = _read_table(data / f"{name}.csv", family, labels)
         ids = tokenizer(texts, truncation=True, max_length=int(values["max_length"]))["input_ids"]
         splits[name] = ([torch.tensor(row) for row in ids], targets)
-    mean, std = _scaling(family, splits["train"][1])
+    mean, std = target_scaling(family, splits["train"][1])
     pad = tokenizer.pad_token_id or 0
 
     def batch_at(split: str, indices: list[int]):
@@ -392,7 +398,7 @@ def plain_text_script(family: str, data: Path, values: dict[str, Any], out_dir: 
     model = AutoModelForSequenceClassification.from_pretrained(folder, local_files_only=True)
     val_batches = sorted_batches(lengths["val"], batch)
     val_targets = splits["val"][1][[i for b in val_batches for i in b]]  # in the order the batches give them
-    train_s, train_cpu, samples, quality = _train(
+    train_s, train_cpu, samples, quality = train_and_evaluate(
         family, model, values, lambda epoch: length_grouped_batches(lengths["train"], batch, seed, epoch),
         batch_at, val_batches, val_targets, mean, std, len(lengths["train"]),
     )  # fmt: skip

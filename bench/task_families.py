@@ -204,7 +204,7 @@ def plain_script(family: str, out_dir: Path) -> SideFigures:
     torch.manual_seed(SEED)
     (xt, yt), (xv, yv) = DATA[family]
     regression = family == "regression"
-    mean, std = builtin._scaling(family, yt)  # standardised targets, as RegressionTask does; figures in the target's units
+    mean, std = builtin.target_scaling(family, yt)  # standardised targets, as RegressionTask does; figures in the target's units
     model = make_model(1 if regression else LABELS)
     values = builtin.recipe(f"bench-{family}", bench_params())  # the engine's defaults for the rest, as the run resolves them
     n_train, n_val = len(yt), len(yv)
@@ -217,7 +217,7 @@ def plain_script(family: str, out_dir: Path) -> SideFigures:
         return (xt[idx], yt[idx]) if split == "train" else (xv[idx], yv[idx])
 
     val_batches = [torch.arange(i, min(i + BATCH, n_val)) for i in range(0, n_val, BATCH)]
-    train_s, train_cpu, samples, quality = builtin._train(
+    train_s, train_cpu, samples, quality = builtin.train_and_evaluate(
         family, model, values, batches_of, batch_at, val_batches, yv, mean, std, n_train
     )
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out_dir / "plain.safetensors"))
