@@ -323,8 +323,11 @@ def _finish(
     samples = state.samples_seen - plan.position.samples_seen
     rate = samples / session_seconds if session_seconds else 0.0
     skipped = trainer.task.skipped_during_training() if trainer is not None else None
-    # what a killed write left, and what a failed one could not remove
-    remove_stale_temporaries(plan.run_dir.path)
+    # what a killed write left, and what a failed one could not remove; rank 0's
+    # alone in a group (another rank ending first would take its writes away)
+    group = distributed.current()
+    if group is None or group.writer:
+        remove_stale_temporaries(plan.run_dir.path)
     best = recorder.finish(
         state, status=status, error=error, traceback=tb, epochs=epochs_done, steps=steps, samples_per_second=rate, skipped=skipped,
         failure=failure,
