@@ -25,6 +25,37 @@
     </message>
 </context>
 <context>
+    <name>CacheDialog</name>
+    <message>
+        <source>Caches</source>
+        <translation>缓存</translation>
+    </message>
+    <message>
+        <source>The least recently used entries are removed beyond this size; 0 keeps nothing</source>
+        <translation>超过此大小时删除最久未用的条目；0 表示不保留</translation>
+    </message>
+    <message>
+        <source>Size limit</source>
+        <translation>大小上限</translation>
+    </message>
+    <message>
+        <source>Clear caches</source>
+        <translation>清空缓存</translation>
+    </message>
+    <message>
+        <source>{name}: {entries} entries, {size}</source>
+        <translation>{name}：{entries} 个条目，{size}</translation>
+    </message>
+    <message>
+        <source>The caches are empty.</source>
+        <translation>缓存为空。</translation>
+    </message>
+    <message>
+        <source>Total {size} in {folder}</source>
+        <translation>共 {size}，位于 {folder}</translation>
+    </message>
+</context>
+<context>
     <name>ClassificationPage</name>
     <message>
         <source>Class</source>
@@ -2040,6 +2071,10 @@ or choose one</source>
     <message>
         <source>&amp;Plugins…</source>
         <translation>插件(&amp;P)…</translation>
+    </message>
+    <message>
+        <source>&amp;Caches…</source>
+        <translation>缓存(&amp;C)…</translation>
     </message>
     <message>
         <source>&amp;Help</source>
