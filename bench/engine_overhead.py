@@ -47,6 +47,11 @@ import trainlab
 from pairs import Clock, instruction_counter, load_average, order, ratio_summary
 from trainlab import ClassificationTask, DataSummary, TaskSpec
 
+# ``trainlab.engine.callbacks.Callback`` rather than the public
+# ``trainlab.Callback``: the older name also exists in trees from before the
+# architecture issue (11), which bench/before_after.py runs this script against.
+from trainlab.engine.callbacks import Callback
+
 N_TRAIN, N_VAL, SIZE, CLASSES = 4096, 1024, 32, 10
 EPOCHS, BATCH, LR, SEED = 3, 64, 2e-3, 1234
 
@@ -117,7 +122,7 @@ class BenchTask(ClassificationTask):
         save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out_dir / "model.safetensors"))
 
 
-class TrainingCpu(trainlab.Callback):
+class TrainingCpu(Callback):
     """The training thread's CPU seconds in the training passes (epoch start to evaluation start)."""
 
     seconds = 0.0

@@ -166,11 +166,15 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
         marks["gui_cpu_stop"] = time.thread_time()
         window.stop_run()
 
-    window.runs._apply_batch = timed(window.runs._apply_batch)  # the session's reduction and every view it notifies
+    # the session's reduction and every view it notifies (before the run
+    # session, issue 11, the window reduced batches itself: bench/before_after.py
+    # runs this script against such trees too)
+    reducer = window.runs if hasattr(window, "runs") else window
+    reducer._apply_batch = timed(reducer._apply_batch)
     window.plots.refresh = timed(window.plots.refresh)
     if window.gpu_panel is not None:
         window.gpu_panel.refresh = timed(window.gpu_panel.refresh)
-    finished: list = []  # the RunOutcome
+    finished: list = []  # the RunOutcome (a plain dict before issue 11)
     window.runFinished.connect(finished.append)
     ticker.start()
 
@@ -195,7 +199,7 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
     QTimer.singleShot(200, press)
     loop_until(app, lambda: bool(finished), timeout_s=seconds + 180)  # the real event loop
     ticker.stop()
-    result = finished[0].to_json() if finished else {"status": "timeout"}
+    result = (finished[0] if isinstance(finished[0], dict) else finished[0].to_json()) if finished else {"status": "timeout"}
     start, first = marks.get("start", 0.0), marks.get("first_step", float("inf"))
     stop_at = first + seconds
     idle = ticker.between(marks["idle_from"], marks["idle_to"])

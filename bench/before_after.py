@@ -1,0 +1,114 @@
+"""One bench, two versions of TrainLab, side by side in one run.
+
+"No regression" is a claim about two trees measured under the same load, not
+two numbers read hours apart on a shared machine. This driver lays out an
+older revision as the installed package would be (``core/`` as ``trainlab``,
+``desktop/`` as ``trainlab.desktop``, ``plugins/`` and ``resources/``: the
+``package-dir`` of pyproject.toml) in a temporary folder, then runs the same
+bench script of *this* checkout alternately against that tree (through
+``PYTHONPATH``, which comes before the editable install) and against this
+checkout, ABBA, ``--rounds`` times. The workload is the same on both sides;
+only the package under it changes. Each run's last stdout line is the bench's
+JSON; the driver prints the chosen figures of every round and their medians.
+
+    python bench/before_after.py --base 84e4bd4 engine_overhead -- --pairs 5
+    python bench/before_after.py --base 84e4bd4 gui_latency -- --seconds 8 --starts 9
+
+The bench must run on both trees: it may use only what both provide (the
+benches here say so where they reach for an older name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pairs import load_average, order
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+LAYOUT = {"core": "trainlab", "desktop": "trainlab/desktop", "plugins": "trainlab/plugins", "resources": "trainlab/resources"}
+# The figures each bench's goal reads (issue 11: "report ... before and after, side by side").
+FIGURES = {
+    "engine_overhead": ["ratio", "ratio_cpu", "ratio_end_to_end", "ratio_end_to_end_cpu", "max_abs_loss_diff",
+                        "engine_samples_per_second", "raw_samples_per_second"],
+    "gui_latency": ["stall_p99_ms", "stall_max_ms", "start_stall_max_ms", "window_vs_bare", "plot_refresh_ms_100k",
+                    "idle_stall_p99_ms"],
+}
+
+
+def lay_out(revision: str, into: Path) -> Path:
+    """The package of ``revision`` as installed, under ``into``; returns the folder for PYTHONPATH."""
+    sha = subprocess.run(["git", "rev-parse", "--verify", f"{revision}^{{commit}}"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    source = into / "source"
+    source.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", sha, *LAYOUT], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+    site = into / "site"
+    for folder, package in LAYOUT.items():
+        shutil.copytree(source / folder, site / package, dirs_exist_ok=True)
+    return site
+
+
+def which_trainlab(env: dict) -> str:
+    return subprocess.run([sys.executable, "-c", "import trainlab; print(trainlab.__file__)"], env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def run_bench(script: Path, args: list[str], env: dict) -> dict:
+    proc = subprocess.run([sys.executable, str(script), "--json", *args], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{script.name} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", required=True, help="the older revision (a commit, tag or branch)")
+    parser.add_argument("--rounds", type=int, default=3, help="pairs of runs (one per tree each)")
+    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
+    parser.add_argument("bench", choices=sorted(FIGURES), help="the bench script under bench/")
+    parser.add_argument("bench_args", nargs="*", help="after --: passed to the bench")
+    args = parser.parse_args()
+    script = BENCH / f"{args.bench}.py"
+    with tempfile.TemporaryDirectory(prefix="trainlab-before-after-") as tmp:
+        site = lay_out(args.base, Path(tmp))
+        env_after = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env_before = {**env_after, "PYTHONPATH": str(site)}
+        trees = {"before": env_before, "after": env_after}
+        where = {name: which_trainlab(env) for name, env in trees.items()}
+        if not where["before"].startswith(str(site)) or where["after"].startswith(str(site)):
+            raise SystemExit(f"the two runs would not import different trees: {where}")
+        results: dict[str, list[dict]] = {"before": [], "after": []}
+        for index in range(args.rounds):
+            for name in order(index, ["before", "after"]):
+                results[name].append(run_bench(script, args.bench_args, trees[name]))
+                figures = {k: results[name][-1].get(k) for k in FIGURES[args.bench]}
+                print(f"round {index + 1} {name:6}: {figures}", file=sys.stderr, flush=True)
+    summary = {"bench": args.bench, "bench_args": args.bench_args, "base": args.base, "rounds": args.rounds,
+               "load_average": load_average(), "trees": where}
+    for key in FIGURES[args.bench]:
+        row = {}
+        for name in ("before", "after"):
+            values = [r[key] for r in results[name] if isinstance(r.get(key), (int, float))]
+            row[name] = {"median": statistics.median(values) if values else None, "values": values}
+        summary[key] = row
+    if not args.json:
+        print(f"{'figure':24} {'before (median)':>16} {'after (median)':>16}   rounds: {args.rounds}, base {args.base}")
+        for key in FIGURES[args.bench]:
+            before, after = summary[key]["before"]["median"], summary[key]["after"]["median"]
+            print(f"{key:24} {before!s:>16} {after!s:>16}")
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
