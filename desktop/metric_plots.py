@@ -42,6 +42,11 @@ def metric_groups(metrics: Sequence[Metric]) -> list[list[Metric]]:
     return list(groups.values())
 
 
+def _drawn_as(metrics: Sequence[Metric]) -> list[tuple[str, str, str]]:
+    """What of each metric the plots show (a run.json's declarations carry no help text)."""
+    return [(m.name, m.title, m.display) for m in metrics]
+
+
 def run_declarations(run_dir: str, task: str) -> tuple[tuple[Metric, ...], str]:
     """The metrics and monitor of the run in ``run_dir`` (of task ``task``):
     as its run.json recorded them, else as the installed task declares them."""
@@ -89,7 +94,13 @@ class MetricPlots:
         """The run's declared metrics and monitor (none: draw what the evaluations carry)."""
         self.declared = tuple(metrics)
         self.monitor = monitor
-        self._build(self.declared or DEFAULT_METRICS)
+        wanted = self.declared or DEFAULT_METRICS
+        if _drawn_as(wanted) != _drawn_as(self.shown) or self._built_monitor != self.monitored:
+            self._build(wanted)
+        else:
+            # The same plots: a rebuild costs ~40 ms of the GUI thread (pyqtgraph
+            # PlotItems), the largest stall of a run's start (bench/gui_latency.py).
+            self.clear()
 
     def _wanted(self, seen: Sequence[str]) -> tuple[Metric, ...]:
         if self.declared:
@@ -109,6 +120,7 @@ class MetricPlots:
         self.layout.clear()
         self.plots, self.curves, self.best, self.ranges = [], {}, None, {}
         self.shown = tuple(metrics)
+        self._built_monitor = self.monitored
         self.groups = metric_groups(self.shown)
         for column, group in enumerate(self.groups):
             plot = self.layout.addPlot(row=0, col=column, axisItems={"left": GridAxis("left"), "bottom": EpochAxis("bottom")})
@@ -123,6 +135,13 @@ class MetricPlots:
             if any(m.name == self.monitored for m in group):
                 self.best = plot.plot([], [], pen=None, symbol="star", symbolSize=STAR_SIZE)
         self.apply_colors(self.colors)
+
+    def clear(self) -> None:
+        """No data in the plots, which stay as they are."""
+        for curve in self.curves.values():
+            curve.setData([], [])
+        if self.best is not None:
+            self.best.setData([], [])
 
     def color(self, name: str) -> str:
         palette = (self.colors.accuracy, self.colors.macro_f1, *self.colors.metric_extra)

@@ -11,8 +11,7 @@ runs come from the run index (``trainlab.runs.RunStore``) on later starts.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from PySide6 import QtCore
 from PySide6.QtCore import QCoreApplication, QSize, Signal
@@ -29,13 +28,14 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.desktop.formatting import format_metric, status_title
-from trainlab.records import run_title
 
 MAX_COLUMNS = 4
 
 
-@dataclass(frozen=True)
-class SampleOffer:
+# A NamedTuple, and run_title imported where it is used: before the window is
+# shown every import counts (bench/gui_latency.py's window_vs_bare), and these
+# two (dataclasses, trainlab.records with the plugin API under it) cost ~8 ms.
+class SampleOffer(NamedTuple):
     """An installed task with sample data here: what its card shows."""
 
     task_id: str
@@ -88,6 +88,8 @@ def metric_title(name: str) -> str:
 
 def describe_run(row: dict[str, Any]) -> str:
     """One line for a run of the index: name or id, task, status, when, best."""
+    from trainlab.records import run_title
+
     started = row.get("started")
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else ""
     parts = [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_PLUGINS, write_toy_multilabel_csv, write_toy_regression_csv
+from conftest import FIXTURE_PLUGINS, write_toy_csv, write_toy_multilabel_csv, write_toy_regression_csv
 
 
 def train_toy(root: Path, task: str, **params: str) -> str:
@@ -16,6 +16,8 @@ def train_toy(root: Path, task: str, **params: str) -> str:
     root.mkdir(parents=True, exist_ok=True)
     if task == "toy-regression":
         data = write_toy_regression_csv(root / "reg.csv")
+    elif task == "toy-classification":
+        data = write_toy_csv(root / "toy.csv")
     else:
         data = write_toy_multilabel_csv(root / "ml.csv", rows=400)
     with pytest.MonkeyPatch.context() as mp:

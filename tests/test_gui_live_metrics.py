@@ -138,3 +138,33 @@ def test_the_best_star_at_a_perfect_score_is_drawn_whole(qtbot, plots, tmp_path,
     star = view.mapViewToScene(QPointF(3, 1.0))
     inside = view.sceneBoundingRect().adjusted(STAR_SIZE / 2, STAR_SIZE / 2, -STAR_SIZE / 2, -STAR_SIZE / 2)
     assert inside.contains(star), f"the star at {star} is cut by the plot's edge {view.sceneBoundingRect()}"
+
+
+def test_opening_a_run_of_the_same_declarations_again_keeps_the_plots_and_shows_only_its_data(qtbot, plots, regression_run, tmp_path):
+    # Rebuilding the plots costs the GUI thread ~40 ms (pyqtgraph PlotItems): the
+    # largest stall of a run's start in bench/gui_latency.py before it was skipped.
+    from trainlab.desktop.curves import RunCurves
+
+    open_run(plots, regression_run)
+    built = list(plots.metrics.plots)
+    empty = tmp_path / "metrics.jsonl"
+    empty.write_text("", encoding="utf-8")
+    plots.reset(RunCurves.from_metrics(empty))
+    plots.show_run_metrics(str(regression_run), "")  # the same task's declarations, no evaluations yet
+    assert plots.metrics.plots == built  # the same PlotItem objects
+    assert plots.metric_points() == {"r2": 0, "mae": 0, "rmse": 0}
+    assert plots.metrics.best.getData()[0] is None or len(plots.metrics.best.getData()[0]) == 0
+    # other declarations (the classification family's, before any run) do rebuild them
+    plots.show_metrics((), "")
+    assert plots.metrics.plots != built and [m.name for m in plots.metrics.shown] == ["accuracy", "macro_f1"]
+
+
+def test_a_run_of_the_classification_family_starts_on_the_plots_already_built(qtbot, plots, tmp_path):
+    # What run.json records of a metric (no help text) must not count as other declarations.
+    from trainlab.desktop.curves import RunCurves
+
+    run = train_toy(tmp_path, "toy-classification", epochs="1")
+    built = list(plots.metrics.plots)  # the classification family's, before any run
+    open_run(plots, run)
+    assert plots.metrics.plots == built
+    assert set(plots.metric_points()) == {"accuracy", "macro_f1"}
