@@ -35,6 +35,7 @@ from pairs import load_average, order
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 LAYOUT = {"core": "trainlab", "desktop": "trainlab/desktop", "plugins": "trainlab/plugins", "resources": "trainlab/resources"}
+FIXTURES = "tests/fixtures/plugins"  # the toy plugin gui_latency trains: it speaks its own tree's plugin API
 # The figures each bench's goal reads (issue 11: "report ... before and after, side by side").
 FIGURES = {
     "engine_overhead": ["ratio", "ratio_cpu", "ratio_end_to_end", "ratio_end_to_end_cpu", "max_abs_loss_diff",
@@ -43,6 +44,9 @@ FIGURES = {
                     "idle_stall_p99_ms"],
 }
 
+# per-pair ratio lists to pool across rounds: (key in the bench's JSON, holding "ratios")
+POOLED = {"engine_overhead": ["ratio_spread", "ratio_cpu_spread", "ratio_end_to_end_spread"]}
+
 
 def lay_out(revision: str, into: Path) -> Path:
     """The package of ``revision`` as installed, under ``into``; returns the folder for PYTHONPATH."""
@@ -50,11 +54,12 @@ def lay_out(revision: str, into: Path) -> Path:
                          capture_output=True, text=True).stdout.strip()
     source = into / "source"
     source.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", sha, *LAYOUT], cwd=ROOT, check=True, capture_output=True).stdout
+    archive = subprocess.run(["git", "archive", sha, *LAYOUT, FIXTURES], cwd=ROOT, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
     site = into / "site"
     for folder, package in LAYOUT.items():
         shutil.copytree(source / folder, site / package, dirs_exist_ok=True)
+    shutil.copytree(source / FIXTURES, into / "fixture-plugins")
     return site
 
 
@@ -65,9 +70,23 @@ def which_trainlab(env: dict) -> str:
 
 def run_bench(script: Path, args: list[str], env: dict) -> dict:
     proc = subprocess.run([sys.executable, str(script), "--json", *args], env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
+    lines = proc.stdout.strip().splitlines()
+    try:
+        figures = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        figures = None
+    if figures is None:
         raise RuntimeError(f"{script.name} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    if proc.returncode != 0:
+        # Older trees may crash at exit after printing their figures (the window's
+        # teardown segfault fixed in this round): keep the figures, say so.
+        figures["exit_code"] = proc.returncode
+        print(f"  note: {script.name} exited {proc.returncode} after printing its figures", file=sys.stderr)
+    return figures
+
+
+def _fmt(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def main() -> int:
@@ -82,7 +101,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="trainlab-before-after-") as tmp:
         site = lay_out(args.base, Path(tmp))
         env_after = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env_before = {**env_after, "PYTHONPATH": str(site)}
+        env_before = {**env_after, "PYTHONPATH": str(site),
+                      "TRAINLAB_BENCH_FIXTURE_PLUGINS": str(Path(tmp) / "fixture-plugins")}
         trees = {"before": env_before, "after": env_after}
         where = {name: which_trainlab(env) for name, env in trees.items()}
         if not where["before"].startswith(str(site)) or where["after"].startswith(str(site)):
@@ -101,11 +121,20 @@ def main() -> int:
             values = [r[key] for r in results[name] if isinstance(r.get(key), (int, float))]
             row[name] = {"median": statistics.median(values) if values else None, "values": values}
         summary[key] = row
+    # every pair of every round in one median (engine_overhead's per-pair ratios): with
+    # 5 pairs a round, the median of 20 pairs moves far less than one round's
+    for key in POOLED.get(args.bench, ()):
+        summary[f"pooled_{key}"] = {
+            name: statistics.median(v for r in results[name] for v in r[key]["ratios"]) for name in ("before", "after")
+        }
     if not args.json:
         print(f"{'figure':24} {'before (median)':>16} {'after (median)':>16}   rounds: {args.rounds}, base {args.base}")
         for key in FIGURES[args.bench]:
             before, after = summary[key]["before"]["median"], summary[key]["after"]["median"]
-            print(f"{key:24} {before!s:>16} {after!s:>16}")
+            print(f"{key:24} {_fmt(before):>16} {_fmt(after):>16}")
+        for key in POOLED.get(args.bench, ()):
+            pooled = summary[f"pooled_{key}"]
+            print(f"{'pooled ' + key:24} {_fmt(pooled['before']):>16} {_fmt(pooled['after']):>16}   (median of every pair)")
     print(json.dumps(summary))
     return 0
 

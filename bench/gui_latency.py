@@ -54,7 +54,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE_PLUGINS = ROOT / "tests" / "fixtures" / "plugins"
+# The toy plugin is part of the tree under test: bench/before_after.py points
+# this at the older revision's copy (today's speaks plugin API 2, which an older
+# engine does not know).
+FIXTURE_PLUGINS = Path(os.environ.get("TRAINLAB_BENCH_FIXTURE_PLUGINS") or ROOT / "tests" / "fixtures" / "plugins")
 GOALS = {"stall_p99_ms": 16, "stall_max_ms": 100, "start_stall_max_ms": 300, "plot_refresh_ms_100k": 5, "window_vs_bare": 1.5}
 
 
