@@ -12,17 +12,17 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import QSize, Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QIcon
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
 
 from trainlab.desktop.formatting import format_metric
-from trainlab.desktop.results_model import RunResults, SplitReport, is_image_example
+from trainlab.desktop.results_model import RunResults, SplitReport
 from trainlab.desktop.results_widgets import (
     NumberItem,
     ReportPage,
-    ThumbnailLoader,
+    ROW_THUMBNAIL,
+    TableThumbnails,
     metric_rows,
-    placeholder_icon,
     score_table,
     section_label,
     setup_table,
@@ -30,7 +30,6 @@ from trainlab.desktop.results_widgets import (
 )
 from trainlab.records import LabelSetExample
 
-ROW_THUMBNAIL = 48
 SCORES_SHOWN = 3
 
 
@@ -46,8 +45,6 @@ class MultiLabelPage(ReportPage):
         self.setObjectName("multilabelResults")
         self.report: SplitReport | None = None
         self.listed: list[LabelSetExample] = []
-        self._thumbs = ThumbnailLoader(ROW_THUMBNAIL, self)
-        self._thumbs.ready.connect(self._thumbnail_ready)
 
         self.label_table = score_table(
             "labelTable",
@@ -71,6 +68,7 @@ class MultiLabelPage(ReportPage):
         setup_table(self.example_table)
         self.example_table.setWordWrap(True)
         self.example_table.setIconSize(QSize(ROW_THUMBNAIL, ROW_THUMBNAIL))
+        self._thumbs = TableThumbnails(self.example_table, self)
         example_header = self.example_table.horizontalHeader()
         example_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for index in range(1, 5):
@@ -131,17 +129,12 @@ class MultiLabelPage(ReportPage):
         if label:
             wrong = [e for e in wrong if label in e.missed or label in e.unexpected]
         self.listed = wrong
-        self._thumbs.cancel()
+        paths = [e.example for e in wrong]
         table = self.example_table
         table.setRowCount(len(wrong))
-        images = bool(wrong) and all(is_image_example(e.example) for e in wrong[:20])
-        placeholder = placeholder_icon(self.palette()) if images else None
+        self._thumbs.begin(paths)
         for row, example in enumerate(wrong):
-            item = QTableWidgetItem(os.path.basename(example.example) if images else example.example)
-            item.setToolTip(example.example)
-            if placeholder is not None:
-                item.setIcon(placeholder)
-            table.setItem(row, 0, item)
+            table.setItem(row, 0, self._thumbs.first_cell(example.example))
             table.setItem(row, 1, QTableWidgetItem(labels_text(example.true)))
             table.setItem(row, 2, QTableWidgetItem(labels_text(example.predicted)))
             difference = [f"\u2212{name}" for name in example.missed] + [f"+{name}" for name in example.unexpected]
@@ -154,11 +147,7 @@ class MultiLabelPage(ReportPage):
             table.setItem(row, 3, changed)
             scores = ", ".join(f"{name} {p:.0%}" for name, p in example.scores[:SCORES_SHOWN])
             table.setItem(row, 4, QTableWidgetItem(scores))
-        if images:
-            table.verticalHeader().setDefaultSectionSize(ROW_THUMBNAIL + 6)
-            self._thumbs.request([e.example for e in wrong])
-        else:
-            table.resizeRowsToContents()
+        self._thumbs.finish(paths)
         if label:
             head = self.tr("{count} examples where “{label}” is wrong, most wrong first.").format(count=len(wrong), label=label)
         elif wrong:
@@ -168,12 +157,6 @@ class MultiLabelPage(ReportPage):
         else:
             head = self.tr("No listed example has wrong labels.")
         self.examples_title.setText(head)
-
-    def _thumbnail_ready(self, path: str, icon: QIcon) -> None:
-        for row in range(self.example_table.rowCount()):
-            item = self.example_table.item(row, 0)
-            if item is not None and item.toolTip() == path:
-                item.setIcon(icon)
 
     def thumbnails_pending(self) -> int:
         return self._thumbs.pending()

@@ -13,25 +13,24 @@ import os
 
 import numpy as np
 from PySide6.QtCore import QSize, Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QIcon
-from PySide6.QtWidgets import QLabel, QTableWidgetItem, QWidget
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import QLabel, QWidget
 
 from trainlab.desktop.formatting import MISSING, format_metric
-from trainlab.desktop.results_model import RunResults, SplitReport, is_image_example
+from trainlab.desktop.results_model import RunResults, SplitReport
 from trainlab.desktop.results_plots import ACCENT, MUTED, WARM, PlotCanvas, brush, pen
 from trainlab.desktop.results_widgets import (
     NumberItem,
     ReportPage,
-    ThumbnailLoader,
+    ROW_THUMBNAIL,
+    TableThumbnails,
     metric_rows,
-    placeholder_icon,
     score_table,
     section_label,
     stacked,
 )
 from trainlab.records import RegressionExample
 
-ROW_THUMBNAIL = 48
 
 
 def value_text(value: float | None, signed: bool = False) -> str:
@@ -50,13 +49,12 @@ class RegressionPage(ReportPage):
         self.setObjectName("regressionResults")
         self.report: SplitReport | None = None
         self.listed: list[RegressionExample] = []
-        self._thumbs = ThumbnailLoader(ROW_THUMBNAIL, self)
-        self._thumbs.ready.connect(self._thumbnail_ready)
 
         self.worst_title = QLabel()
         self.worst_title.setWordWrap(True)
         self.worst_table = score_table("worstExamples", [self.tr("Example"), self.tr("True"), self.tr("Predicted"), self.tr("Error")], ())
         self.worst_table.setIconSize(QSize(ROW_THUMBNAIL, ROW_THUMBNAIL))
+        self._thumbs = TableThumbnails(self.worst_table, self)
         self.worst_table.itemSelectionChanged.connect(self._mark_selected)
         self.worst_table.cellDoubleClicked.connect(self._open_example)
 
@@ -131,21 +129,16 @@ class RegressionPage(ReportPage):
 
     # -- worst examples -------------------------------------------------------------------
     def _list_worst(self, report: SplitReport) -> None:
-        self._thumbs.cancel()
         examples = list(report.worst_examples)
+        paths = [e.example for e in examples]
         self.listed = examples
         table = self.worst_table
         table.setSortingEnabled(False)
         table.setRowCount(len(examples))
-        images = bool(examples) and all(is_image_example(e.example) for e in examples[:20])
-        placeholder = placeholder_icon(self.palette()) if images else None
+        self._thumbs.begin(paths)
         for row, example in enumerate(examples):
-            shown = os.path.basename(example.example) if images else example.example
-            item = QTableWidgetItem(shown)
-            item.setToolTip(example.example)
+            item = self._thumbs.first_cell(example.example)
             item.setData(Qt.ItemDataRole.UserRole, row)
-            if placeholder is not None:
-                item.setIcon(placeholder)
             table.setItem(row, 0, item)
             table.setItem(row, 1, NumberItem(value_text(example.true), example.true))
             table.setItem(row, 2, NumberItem(value_text(example.predicted), example.predicted))
@@ -153,22 +146,12 @@ class RegressionPage(ReportPage):
         # Worst first, as the evaluation listed them, until the user sorts by a column.
         table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         table.setSortingEnabled(True)
-        if images:
-            table.verticalHeader().setDefaultSectionSize(ROW_THUMBNAIL + 6)
-            self._thumbs.request([e.example for e in examples])
-        else:
-            table.resizeRowsToContents()
+        self._thumbs.finish(paths)
         if examples:
             shown = self.tr("the {count} largest errors, largest first.").format(count=len(examples))
         else:
             shown = self.tr("this evaluation does not list them.")
         self.worst_title.setText(shown)
-
-    def _thumbnail_ready(self, path: str, icon: QIcon) -> None:
-        for row in range(self.worst_table.rowCount()):
-            item = self.worst_table.item(row, 0)
-            if item is not None and item.toolTip() == path:
-                item.setIcon(icon)
 
     def thumbnails_pending(self) -> int:
         return self._thumbs.pending()

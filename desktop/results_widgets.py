@@ -8,6 +8,8 @@ never stalls the window.
 
 from __future__ import annotations
 
+import os
+
 from PySide6.QtCore import QCoreApplication, QModelIndex, QObject, QRect, QRunnable, Qt, QThreadPool, Signal
 from PySide6.QtGui import QColor, QIcon, QImage, QImageReader, QPainter, QPalette, QPixmap
 from PySide6.QtWidgets import (
@@ -26,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from trainlab.descriptors import Metric
 from trainlab.desktop.formatting import format_metric
-from trainlab.desktop.results_model import RunResults, SplitReport
+from trainlab.desktop.results_model import RunResults, SplitReport, is_image_example
 
 THUMBNAIL_SIZE = 96
 
@@ -322,3 +324,54 @@ class ReportPage(QWidget):
 
     def thumbnails_pending(self) -> int:
         return 0
+
+
+ROW_THUMBNAIL = 48  # pixels: an examples table's first column, when its examples are images
+
+
+class TableThumbnails(QObject):
+    """Thumbnails in the first column of an examples table (multi-label, regression).
+
+    ``begin(paths)`` before filling the table, ``first_cell(path)`` for each
+    row's first item (the file's name, its path as tooltip, a placeholder
+    icon until the thumbnail is read), ``finish(paths)`` after: it sizes the
+    rows and asks for the thumbnails, which land on the items by path.
+    """
+
+    def __init__(self, table: QTableWidget, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.table = table
+        self.images = False
+        self._placeholder: QIcon | None = None
+        self._palette_of = parent
+        self._loader = ThumbnailLoader(ROW_THUMBNAIL, self)
+        self._loader.ready.connect(self._ready)
+
+    def begin(self, paths: list[str]) -> None:
+        self._loader.cancel()
+        # a listing of texts must not wait for a check of every row: the first ones tell
+        self.images = bool(paths) and all(is_image_example(p) for p in paths[:20])
+        self._placeholder = placeholder_icon(self._palette_of.palette()) if self.images else None
+
+    def first_cell(self, path: str) -> QTableWidgetItem:
+        item = QTableWidgetItem(os.path.basename(path) if self.images else path)
+        item.setToolTip(path)
+        if self._placeholder is not None:
+            item.setIcon(self._placeholder)
+        return item
+
+    def finish(self, paths: list[str]) -> None:
+        if self.images:
+            self.table.verticalHeader().setDefaultSectionSize(ROW_THUMBNAIL + 6)
+            self._loader.request(paths)
+        else:
+            self.table.resizeRowsToContents()
+
+    def pending(self) -> int:
+        return self._loader.pending()
+
+    def _ready(self, path: str, icon: QIcon) -> None:
+        for row in range(self.table.rowCount()):
+            item = self.table.item(row, 0)
+            if item is not None and item.toolTip() == path:
+                item.setIcon(icon)
