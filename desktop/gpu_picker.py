@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QGridLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from trainlab.desktop.devices import GpuInfo
 
@@ -89,23 +89,18 @@ class GpuPicker(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        self.all_box = QCheckBox(self.tr("All %n GPU(s)", "", len(self.gpus)), self)
+        self.all_box = QCheckBox(self.tr("All %n GPUs", "", len(self.gpus)), self)
         self.all_box.setObjectName("gpu_all")
         self.all_box.setToolTip(self.tr("One process per GPU, every GPU of this machine"))
         self.all_box.clicked.connect(self._all_clicked)
         layout.addWidget(self.all_box)
-        grid = QGridLayout()
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.setHorizontalSpacing(12)
         self.boxes: list[QCheckBox] = []
-        columns = 2 if len(self.gpus) > 2 else 1
-        for n, gpu in enumerate(self.gpus):
+        for gpu in self.gpus:  # one a line: GPU names are long, and the form column is narrow
             box = QCheckBox(gpu_text(gpu), self)
             box.setObjectName(f"gpu_{gpu.index}")
             box.toggled.connect(self._box_toggled)
-            grid.addWidget(box, n // columns, n % columns)
+            layout.addWidget(box)
             self.boxes.append(box)
-        layout.addLayout(grid)
         self.note = QLabel(self.tr("Check two or more to train on them together, one process per GPU "
                                    "(the effective batch grows with them)."), self)
         self.note.setProperty("role", "muted")

@@ -72,8 +72,8 @@ class TrainPage(QSplitter):
         self.continue_action.triggered.connect(self.continue_run)
         c.start_action.triggered.connect(lambda: self.start_run())
         self._add_queue_button()
-        self.launch_summary = LaunchSummary(self.controls)  # world size and effective batch, after Stop
-        self.controls.layout().itemAt(0).layout().insertWidget(4, self.launch_summary)
+        self.launch_summary = LaunchSummary(self.controls)  # world size and effective batch, under Start
+        self.controls.layout().insertWidget(1, self.launch_summary)
         self.params_form.launchChanged.connect(self._update_launch_summary)
         self.params_form.valuesChanged.connect(self._update_launch_summary)
         c.pause_action.triggered.connect(controller.toggle_pause)
