@@ -72,6 +72,8 @@ def _visible(gpus: list[GpuInfo]) -> list[GpuInfo]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return gpus
+    if not visible.strip():  # set but empty: CUDA shows no GPU at all
+        return []
     indices = []
     for part in visible.split(","):
         part = part.strip()

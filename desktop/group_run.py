@@ -144,7 +144,8 @@ class GroupRun:
                 pass
 
     def view(self, event: Event) -> Event:
-        """``event`` as the window shows it: a telemetry sample keeps the run's own GPUs (NVML numbers)."""
+        """``event`` as the window shows it: a telemetry sample keeps the run's own GPUs (NVML numbers).
+        Notes the run's ``Started`` and ``Finished`` on the way (``result`` falls back on them)."""
         if isinstance(event, Started):
             self.started = event
         elif isinstance(event, Finished):

@@ -90,8 +90,10 @@ def ranks_of(family: list) -> list:
 # -- the picker ----------------------------------------------------------------------
 
 
-def test_two_gpus_show_the_picker_and_both_make_a_group_of_two(qtbot, windows, toy_csv):
+def test_two_gpus_show_the_picker_and_both_make_a_group_of_two(qtbot, windows, toy_csv, monkeypatch):
     win = windows(fake_nvml.two_gpus())
+    # the launcher's torch must see no GPU on a machine that has some too (the window read its NVML already)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     prepare(qtbot, win, toy_csv)
     picker = win.findChild(QWidget, "gpu_picker")
     assert picker is not None and picker.isVisible()
