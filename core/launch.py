@@ -77,6 +77,15 @@ class LaunchOptions:
         return data
 
 
+def effective_batch(batch_size: int, world_size: int, grad_accum: int) -> int:
+    """Examples in one optimizer step: ``batch_size`` per rank x ``world_size`` x ``grad_accum``.
+
+    The one formula: ``run.json``'s ``effective_batch``, ``train --dry-run``
+    and the window's figure next to Start all come from here.
+    """
+    return int(batch_size) * int(world_size) * int(grad_accum)
+
+
 def wanted(args: Any) -> bool:
     """Whether ``train`` was asked to launch a group of processes."""
     return any(getattr(args, name, None) is not None for name in ("gpus", "nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port", "rdzv_endpoint", "rdzv_id"))

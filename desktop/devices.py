@@ -22,9 +22,14 @@ class DeviceChoice:
 
 @dataclass(frozen=True)
 class GpuInfo:
-    index: int
+    index: int  # CUDA's number (what --gpus and cuda:N take)
     name: str
     memory_bytes: int | None
+    nvml_index: int | None = None  # NVML's (PCI bus) number, what telemetry labels a GPU by; None: the same as index
+
+    @property
+    def telemetry_index(self) -> int:
+        return self.index if self.nvml_index is None else self.nvml_index
 
 
 def nvml_gpus() -> tuple[list[GpuInfo], str]:
@@ -67,6 +72,8 @@ def _visible(gpus: list[GpuInfo]) -> list[GpuInfo]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return gpus
+    if not visible.strip():  # set but empty: CUDA shows no GPU at all
+        return []
     indices = []
     for part in visible.split(","):
         part = part.strip()
@@ -74,7 +81,7 @@ def _visible(gpus: list[GpuInfo]) -> list[GpuInfo]:
             return gpus  # UUIDs or MIG ids: cannot map cheaply, show all
         indices.append(int(part))
     by_index = {g.index: g for g in gpus}
-    return [GpuInfo(n, by_index[i].name, by_index[i].memory_bytes) for n, i in enumerate(indices) if i in by_index]
+    return [GpuInfo(n, by_index[i].name, by_index[i].memory_bytes, i) for n, i in enumerate(indices) if i in by_index]
 
 
 def device_choices(gpus: list[GpuInfo] | None = None) -> list[DeviceChoice]:

@@ -228,6 +228,8 @@ class MainWindow(QMainWindow):
     def _run_started(self) -> None:
         if self.telemetry is not None:
             self.telemetry.pause()  # the run samples the machine itself
+        if self.gpu_panel is not None and self.worker is not None and self.worker.group is not None:
+            self.gpu_panel.clear()  # a group's panel draws the group's own GPUs (GroupRun.view)
         self.show_page("train")
         self.runStarted.emit()
 

@@ -43,7 +43,8 @@ from trainlab.api import Param, TaskSpec
 from trainlab.param_values import EXPLICIT, REMEMBERED, ParamValues, format_value
 from trainlab.params import ENGINE_PARAMS, full_schema, preset_for
 
-from trainlab.desktop.devices import DeviceChoice
+from trainlab.desktop.devices import DeviceChoice, GpuInfo
+from trainlab.desktop.gpu_picker import LaunchChoice, LaunchPicker
 
 GROUP_ORDER = ("model", "task", "data", "training", "hardware", "output")
 
@@ -100,6 +101,7 @@ class ParamsForm(QWidget):
     validityChanged = Signal(bool)
     valuesChanged = Signal()
     presetApplied = Signal(str)
+    launchChanged = Signal()  # the GPUs or CPU processes of the run (launch_choice)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -129,6 +131,10 @@ class ParamsForm(QWidget):
         buttons.addWidget(self.reset_button)
         outer.addLayout(buttons)
         self._preset_note = self._make_preset_note()
+        # the GPU picker and the CPU processes: rows under the device, outliving the rebuilds
+        self.launch_picker = LaunchPicker(self)
+        self.launch_picker.changed.connect(self._launch_changed)
+        self.launch_picker.gpuChosen.connect(lambda n: self._fields["device"].set_text(f"cuda:{n}") if "device" in self._fields else None)
 
     # -- building ----------------------------------------------------------
     def _make_preset_note(self) -> QLabel:
@@ -149,7 +155,10 @@ class ParamsForm(QWidget):
         }
         return titles.get(group, group.capitalize())
 
-    def set_device_choices(self, choices: list[DeviceChoice]) -> None:
+    def set_device_choices(self, choices: list[DeviceChoice], gpus: list[GpuInfo] | None = None) -> None:
+        """The device field's choices; ``gpus`` (NVML's): two or more show the GPU picker."""
+        if gpus is not None:
+            self.launch_picker.set_gpus(gpus)
         self._device_choices = list(choices)
         field = self._fields.get("device")
         if field is not None and isinstance(field.editor, QComboBox):
@@ -169,6 +178,7 @@ class ParamsForm(QWidget):
             self._body_layout = QVBoxLayout(self._body)
             self._body_layout.setContentsMargins(0, 0, 0, 0)
             self.layout().replaceWidget(old, self._body)
+            self.launch_picker.detach()
             old.deleteLater()
             self._preset_note = self._make_preset_note()
             if spec is None:
@@ -192,12 +202,15 @@ class ParamsForm(QWidget):
                     self._add_row(form, param)
                     if param.name == "model":
                         form.addRow("", self._preset_note)
+                    if param.name == "device":
+                        self.launch_picker.add_rows(form)
                 self._body_layout.addLayout(form)
             self._body_layout.addStretch(1)
         finally:
             self._building = False
         self._show(self._fields)
         self._show_advanced(self.advanced_toggle.isChecked())
+        self._launch_changed()
 
     def _add_row(self, form: QFormLayout, param: Param) -> None:
         title = param.title or param.name.replace("_", " ").capitalize()
@@ -359,6 +372,21 @@ class ParamsForm(QWidget):
             self._building = False
         self._update_preset_note()
         self._revalidate()
+        if "device" in names and self.param_values is not None:
+            self.launch_picker.set_device(self.param_values.text("device"))
+
+    # -- the processes of the run ------------------------------------------
+    def launch_choice(self) -> LaunchChoice:
+        """One process, or a group over the checked GPUs (or CPU processes): not a task parameter."""
+        return self.launch_picker.choice()
+
+    def _launch_changed(self) -> None:
+        field = self._fields.get("device")
+        if field is not None:  # several GPUs checked: they are the devices
+            group = self.launch_picker.gpu_group()
+            field.editor.setEnabled(not group)
+            field.editor.setToolTip(self.tr("The GPUs checked below are the devices of this run") if group else self._tooltip(field.param))
+        self.launchChanged.emit()
 
     # -- validation --------------------------------------------------------
     def errors(self) -> dict[str, str]:
@@ -411,6 +439,8 @@ class ParamsForm(QWidget):
             self._update_preset_note()
             if preset_for(self._spec, field.text()) is not None:
                 self.presetApplied.emit(field.text())
+        if name == "device":
+            self.launch_picker.set_device(field.text())
         self._validate_field(field)
         self._update_validity()
         self.valuesChanged.emit()
@@ -448,6 +478,7 @@ class ParamsForm(QWidget):
             self._preset_note.hide()
 
     def _show_advanced(self, show: bool) -> None:
+        self.launch_picker.show_advanced(show)
         for field in self._fields.values():
             if field.param.advanced:
                 visible = show or bool(field.message)

@@ -63,11 +63,13 @@ class RunController(QObject):
         return bool(session.run_dir) and session.ended and RunDir(session.run_dir).checkpoints.is_dir()
 
     # -- runs ------------------------------------------------------------------------
-    def start(self, request: Any, *, mode: str = "thread", prepared: Any = None) -> bool:
+    def start(self, request: Any, *, mode: str = "thread", prepared: Any = None, launch: Any = None) -> bool:
         """Run ``request`` (a ``RunRequest``); False while a run is in flight.
 
         ``prepared``: the data check's ``PreparedTask``, taken over when it
-        fits (a run in a child process prepares its own).
+        fits (a run in a child process prepares its own).  ``launch``: a
+        ``LaunchChoice``; of several processes, the run is a group of child
+        processes (the CLI's launcher, torchrun), whatever ``mode`` says.
         """
         if self.running:
             return False
@@ -75,7 +77,9 @@ class RunController(QObject):
 
         self.stop_following()
         self.session.begin(history=request.resume)
-        worker = TrainingWorker(request, mode=mode, parent=self, prepared=prepared if mode == "thread" else None)
+        group = launch is not None and launch.group
+        worker = TrainingWorker(request, mode=mode, parent=self, prepared=prepared if mode == "thread" and not group else None,
+                                launch=launch)  # fmt: skip
         worker.stateChanged.connect(self.session.set_status)
         worker.eventBatch.connect(self._apply_batch)
         worker.errored.connect(self.runErrored)
@@ -83,7 +87,10 @@ class RunController(QObject):
         self.worker = worker
         self.started_at = time.monotonic()
         what = f"continuing {request.resume}" if request.resume else f"{request.task} on {request.data}"
-        log.info("starting a run (%s, %s)", what, "child process" if mode == "process" else "in this window")
+        where = "child process" if mode == "process" else "in this window"
+        if group:
+            where = f"a group of {launch.world_size} processes"
+        log.info("starting a run (%s, %s)", what, where)
         self._acquire_keep_awake()
         worker.start()
         self.runStarted.emit()

@@ -30,7 +30,8 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.desktop.data_panel import DataPanel
-from trainlab.desktop.devices import device_choices
+from trainlab.desktop.devices import device_choices, nvml_gpus
+from trainlab.desktop.gpu_picker import LaunchSummary
 from trainlab.desktop.params_form import ParamsForm
 from trainlab.desktop.plots import LivePlots, plot_colors
 from trainlab.desktop.run_controls import RunControls
@@ -71,6 +72,10 @@ class TrainPage(QSplitter):
         self.continue_action.triggered.connect(self.continue_run)
         c.start_action.triggered.connect(lambda: self.start_run())
         self._add_queue_button()
+        self.launch_summary = LaunchSummary(self.controls)  # world size and effective batch, under Start
+        self.controls.layout().insertWidget(1, self.launch_summary)
+        self.params_form.launchChanged.connect(self._update_launch_summary)
+        self.params_form.valuesChanged.connect(self._update_launch_summary)
         c.pause_action.triggered.connect(controller.toggle_pause)
         c.stop_action.triggered.connect(controller.stop)
         c.moreEpochsRequested.connect(self.train_more)
@@ -118,7 +123,8 @@ class TrainPage(QSplitter):
         column.addSpacing(6)
         column.addWidget(heading(self.tr("Parameters"), setup))
         self.params_form = ParamsForm(setup)
-        self.params_form.set_device_choices(device_choices())
+        gpus, _ = nvml_gpus()
+        self.params_form.set_device_choices(device_choices(gpus), gpus=gpus)
         column.addWidget(self.params_form)
         column.addStretch(1)
         scroll = QScrollArea(self)
@@ -189,6 +195,7 @@ class TrainPage(QSplitter):
             if unknown:
                 log.info("ignoring remembered values the task no longer has: %s", ", ".join(unknown))
             self.settings.last_task = task_id
+        self._update_launch_summary()
         # the data this task was last trained on, else whatever is there
         remembered_data = self.settings.task_data(task_id) if task_id else ""
         self.data_panel.set_task(spec, self._params_for_check, recheck=not remembered_data)
@@ -209,6 +216,10 @@ class TrainPage(QSplitter):
             return self.params_form.typed_values()
         except Exception:  # noqa: BLE001 - invalid values: check with the defaults
             return self.params_form.default_values()
+
+    def _update_launch_summary(self) -> None:
+        if hasattr(self, "launch_summary"):
+            self.launch_summary.show_for(self.params_form.launch_choice(), self._params_for_check())
 
     def _params_edited(self) -> None:
         # Check the data again only when a value that the preparation depends
@@ -327,6 +338,7 @@ class TrainPage(QSplitter):
         return task_id, self.data_panel.path(), params
 
     def update_actions(self) -> None:
+        self._update_launch_summary()  # values set without an edit (gui --set, a preset) count too
         if hasattr(self, "queue_action"):
             self.queue_action.setEnabled(not [b for b in self.start_blockers() if b != self.tr("A run is in progress.")])
         if self.controller.running:
@@ -382,7 +394,9 @@ class TrainPage(QSplitter):
             # prepares it itself when the last check's preparation does not fit.
             self.data_panel.cancel_recheck()
             prepared = self.data_panel.take_prepared()
-        return self.controller.start(request, mode=self.controls.mode_value(), prepared=prepared)
+        launch = self.params_form.launch_choice()  # several processes: a group, through the CLI's launcher
+        self.controls.set_pausable(not launch.group)
+        return self.controller.start(request, mode=self.controls.mode_value(), prepared=prepared, launch=launch)
 
     def train_more(self, epochs: int) -> bool:
         run_dir = self.controller.session.run_dir

@@ -20,10 +20,13 @@ tick however fast the run goes, and no event is left stranded when the run
 goes quiet (during evaluation, say).
 
 The run executes in this thread (``plan_run`` then ``execute``, on the data
-check's ``PreparedTask`` when it still fits) or in a child process
-(``ChildRun``), whose crash cannot take the window down; both deliver the same
-events.  Pause, resume and stop are requests the engine honours between
-optimizer steps (``RunControl``), or signals to the child process.
+check's ``PreparedTask`` when it still fits), in a child process
+(``ChildRun``), whose crash cannot take the window down, or, given a
+``LaunchChoice`` of several processes, as a group started through the CLI's
+launcher (``GroupRun``, followed through the run folder); all deliver the
+same events.  Pause, resume and stop are requests the engine honours between
+optimizer steps (``RunControl``), or signals to the child process; a group
+stops but does not pause (``can_pause``: see ``trainlab.desktop.group_run``).
 """
 
 from __future__ import annotations
@@ -236,13 +239,19 @@ class TrainingWorker(QThread):
     runFinished = Signal(object)  # RunOutcome
 
     def __init__(self, request: Any, *, mode: str = "thread", parent=None, niceness: int | None = None,
-                 prepared: Any = None):
+                 prepared: Any = None, launch: Any = None):
         super().__init__(parent)
         self.niceness = TRAINING_NICENESS if niceness is None else niceness
         if mode not in ("thread", "process"):
             raise ValueError(f"mode must be 'thread' or 'process', not {mode!r}")
         self.request = request
         self.mode = mode
+        self.launch = launch if launch is not None and launch.group else None  # a LaunchChoice of several processes
+        self.group = None  # the GroupRun of such a launch: its argument list is known before it starts
+        if self.launch is not None:
+            from trainlab.desktop.group_run import GroupRun
+
+            self.group = GroupRun(request, self.launch)
         # The data check's PreparedTask: plan_run takes it over when it still
         # fits the request (a child process prepares its own).
         self.prepared = prepared
@@ -272,7 +281,14 @@ class TrainingWorker(QThread):
     def stop_requested(self) -> bool:
         return self._stop_requested
 
+    @property
+    def can_pause(self) -> bool:
+        return self.launch is None
+
     def pause(self) -> None:
+        if not self.can_pause:
+            log.info("a run over several processes cannot pause: stop it, and continue it later from its checkpoint")
+            return
         with self._control_lock:
             if self._stop_requested or self.state == "paused":
                 return
@@ -303,6 +319,8 @@ class TrainingWorker(QThread):
                 self._control.request_stop()
             if self._child is not None:
                 self._child.stop()
+            if self.group is not None:
+                self.group.stop()  # nothing yet when it has not started: _run_group then never starts it
         if self.isRunning():
             self._set_state("stopping")
 
@@ -336,11 +354,14 @@ class TrainingWorker(QThread):
     def run(self) -> None:  # noqa: D401 - QThread entry point
         from trainlab.engine.outcome import RunOutcome
 
-        if self.mode == "thread":
+        if self.mode == "thread" and self.launch is None:
             lower_priority(self.niceness)  # this thread, and the torch threads it starts
             leave_a_core_for_the_window()
         try:
-            outcome = self._run_child() if self.mode == "process" else self._run_here()
+            if self.launch is not None:
+                outcome = self._run_group()
+            else:
+                outcome = self._run_child() if self.mode == "process" else self._run_here()
         except BaseException as exc:  # noqa: BLE001 - a failed run must leave the window usable
             cancelled = isinstance(exc, (_Cancelled, KeyboardInterrupt))  # StopRequested: stopped while preparing
             outcome = RunOutcome.not_started(
@@ -399,6 +420,18 @@ class TrainingWorker(QThread):
         for event in child.events():
             self._on_event(event)
         return child.result(child.wait())
+
+    def _run_group(self) -> Any:
+        group = self.group
+        with self._control_lock:
+            if self._stop_requested:
+                raise _Cancelled("stopped before the run started")
+            group.start()
+            # the ranks inherit it: torchrun starts them after the launcher's imports
+            lower_priority(self.niceness, pid=group.proc.pid if group.proc else None)
+        for event in group.events():
+            self._on_event(event)
+        return group.result(group.wait())
 
 
 _EventBridge: type | None = None

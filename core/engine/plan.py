@@ -29,6 +29,7 @@ from trainlab.engine.schedule import Segment, make_segment
 from trainlab.events import Log
 from trainlab.fileio import folder_write_problem
 from trainlab.finetune import check_quantized_training
+from trainlab.launch import effective_batch
 from trainlab.memory import apply_micro_batch, parse_micro_batch_size
 from trainlab.params import ENGINE_PARAMS, resolve
 from trainlab.pluginhost import registry
@@ -126,7 +127,7 @@ class RunPlan:
             "epochs": self.epochs,
             "start_step": self.position.step,
             "resume_from": self.resume_from.kind if self.resume_from else None,
-            "effective_batch": int(self.params["batch_size"]) * int(self.record.get("world_size", 1)) * int(self.params["grad_accum"]),
+            "effective_batch": effective_batch(self.params["batch_size"], self.record.get("world_size", 1), self.params["grad_accum"]),
             "world_size": int(self.record.get("world_size", 1)),
             "micro_batch": max(1, -(-int(self.params["batch_size"]) // max(1, int(self.position.micro_splits)))),
             "reused_preparation": self.reused_preparation,
@@ -257,7 +258,7 @@ def plan_run(
         if prior_dir is not None and before != world:
             say(f"resuming at world size {world} (the run had {before}): weights, optimizer and position carry over; "
                 "the batch order and random streams differ from an uninterrupted run", "warning")  # fmt: skip
-    record["effective_batch"] = int(params["batch_size"]) * world * int(params["grad_accum"])
+    record["effective_batch"] = effective_batch(params["batch_size"], world, params["grad_accum"])
     steps_per_epoch = -(-batches // int(params["grad_accum"]))
     if source is not None and source.kind != "start":
         position, segments = _resume_position(source, record, steps_per_epoch, request.more_epochs, params)
