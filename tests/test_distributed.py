@@ -32,7 +32,7 @@ PARITY_REL_TOL = 1e-5
 KILLED_RANK_LIMIT_S = 60  # seen: a few seconds (gloo sees the closed connection); the collective timeout is 20 s here
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: tests/test_distributed_recovery.py shares them
 def probe_home(tmp_path_factory):
     """A TrainLab home that already knows the fixture plugins (no first-sight probe in every rank)."""
     home = tmp_path_factory.mktemp("ddp-home")
@@ -79,7 +79,7 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def two_rank_run(tmp_path_factory, probe_home):
     """One uninterrupted run on two ranks (the reference of the tests below)."""
     root = tmp_path_factory.mktemp("ddp-run")
