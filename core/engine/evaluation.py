@@ -53,7 +53,7 @@ class Evaluator:
         """
         import torch
 
-        task, ctx, model = self.task, self.ctx, self.model
+        task, model = self.task, self.model
         accumulator = task.metric_accumulator(split)
         was_training = model.training
         model.eval()

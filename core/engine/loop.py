@@ -365,7 +365,6 @@ class Trainer:
         )
 
     def _try_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor]:
-        task, ctx = self.task, self.ctx
         splits = self.position.micro_splits
         pieces = []
         for batch in group:
