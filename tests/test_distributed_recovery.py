@@ -108,6 +108,25 @@ def _pause_and_resume(proc, run: Path, probe: Path, two_rank_run: dict) -> None:
     assert "paused" in logs and "resumed" in logs
 
 
+def test_stop_while_paused_ends_every_rank_cancelled_with_the_checkpoint(two_rank_run, probe_home, tmp_path):
+    run = tmp_path / "run"
+    proc = _start([*_train_args(two_rank_run["data"], run, tmp_path, "--set", "step_delay=0.1"), "--nproc-per-node", 2], probe_home)
+    try:
+        _wait_for_training(proc)
+        request(run, "pause")
+        _wait_until("paused progress event", lambda: any(e.get("phase") == "paused" for e in _events(run)), proc)
+        request(run, "stop")
+        code, outcome, stderr = _finish(proc, timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(120)
+    assert code == 130 and outcome["status"] == "cancelled", stderr[-3000:]
+    assert json.loads((run / "run.json").read_text())["status"] == "cancelled"
+    assert (run / "checkpoints" / "last.safetensors").exists()
+    assert len(_steps(tmp_path, 0)) == len(_steps(tmp_path, 1)) < 2 * STEPS_PER_EPOCH  # both stopped where they held
+
+
 def _oom_run(two_rank_run, probe_home, tmp_path, batch: int, *extra: str) -> tuple[dict, Path, Path]:
     probe = tmp_path / "probe"
     probe.mkdir()
