@@ -40,6 +40,7 @@ FIXTURES = "tests/fixtures/plugins"  # the toy plugin gui_latency trains: it spe
 FIGURES = {
     "engine_overhead": ["ratio", "ratio_cpu", "ratio_end_to_end", "ratio_end_to_end_cpu", "max_abs_loss_diff",
                         "engine_samples_per_second", "raw_samples_per_second"],
+    "ddp_scaling": ["ratio", "two_ranks_samples_per_second", "one_rank_samples_per_second"],
     "gui_latency": ["stall_p99_ms", "stall_max_ms", "start_stall_max_ms", "window_vs_bare", "plot_refresh_ms_100k",
                     "idle_stall_p99_ms"],
 }

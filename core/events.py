@@ -122,7 +122,13 @@ class Progress(Event):
 
 @dataclass(frozen=True)
 class SystemSample(Event):
-    """A telemetry sample: CPU/RAM/disk and one entry per GPU."""
+    """A telemetry sample: CPU/RAM/disk and one entry per GPU.
+
+    In a run over several processes ``ranks`` holds one entry per rank (its
+    host, device and torch memory, as the ranks last told rank 0) and each GPU
+    entry also names its ``host`` and the ``rank`` using it; see
+    docs/telemetry.md.  Absent (empty) in one-process runs and older files.
+    """
 
     kind: ClassVar[str] = "system"
     cpu_percent: float | None = None
@@ -133,6 +139,7 @@ class SystemSample(Event):
     torch_reserved_bytes: int | None = None
     gpus: tuple[Mapping[str, Any], ...] = ()
     gpu_status: str = ""
+    ranks: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,8 +189,10 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
     if cls is EvalResult:
         extra = {k: _revive(v) for k, v in data.items() if k not in names and k != "event"}
         kwargs["metrics"] = {**extra, **dict(kwargs.get("metrics") or {})}
-    if cls is SystemSample and "gpus" in kwargs:
-        kwargs["gpus"] = tuple(kwargs["gpus"])
+    if cls is SystemSample:
+        for key in ("gpus", "ranks"):
+            if key in kwargs:
+                kwargs[key] = tuple(kwargs[key] or ())
     return cls(**kwargs)
 
 

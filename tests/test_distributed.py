@@ -32,13 +32,20 @@ PARITY_REL_TOL = 1e-5
 KILLED_RANK_LIMIT_S = 60  # seen: a few seconds (gloo sees the closed connection); the collective timeout is 20 s here
 
 
-@pytest.fixture(scope="module")
+# tests/test_distributed_recovery.py imports the two fixtures below, which makes pytest
+# count them as that module's own too: made once a session all the same, here.
+_MADE: dict[str, object] = {}
+
+
+@pytest.fixture(scope="session")
 def probe_home(tmp_path_factory):
     """A TrainLab home that already knows the fixture plugins (no first-sight probe in every rank)."""
-    home = tmp_path_factory.mktemp("ddp-home")
-    env = subprocess_env([FIXTURE_PLUGINS, PROBE_PLUGIN], TRAINLAB_HOME=str(home))
-    subprocess.run([sys.executable, "-m", "trainlab", "plugins", "--json"], capture_output=True, env=env, timeout=120)
-    return home
+    if "home" not in _MADE:
+        home = tmp_path_factory.mktemp("ddp-home")
+        env = subprocess_env([FIXTURE_PLUGINS, PROBE_PLUGIN], TRAINLAB_HOME=str(home))
+        subprocess.run([sys.executable, "-m", "trainlab", "plugins", "--json"], capture_output=True, env=env, timeout=120)
+        _MADE["home"] = home
+    return _MADE["home"]
 
 
 def _env(home: Path, **extra) -> dict[str, str]:
@@ -79,9 +86,15 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def two_rank_run(tmp_path_factory, probe_home):
     """One uninterrupted run on two ranks (the reference of the tests below)."""
+    if "reference" not in _MADE:
+        _MADE["reference"] = _reference_run(tmp_path_factory, probe_home)
+    return _MADE["reference"]
+
+
+def _reference_run(tmp_path_factory, probe_home):
     root = tmp_path_factory.mktemp("ddp-run")
     data = write_toy_csv(root / "toy.csv", rows=ROWS)
     probe = root / "probe"

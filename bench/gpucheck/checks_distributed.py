@@ -39,7 +39,7 @@ def check_nccl_world_size_1(env: CheckEnv, out: Outcome) -> None:
     launch = ["--gpus", "1"] if env.cuda else ["--nproc-per-node", "1", "--device", "cpu"]
     proc = subprocess.run(
         [sys.executable, "-m", "trainlab", "train", "toy-classification", "--data", str(data), "--epochs", "2", *launch,
-         "--out", str(run_dir), "--json"],
+         "--set", "telemetry_every=0.5", "--out", str(run_dir), "--json"],
         capture_output=True, text=True, env=run_env, timeout=max(10.0, env.left() - 5),
     )  # fmt: skip
     out.expect("the launched run completed", proc.returncode == 0, proc.stderr[-800:] if proc.returncode else "")
@@ -55,6 +55,36 @@ def check_nccl_world_size_1(env: CheckEnv, out: Outcome) -> None:
     if env.cuda:
         ranks = record.get("ranks") or [{}]
         out.expect("rank 0 trained on cuda:0 and names its GPU", ranks[0].get("device") == "cuda:0" and ranks[0].get("gpu"), ranks)
+    _check_rank_telemetry(env, out, run_dir)
+
+
+def _check_rank_telemetry(env: CheckEnv, out: Outcome, run_dir) -> None:
+    """Every system sample carries rank 0's own entry (the ranks' gather); on CUDA its torch
+    memory, and the GPU entry NVML matched to it by UUID names rank 0."""
+    samples = []
+    path = run_dir / "metrics.jsonl"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event") == "system":
+            samples.append(event)
+    out.expect("system samples written", bool(samples), len(samples))
+    if not samples:
+        return
+    last = samples[-1]
+    out.fact("rank_telemetry", {"ranks": last.get("ranks"), "gpus": [{k: g.get(k) for k in ("index", "uuid", "host", "rank", "torch_device",
+             "torch_allocated_bytes")} for g in last.get("gpus", [])]})  # fmt: skip
+    out.expect("every sample has rank 0's entry", all([r.get("rank") for r in s.get("ranks", [])] == [0] for s in samples),
+               [s.get("ranks") for s in samples[:2]])  # fmt: skip
+    if env.cuda:
+        (mine,) = last.get("ranks") or [{}]
+        out.expect("rank 0's entry: cuda:0, its GPU's UUID, torch memory above 0",
+                   mine.get("device") == "cuda:0" and mine.get("uuid") and (mine.get("torch_allocated_bytes") or 0) > 0, mine)  # fmt: skip
+        named = [g for g in last.get("gpus", []) if g.get("rank") == 0]
+        out.expect("one GPU entry names rank 0, with its torch memory",
+                   len(named) == 1 and named[0].get("torch_allocated_bytes") == mine.get("torch_allocated_bytes"), last.get("gpus"))  # fmt: skip
 
 
 def check_p2p_preflight(env: CheckEnv, out: Outcome) -> None:

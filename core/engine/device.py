@@ -76,9 +76,23 @@ def resolve_precision(device: Any, name: str) -> str:
     if name == "auto":
         major, _ = torch.cuda.get_device_capability(device)
         return "bf16" if major >= 8 else "fp16"
-    if name == "bf16" and not torch.cuda.is_bf16_supported():
+    if name == "bf16" and not _bf16_supported_on(torch, device):
         raise UsageError(f"--precision bf16: {torch.cuda.get_device_name(device)} does not support bfloat16")
     return name
+
+
+def _bf16_supported_on(torch: Any, device: Any) -> bool:
+    """bfloat16 on the run's GPU: torch asks of the current device, which may be another."""
+    with torch.cuda.device(device):
+        return bool(torch.cuda.is_bf16_supported())
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is torch running out of (GPU) memory."""
+    import torch
+
+    oom_type = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+    return isinstance(exc, oom_type) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower())
 
 
 def enable_tf32(device: Any) -> None:

@@ -27,6 +27,14 @@ What the engine asks of it:
   after the same step.
 * ``rank_rng_states`` / ``restore_rank_rng``: each rank's random generators
   in the last checkpoint, so a resume at the same world size is exact.
+* telemetry: rank 0 raises a flag in the agreement's collective every
+  telemetry interval (at most ``MAX_GATHER_SECONDS``), and then every rank
+  sends its ``RankTelemetry.record()`` (host, device, torch memory; NVML of its
+  own GPU on another machine) to the others; rank 0's telemetry callback
+  writes the last gather into its samples.  No collective per step.
+* ``out_of_memory_ranks``: one small all-reduce before each optimizer step,
+  so that a rank that ran out of memory makes every rank split its
+  micro-batches the same way and redo the step (``Trainer._run_group``).
 
 Collectives have a time limit (``TRAINLAB_COLLECTIVE_TIMEOUT`` seconds,
 default 120): a rank that dies fails the others within it, never a hang
@@ -50,6 +58,8 @@ from trainlab.engine.records import RunRecorder
 DEFAULT_TIMEOUT_SECONDS = 120.0
 AGREE_SECONDS = 0.1  # how often, in training time, the ranks agree on stop and pause
 MAX_AGREE_INTERVAL = 1000  # steps
+HOLD_SECONDS = 0.5  # while paused, how often the ranks agree again
+MAX_GATHER_SECONDS = 5.0  # the ranks' telemetry reaches rank 0 at least this often (while training or paused)
 _current: "RankGroup | None" = None
 
 
@@ -109,8 +119,13 @@ class RankGroup:
     launch: dict[str, Any] = field(default_factory=dict)
     control_group: Any = None  # gloo group for flags and bytes (None: the default group is gloo)
     preflight: str = ""  # what the consumer-card preflight found (distributed_preflight)
+    hosts: list[str] = field(default_factory=list)  # every rank's host, rank order (device_records)
+    telemetry_records: list[dict[str, Any]] = field(default_factory=list)  # rank 0: the last telemetry gather
     _next_agree_step: int = 0
     _last_agree: tuple[int, float] | None = None
+    _telemetry: Any = None  # this rank's RankTelemetry, once start_telemetry ran
+    _gather_seconds: float = 0.0  # rank 0: how often the ranks' telemetry is gathered (0: never)
+    _last_gather: float = 0.0
 
     @property
     def writer(self) -> bool:
@@ -131,7 +146,9 @@ class RankGroup:
             import torch
 
             gpu = torch.cuda.get_device_name(self.local_rank_device())
-        return self.gather_json({"host": socket.gethostname(), "device": self.device, "gpu": gpu, "visible": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
+        records = self.gather_json({"host": socket.gethostname(), "device": self.device, "gpu": gpu, "visible": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
+        self.hosts = [str(record["host"]) for record in records]
+        return records
 
     def local_rank_device(self) -> int:
         return int(self.device.split(":", 1)[1]) if ":" in self.device else 0
@@ -198,38 +215,73 @@ class RankGroup:
         import torch.distributed as dist
 
         real = control.own
-        flags = torch.tensor([1 if real.stop_requested else 0, 1 if real.paused else 0, proposal], dtype=torch.int32)
+        gather = 1 if self.writer and self._gather_due() else 0  # rank 0 alone says when
+        flags = torch.tensor([1 if real.stop_requested else 0, 1 if real.paused else 0, proposal, gather], dtype=torch.int32)
         dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.control_group)
         if flags[0]:
             if not real.stop_requested:
                 real.request_stop("stopped on another rank")
             control.stop_requested, control.paused = True, False
-        elif flags[1]:
-            if not real.paused:
-                real.pause()
-            control.paused = True
+        else:
+            # The group is paused while any rank's own control is.  Only the
+            # agreed view changes here: a rank paused by another's request has
+            # nothing of its own to resume, and its own flag would hold the
+            # group after that rank is resumed.
+            control.paused = bool(flags[1])
+        if flags[3]:
+            self.gather_telemetry()
         return int(flags[2])
 
-    def hold_paused(self, control: "AgreedControl") -> None:
-        """Wait, with every rank, until none is paused any more (or a stop comes)."""
+    # -- telemetry and out-of-memory, across the group -----------------------------
+    def start_telemetry(self, every: float) -> None:
+        """Every rank's telemetry to rank 0 now (collective: every rank calls it with the
+        run's ``telemetry_every``), and from then on about every ``every`` seconds."""
+        if not every:
+            return
+        self._gather_seconds = min(float(every), MAX_GATHER_SECONDS)
+        self.gather_telemetry()
+
+    def gather_telemetry(self) -> None:
+        """Every rank's ``RankTelemetry.record()`` to every rank (collective); rank 0 keeps them."""
+        if self._telemetry is None:
+            from trainlab.telemetry.ranks import RankTelemetry
+
+            elsewhere = len(self.hosts) > self.rank and self.hosts[self.rank] != self.hosts[0]
+            self._telemetry = RankTelemetry(self.rank, self.local_rank, self.device, read_nvml=elsewhere)
+        records = self.gather_json(self._telemetry.record())
+        self._last_gather = time.monotonic()
+        if self.writer:
+            self.telemetry_records = records
+
+    def _gather_due(self) -> bool:
+        return bool(self._gather_seconds) and time.monotonic() - self._last_gather >= self._gather_seconds
+
+    def out_of_memory_ranks(self, mine: bool) -> list[int]:
+        """The ranks that ran out of memory in this step, on every rank (one small all-reduce)."""
         import torch
         import torch.distributed as dist
 
+        flags = torch.zeros(self.world_size, dtype=torch.int32)
+        flags[self.rank] = 1 if mine else 0
+        dist.all_reduce(flags, op=dist.ReduceOp.SUM, group=self.control_group)
+        return [rank for rank, flag in enumerate(flags.tolist()) if flag]
+
+    def hold_paused(self, control: "AgreedControl") -> None:
+        """Wait, with every rank, until none is paused any more (or a stop comes).
+
+        One agreement per round on every rank: a rank paused itself wakes as
+        soon as it is resumed (or stopped), the others look again every
+        ``HOLD_SECONDS``, so a resume or a stop reaches every rank within that.
+        """
         real = control.own
         while True:
-            real.wait_while_paused(0.5)
+            if real.paused:
+                real.wait_while_paused(HOLD_SECONDS)
+            else:  # held for another rank: its resume comes through the agreement
+                time.sleep(HOLD_SECONDS)
             self.agree(control)
-            if control.stop_requested:
+            if control.stop_requested or not control.paused:
                 return
-            still = torch.tensor([1 if real.paused else 0], dtype=torch.int32)
-            dist.all_reduce(still, op=dist.ReduceOp.MIN, group=self.control_group)
-            if not still[0]:
-                if real.paused:
-                    real.resume()
-                control.paused = False
-                return
-            if not real.paused:  # this rank was resumed, another is still paused: hold again
-                real.pause()
 
     def barrier(self) -> None:
         import torch.distributed as dist
@@ -394,6 +446,8 @@ def finish() -> None:
     global _current
     import torch.distributed as dist
 
+    if _current is not None and _current._telemetry is not None:
+        _current._telemetry.close()
     _current = None
     if dist.is_initialized():
         try:

@@ -6,6 +6,8 @@ is pickled across processes and plugin callbacks run in every rank.  The
 ranks agree on the run folder (rank 0's choice, unless ``--out`` or
 ``--resume`` names it), and on whether planning worked: one rank's bad input
 (data missing on that machine, say) is every rank's exit 2, naming the rank.
+Rank 0 watches ``RUN_DIR/control`` for pause, resume and stop
+(``distributed_control``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from trainlab.api import RunFailed, UsageError
 from trainlab.engine import distributed
+from trainlab.engine.distributed_control import ControlFileWatcher
 from trainlab.engine.outcome import RunOutcome
 from trainlab.events import Log
 
@@ -30,6 +33,7 @@ def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) ->
     from trainlab.runs import new_run_id
 
     group = distributed.start(str(request.params.get("device", "auto")))
+    watcher = None
     try:
         if not request.resume:  # rank 0's folder, whatever each machine's launcher said
             mine = request.out or (str(paths.runs_dir() / new_run_id(request.task)) if group.writer else "")
@@ -58,8 +62,12 @@ def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) ->
         plan.early_events.append(line)
         if group.writer and log is not None:
             log(line)
+        if group.writer:  # pause/resume/stop written into RUN_DIR/control reach every rank through the agreement
+            watcher = ControlFileWatcher(plan.run_dir.path, control).start()
         return execute(plan, callbacks=callbacks if group.writer else [], control=control)
     finally:
+        if watcher is not None:
+            watcher.close()
         distributed.finish()
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from trainlab.api import RunContext, Task, UsageError
+from trainlab.api import RunContext, RunFailed, Task, UsageError
 from trainlab.engine import distributed
+from trainlab.engine.batches import split_batch
 from trainlab.engine.loaders import SplitLoaders
 from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.fileio import atomic_write_json
@@ -27,8 +28,12 @@ class Evaluator:
     workers); without it the evaluator makes its own and ``close`` ends them.
     """
 
-    def __init__(self, task: Task, model: Any, ctx: RunContext, *, loaders: SplitLoaders | None = None):
+    MAX_SPLITS = 8  # out of memory: each batch split in 2, 4, 8 before the evaluation fails
+
+    def __init__(self, task: Task, model: Any, ctx: RunContext, *, loaders: SplitLoaders | None = None, log: Callable[[str], None] | None = None):
         self.task = task
+        self.log = log
+        self.splits = 1  # pieces per batch; doubled on out-of-memory and kept for the next passes
         self.model = model
         self.ctx = ctx
         self.batch_size = int(ctx.params["batch_size"])
@@ -48,9 +53,7 @@ class Evaluator:
         """
         import torch
 
-        from trainlab.engine.device import autocast
-
-        task, ctx, model = self.task, self.ctx, self.model
+        task, model = self.task, self.model
         accumulator = task.metric_accumulator(split)
         was_training = model.training
         model.eval()
@@ -61,15 +64,50 @@ class Evaluator:
         try:
             with torch.inference_mode():
                 for batch in self.loaders.loader(split, order, 0):
-                    batch = task.to_device(batch, ctx)
-                    with autocast(ctx.device, ctx.precision):
-                        out = task.eval_step(model, batch, ctx)
-                    accumulator.update(out)
+                    for out in self._score(batch):
+                        accumulator.update(out)
         finally:
             model.train(was_training)
         if group is not None:
             accumulator = group.merge_accumulator(task, split, accumulator)
         return accumulator
+
+    def _score(self, batch: Any) -> list[Any]:
+        """The task's outputs for ``batch``, in pieces of ``1/splits`` of it; on
+        out-of-memory the batch is scored again in twice as many pieces (every
+        piece's output is kept until all are scored, so none counts twice)."""
+        import gc
+
+        import torch
+
+        from trainlab.engine.device import autocast, is_out_of_memory
+
+        task, ctx = self.task, self.ctx
+        while True:
+            outs: list[Any] = []
+            try:
+                for piece in split_batch(batch, self.splits) if self.splits > 1 else [batch]:
+                    piece = task.to_device(piece, ctx)
+                    with autocast(ctx.device, ctx.precision):
+                        outs.append(task.eval_step(self.model, piece, ctx))
+                return outs
+            except Exception as exc:
+                if not is_out_of_memory(exc):
+                    raise
+            # out of the except block: its frames no longer hold the tensors
+            outs = []
+            gc.collect()
+            if ctx.device.type == "cuda":
+                torch.cuda.empty_cache()
+            if self.splits >= self.MAX_SPLITS:
+                raise RunFailed(
+                    f"out of memory while evaluating, even with each batch of {self.batch_size} in {self.splits} pieces: "
+                    "lower --batch-size, use a smaller model or --precision bf16/fp16"
+                )
+            self.splits *= 2
+            if self.log is not None:
+                about = max(1, self.batch_size // self.splits)
+                self.log(f"out of memory while evaluating: scoring each batch in {self.splits} pieces of about {about}")
 
     def close(self) -> None:
         if self._owns_loaders:

@@ -90,7 +90,9 @@ def execute(
             metrics_file = MetricsFileCallback(run_dir)
         except OSError as exc:
             raise RunFailed(_write_failure(exc, run_dir.path, f"opening {run_dir.metrics_jsonl}")) from None
-        engine_callbacks = [metrics_file, recorder, TelemetryCallback(float(plan.params.get("telemetry_every", 5.0)))]
+        # in a group, rank 0's samples carry every rank's figures (RankGroup.gather_telemetry)
+        ranks = (lambda: group.telemetry_records) if group is not None else None
+        engine_callbacks = [metrics_file, recorder, TelemetryCallback(float(plan.params.get("telemetry_every", 5.0)), ranks=ranks)]
     engine_callbacks += [
         IsolatedCallback(cb, owner=name, log=plugin_failed) for name, cb in registry().run_callbacks_by_plugin(plan.task_id, plan.params)
     ]
@@ -154,6 +156,8 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
                 resumed=plan.resumed,
             )
         )
+        if distributed.current() is not None:  # every rank: the first sample then already holds them all
+            distributed.current().start_telemetry(float(plan.params.get("telemetry_every", 5.0)))
         cblist.call("on_run_start", state)
         started = time.perf_counter()
         try:

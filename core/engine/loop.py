@@ -36,7 +36,7 @@ from trainlab.engine.checkpoint import (
     restore_training_state,
     save_checkpoint,
 )
-from trainlab.engine.device import autocast
+from trainlab.engine.device import autocast, is_out_of_memory
 from trainlab.engine.evaluation import Evaluator
 from trainlab.engine.loaders import SplitLoaders
 from trainlab.engine.position import LoopPosition
@@ -52,9 +52,27 @@ class StopRun(Exception):
     """Raised inside the loop when a stop was requested."""
 
 
-def _is_oom(exc: BaseException) -> bool:
-    oom_type = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
-    return isinstance(exc, oom_type) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower())
+class _OutOfMemoryInTheGroup(Exception):
+    """Some rank ran out of memory in this step; every rank raises it, after the same collective."""
+
+    def __init__(self, ranks: list[int]):
+        super().__init__(f"out of memory on rank(s) {ranks}")
+        self.ranks = ranks
+
+
+def scaled_step(optimizer: torch.optim.Optimizer, scaler: Any) -> bool:
+    """``scaler.step`` and ``scaler.update``; False when the step was skipped (inf or NaN
+    gradients in fp16), so that the schedule does not advance for a step not taken."""
+    if not scaler.is_enabled():
+        optimizer.step()
+        return True
+    before = scaler.get_scale()
+    scaler.step(optimizer)
+    scaler.update()
+    return scaler.get_scale() >= before  # update() lowers the scale exactly when it skipped
+
+
+_is_oom = is_out_of_memory
 
 
 class Trainer:
@@ -108,13 +126,14 @@ class Trainer:
         self.early_stopped = False
         self.start_step = position.step
         self.loaders = SplitLoaders(task, ctx)
-        self.evaluator = Evaluator(task, model, ctx, loaders=self.loaders)
+        self.evaluator = Evaluator(task, model, ctx, loaders=self.loaders, log=lambda message: self.callbacks_log(message, level="warning"))
         # In a group of processes (torchrun) the task's train_step gets the DDP
         # wrapper; evaluation, checkpoints and the export use the model itself.
         self.group = distributed.current()
         self.train_model = self.group.wrap(model) if self.group is not None else model
         if self.group is not None:  # stop and pause as the ranks agreed, never one rank alone
             self.control = distributed.AgreedControl(state.control)
+        self._forwards = 0  # the model's forwards entered (in a group: see fit)
         self._real_sizes: list[int] | None = None  # per batch: this rank's examples (0: a padding repeat)
         self._global_sizes: list[int] | None = None  # per batch: the group's examples
 
@@ -156,8 +175,11 @@ class Trainer:
             self.callbacks_log(f"rank {self.group.rank}: the checkpoint has no random state of its own (another world size); it continues from rank 0's", level="debug")
         # The schedule may have gained a segment since ("train N more epochs").
         self.scheduler.lr_lambdas = [self.schedule] * len(self.optimizer.param_groups)
+        # The steps the schedule took, which lag the position by the steps the
+        # fp16 gradient scaler skipped (scaled_step), where the checkpoint says.
+        taken = self.scheduler.last_epoch if full and "scheduler" in plain else self.position.step
         for group, base_lr in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
-            group["lr"] = base_lr * self.schedule(self.position.step)
+            group["lr"] = base_lr * self.schedule(taken)
 
     # -- checkpoints -----------------------------------------------------------
     def save(self, which: str) -> None:
@@ -192,6 +214,19 @@ class Trainer:
 
     # -- the loop --------------------------------------------------------------
     def fit(self) -> None:
+        # In a group, count the model's forwards: DDP syncs the buffers before
+        # one, and a stand-in step must know whether that was done (_stand_in_backward).
+        counting = self.model.register_forward_pre_hook(self._count_forward) if self.group is not None else None
+        try:
+            self._fit()
+        finally:
+            if counting is not None:  # gone before the export traces the model
+                counting.remove()
+
+    def _count_forward(self, module: Any, args: Any) -> None:
+        self._forwards += 1
+
+    def _fit(self) -> None:
         pos = self.position
         state = self.state
         self.start_step = pos.step
@@ -289,37 +324,47 @@ class Trainer:
 
         On CUDA out-of-memory the whole group is redone with each batch split
         into twice as many micro-batches (same effective batch), up to three
-        times.
+        times.  In a group of processes the ranks decide together
+        (``_try_group``): one rank out of memory makes every rank split the
+        same way, so their all-reduces stay matched.
         """
-        pos = self.position
         while True:
             try:
                 return self._try_group(group, span)
+            except _OutOfMemoryInTheGroup as exc:
+                ranks = exc.ranks
             except Exception as exc:
                 if not _is_oom(exc):
                     raise
-                self.optimizer.zero_grad(set_to_none=True)
-                del exc
-                gc.collect()
-                if self.device.type == "cuda":
-                    torch.cuda.empty_cache()
-                retries = int(math.log2(pos.micro_splits))
-                if retries >= MAX_OOM_RETRIES:
-                    raise RunFailed(
-                        f"out of memory even with batch {self.batch_size} split into {pos.micro_splits} micro-batches: "
-                        "lower --batch-size, use a smaller model or --precision bf16/fp16, "
-                        "or close other programs using the GPU"
-                    ) from None
-                pos.micro_splits *= 2
-                micro = max(1, self.batch_size // pos.micro_splits)
-                self.callbacks_log(
-                    f"out of memory: retrying with micro-batches of about {micro} "
-                    f"({pos.micro_splits}x gradient accumulation, same effective batch of {self.batch_size * self.grad_accum})",
-                    level="warning",
-                )
+                ranks = []
+            # Out of the except block: the exception's frames hold the step's
+            # tensors, which gc and empty_cache could not free in there.
+            self._recover_from_oom(ranks)
+
+    def _recover_from_oom(self, ranks: list[int]) -> None:
+        pos = self.position
+        self.optimizer.zero_grad(set_to_none=True)
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        where = f" on rank {', '.join(map(str, ranks))}" if ranks else ""
+        retries = int(math.log2(pos.micro_splits))
+        if retries >= MAX_OOM_RETRIES:
+            raise RunFailed(
+                f"out of memory{where} even with batch {self.batch_size} split into {pos.micro_splits} micro-batches: "
+                "lower --batch-size, use a smaller model or --precision bf16/fp16, "
+                "or close other programs using the GPU"
+            )
+        pos.micro_splits *= 2
+        micro = max(1, self.batch_size // pos.micro_splits)
+        every = " every rank" if ranks else ""
+        self.callbacks_log(
+            f"out of memory{where}:{every} retrying with micro-batches of about {micro} "
+            f"({pos.micro_splits}x gradient accumulation, same effective batch of {self.batch_size * self.grad_accum})",
+            level="warning",
+        )
 
     def _try_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor]:
-        task, ctx = self.task, self.ctx
         splits = self.position.micro_splits
         pieces = []
         for batch in group:
@@ -335,17 +380,31 @@ class Trainer:
             counted = sum(self._global_sizes[span[0] : span[1]])
             share = self.group.world_size * real / max(1, counted)
         loss_total = torch.zeros((), device=self.device)
+        out_of_memory, synced, forwards = False, False, self._forwards
         for number, (piece, size) in enumerate(zip(pieces, sizes)):
-            piece = task.to_device(piece, ctx)
             last = number == len(pieces) - 1
-            with distributed.RankGroup.no_sync(self.train_model, last):  # inner pieces: no all-reduce
-                with autocast(self.device, ctx.precision):
-                    loss, n = task.train_step(self.train_model, piece, ctx)
-                # Weight each micro-batch's mean loss by its share of the group, so
-                # the gradient is that of the whole group's mean loss.
-                weight = (size or n) / total * share
-                self.scaler.scale(loss * weight).backward()
+            try:
+                loss, n = self._forward_backward(piece, last, size, total, share)
+            except Exception as exc:
+                if self.group is None or not _is_oom(exc):
+                    raise
+                out_of_memory = True
+                if last and getattr(exc, "_trainlab_in_backward", False):
+                    # Part of the all-reduce may have gone out: this rank cannot
+                    # rejoin it, and the others fail within the collective timeout.
+                    raise RunFailed(
+                        f"rank {self.group.rank} ran out of memory while the gradients were being synchronised: "
+                        "lower --batch-size, use a smaller model or --precision bf16/fp16"
+                    ) from None
+                break
+            synced = synced or last
             loss_total += loss.detach().float() * (size or n)
+        if self.group is not None:
+            if not synced:  # the others wait in this step's all-reduce: join it with nothing to add
+                self._stand_in_backward(pieces[0], buffers_synced=self._forwards > forwards)
+            ranks = self.group.out_of_memory_ranks(out_of_memory)
+            if ranks:
+                raise _OutOfMemoryInTheGroup(ranks)
         if counted != total:  # the events report rank 0's mean loss over the group's example count
             loss_total = loss_total * (counted / total)
         clip = float(self.params["clip_grad_norm"])
@@ -353,11 +412,59 @@ class Trainer:
             self.scaler.unscale_(self.optimizer)
         if clip > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
+        if self._optimizer_step():
+            self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()
         return counted, loss_total
+
+    def _forward_backward(self, piece: Any, last: bool, size: int, total: int, share: float) -> tuple[torch.Tensor, int]:
+        """One micro-batch's forward and backward; inner pieces skip the all-reduce."""
+        task, ctx = self.task, self.ctx
+        piece = task.to_device(piece, ctx)
+        with distributed.RankGroup.no_sync(self.train_model, last):  # inner pieces: no all-reduce
+            with autocast(self.device, ctx.precision):
+                loss, n = task.train_step(self.train_model, piece, ctx)
+            # Weight each micro-batch's mean loss by its share of the group, so
+            # the gradient is that of the whole group's mean loss.
+            weight = (size or n) / total * share
+            try:
+                self.scaler.scale(loss * weight).backward()
+            except Exception as exc:
+                exc._trainlab_in_backward = True  # type: ignore[attr-defined]
+                raise
+        return loss, n
+
+    def _stand_in_backward(self, piece: Any, *, buffers_synced: bool) -> None:
+        """A backward through the DDP wrapper that adds nothing: two examples, weight 0.
+
+        A rank that ran out of memory before its synchronising backward still
+        takes part in the step's all-reduce, so no rank waits for it; the
+        step is then thrown away on every rank (``out_of_memory_ranks``).
+        DDP broadcasts the buffers (batch-norm statistics) before the first
+        forward of a step: when one of this step's forwards began, that
+        broadcast is done and the stand-in must not make a second one, which
+        no other rank would match.
+        """
+        if buffers_synced:
+            self.train_model.require_forward_param_sync = False  # DDP's own switch for that broadcast
+        # two examples, not one: a batch norm in training refuses a batch of one
+        few = split_batch(piece, max(1, batch_size_of(piece) // 2))[0]
+        try:
+            few = self.task.to_device(few, self.ctx)
+            with autocast(self.device, self.ctx.precision):
+                loss, _ = self.task.train_step(self.train_model, few, self.ctx)
+            (loss * 0.0).backward()
+        except Exception as exc:
+            if not _is_oom(exc):
+                raise
+        else:
+            return
+        # a rank that cannot take part fails; the others within the collective timeout
+        raise RunFailed(f"rank {self.group.rank} ran out of memory even for two examples: lower --batch-size or use a smaller model")
+
+    def _optimizer_step(self) -> bool:
+        """The optimizer's step through the gradient scaler; False when the scaler skipped it."""
+        return scaled_step(self.optimizer, self.scaler)
 
     def _report(self, loss_sum: torch.Tensor, samples: int, steps: int, seconds: float, epoch: int) -> None:
         if not steps:

@@ -21,12 +21,14 @@ NVML is injected at the import boundary: pass any object that quacks like the
 ``pynvml`` module (tests pass a fake one).
 
 The package: ``nvml`` (that boundary: the module, its codes, why it failed),
-``sampler`` (the readings, knowing nothing of runs) and ``callback`` (the
-sampler beside a run).  Import the names from here.
+``sampler`` (the readings, knowing nothing of runs), ``callback`` (the
+sampler beside a run) and ``ranks`` (every rank's figures in rank 0's
+samples, in a run over several processes).  Import the names from here.
 """
 
 from trainlab.telemetry.callback import TelemetryCallback
 from trainlab.telemetry.nvml import import_nvml, init_failure_reason
+from trainlab.telemetry.ranks import RANK_FIELDS, RankTelemetry, with_ranks
 from trainlab.telemetry.sampler import (
     DEFAULT_INTERVAL,
     GPU_FIELDS,
@@ -45,9 +47,12 @@ __all__ = [
     "MIN_INTERVAL",
     "NO_GPU",
     "OK",
+    "RANK_FIELDS",
+    "RankTelemetry",
     "TelemetryCallback",
     "TelemetrySampler",
     "check_interval",
     "import_nvml",
     "init_failure_reason",
+    "with_ranks",
 ]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable, Mapping, Sequence
 
 from trainlab.api import UsageError
 from trainlab.engine.callbacks import Callback, RunState
 from trainlab.events import Finished, Log, SystemSample
+from trainlab.telemetry.ranks import with_ranks
 from trainlab.telemetry.sampler import MAX_INTERVAL, MIN_INTERVAL, TelemetrySampler
 
 
@@ -19,15 +21,23 @@ class TelemetryCallback(Callback):
     to ``state.emit``, so ``metrics.jsonl`` keeps the run's GPU history and
     every other callback (the window's bridge) sees it.  Problems (a GPU lost,
     a query failing) go into the run once each, as warning ``log`` events.
+
+    ``ranks`` (a run over several processes, on rank 0): returns the ranks'
+    last telemetry records (``trainlab.telemetry.ranks``), merged into each
+    sample written.
     """
 
-    def __init__(self, every: float = 5.0, *, nvml: Any = None, processes: bool = True) -> None:
+    def __init__(
+        self, every: float = 5.0, *, nvml: Any = None, processes: bool = True, ranks: Callable[[], Sequence[Mapping[str, Any]]] | None = None
+    ) -> None:
         every = float(every)
         if every and every < MIN_INTERVAL:
             raise UsageError(f"telemetry every {every:g} s: must be 0 (off) or at least {MIN_INTERVAL:g} s")
         self.every = every
         self._nvml = nvml
         self._processes = processes
+        self._ranks = ranks
+        self._host = socket.gethostname()
         self.sampler: TelemetrySampler | None = None
         self._state: RunState | None = None
         self._last_written: float | None = None
@@ -61,6 +71,8 @@ class TelemetryCallback(Callback):
         if self._last_written is not None and sample.time - self._last_written < self.every - sampler.interval / 2:
             return
         self._last_written = sample.time
+        if self._ranks is not None:
+            sample = with_ranks(sample, self._ranks(), self._host)
         state.emit(replace(sample, step=state.step, epoch=state.epoch))
 
     def _problem(self, message: str) -> None:

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from trainlab.api import UsageError
 from trainlab.events import SystemSample
@@ -93,6 +93,7 @@ class TelemetrySampler:
     ``interval`` is the period of the sampling thread, 0.5 to 5 s.  ``path``
     is the folder whose disk's free space is reported (the run folder; by
     default TrainLab's data folder).  ``nvml`` replaces the ``pynvml`` module.
+    ``only_uuids`` samples those GPUs alone (a rank reading its own GPU).
     NVML is initialised once, on the first sample, and shut down by
     ``close()``.
     """
@@ -104,8 +105,10 @@ class TelemetrySampler:
         path: str | os.PathLike[str] | None = None,
         nvml: Any = None,
         processes: bool = True,
+        only_uuids: Collection[str] | None = None,
     ) -> None:
         self.interval = check_interval(interval)
+        self._only = None if only_uuids is None else {bare_uuid(u) for u in only_uuids}
         self.path = Path(path) if path is not None else None
         self.processes = processes
         self.gpu_status = ""
@@ -164,6 +167,8 @@ class TelemetrySampler:
             gpu = _Gpu(index, handle, f"GPU {index}", "")
             gpu.name = decode(self._query(gpu, "nvmlDeviceGetName") or gpu.name)
             gpu.uuid = decode(self._query(gpu, "nvmlDeviceGetUUID") or "")
+            if self._only is not None and bare_uuid(gpu.uuid) not in self._only:
+                continue
             self._gpus.append(gpu)
         if not self._gpus:
             self._no_gpu("the NVIDIA driver reports no GPU" if count == 0 else "NVML cannot open any GPU")
