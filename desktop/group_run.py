@@ -10,14 +10,18 @@ through ``MetricsTail``, as rank 0 appends them (the same frozen events
 outcome (rank 0's, naming the rank that failed first when one did).
 
 Stop: SIGTERM to the launcher, which passes it to torchrun, which passes it
-to every rank; the ranks agree to stop after the same step, rank 0 writes
-the last checkpoint, and the run is ``cancelled``.  A group that has not
+to every rank (on Windows, where SIGTERM would end the launcher alone: the
+word ``stop`` in the control file); the ranks agree to stop after the same
+step, rank 0 writes the last checkpoint, and the run is ``cancelled``.  A group that has not
 ended ``STOP_GRACE_SECONDS`` later is killed, process tree and all.
 
-Pause does not reach the ranks: the launcher forwards SIGINT and SIGTERM
-only, torchrun forwards nothing else to its workers, and a rank's
-``RunControl`` cannot be paused from outside its process.  So a group is
-stopped and continued from its checkpoint, not paused (``can_pause``).
+Pause and resume: the words ``pause`` and ``resume`` written into the run
+folder's ``control`` file (``trainlab.engine.distributed_control``), which
+rank 0 watches; the ranks' agreement makes every rank hold after the same
+step.  (Signals cannot carry them: the launcher forwards SIGINT and SIGTERM,
+torchrun nothing else.)  Rank 0 sets aside what the file held when it
+started watching, before its ``Started`` event; so a pause asked for before
+that event is written once it arrives.
 
 No Qt here: ``TrainingWorker`` runs this in its thread.
 """
@@ -80,8 +84,6 @@ def group_command(request: Any, launch: Any, run_dir: str, python: str | None = 
 class GroupRun:
     """One launched group: ``start``, iterate ``events()``, ``wait``, ``result``; ``stop`` from any thread."""
 
-    can_pause = False
-
     def __init__(self, request: Any, launch: Any, *, python: str | None = None, env: dict[str, str] | None = None):
         from trainlab import paths
         from trainlab.runs import new_run_id
@@ -99,6 +101,7 @@ class GroupRun:
         self._readers: list[threading.Thread] = []
         self._shown = set(launch.telemetry_indices)
         self._stopping = False
+        self._word = ""  # the last pause/resume asked for; written into the control file once the run has started
 
     def start(self) -> None:
         env = dict(os.environ if self.env is None else self.env)
@@ -148,6 +151,8 @@ class GroupRun:
         Notes the run's ``Started`` and ``Finished`` on the way (``result`` falls back on them)."""
         if isinstance(event, Started):
             self.started = event
+            if self._word == "pause":
+                self._tell("pause")
         elif isinstance(event, Finished):
             self.finished = event
         elif isinstance(event, SystemSample) and self._shown and event.gpus:
@@ -156,21 +161,45 @@ class GroupRun:
         return event
 
     # -- control -------------------------------------------------------------------
+    def pause(self) -> None:
+        """Every rank holds after the same step (rank 0 keeps writing telemetry); ``resume`` goes on."""
+        self._word = "pause"
+        if self.started is not None:
+            self._tell("pause")
+
+    def resume(self) -> None:
+        was, self._word = self._word, "resume"
+        if self.started is not None and was == "pause":
+            self._tell("resume")
+
+    def _tell(self, word: str) -> None:
+        from trainlab.engine.distributed_control import request
+
+        try:
+            request(self.run_dir, word)
+        except OSError as exc:  # the run folder went away (the run ended meanwhile): nothing to pause
+            log.warning("could not %s the group: %s", word, exc)
+
     def stop(self, grace: float = STOP_GRACE_SECONDS) -> None:
         """Every rank stops after the same step and rank 0 keeps the last checkpoint; forced after ``grace``."""
         proc = self.proc
         if proc is None or proc.poll() is not None or self._stopping:
             return
         self._stopping = True
-        if sys.platform == "win32":  # SIGTERM there is TerminateProcess: nothing would reach torchrun and the ranks
-            log.warning("Windows: a group cannot be asked to stop; ending its processes (the last checkpoint written stays)")
-            kill_tree(proc.pid)
-            return
         family = descendants(proc.pid)  # as they are now: what must end with the launcher
-        try:
-            proc.send_signal(signal.SIGTERM)  # the launcher forwards it to torchrun, which tells every rank
-        except ProcessLookupError:
-            return
+        if sys.platform == "win32":
+            # SIGTERM is TerminateProcess there, which would reach no rank: the
+            # control file asks rank 0, and the ranks' agreement every rank.
+            if self.started is None:  # rank 0 does not watch the file yet
+                log.warning("Windows: the group has not started; ending its processes")
+                kill_tree(proc.pid)
+                return
+            self._tell("stop")
+        else:
+            try:
+                proc.send_signal(signal.SIGTERM)  # the launcher forwards it to torchrun, which tells every rank
+            except ProcessLookupError:
+                return
 
         def enforce() -> None:
             deadline = time.monotonic() + grace

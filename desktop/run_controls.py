@@ -121,15 +121,7 @@ class RunControls(QWidget):
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.hide()
         layout.addWidget(self.message)
-        self._pausable = True
-        self._pause_tip = self.pause_action.toolTip()
         self.set_idle(can_start=False, can_continue=False)
-
-    def set_pausable(self, pausable: bool) -> None:
-        """A run over several processes stops and continues, but does not pause."""
-        self._pausable = pausable
-        self.pause_action.setToolTip(self._pause_tip if pausable else self.tr(
-            "A run over several processes cannot pause: Stop keeps its last checkpoint, Run \u203a Continue resumes it"))
 
     # -- state -------------------------------------------------------------
     def mode_value(self) -> str:
@@ -158,7 +150,7 @@ class RunControls(QWidget):
         self.mode.setEnabled(False)
         stopping = state == "stopping"
         self.stop_action.setEnabled(not stopping)
-        self.pause_action.setEnabled(not stopping and self._pausable)
+        self.pause_action.setEnabled(not stopping)
         paused = state == "paused"
         self.pause_action.setChecked(paused)
         self.pause_action.setText(self.tr("&Resume") if paused else self.tr("&Pause"))

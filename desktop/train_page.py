@@ -395,7 +395,6 @@ class TrainPage(QSplitter):
             self.data_panel.cancel_recheck()
             prepared = self.data_panel.take_prepared()
         launch = self.params_form.launch_choice()  # several processes: a group, through the CLI's launcher
-        self.controls.set_pausable(not launch.group)
         return self.controller.start(request, mode=self.controls.mode_value(), prepared=prepared, launch=launch)
 
     def train_more(self, epochs: int) -> bool:

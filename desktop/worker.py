@@ -25,8 +25,8 @@ check's ``PreparedTask`` when it still fits), in a child process
 ``LaunchChoice`` of several processes, as a group started through the CLI's
 launcher (``GroupRun``, followed through the run folder); all deliver the
 same events.  Pause, resume and stop are requests the engine honours between
-optimizer steps (``RunControl``), or signals to the child process; a group
-stops but does not pause (``can_pause``: see ``trainlab.desktop.group_run``).
+optimizer steps (``RunControl``), or signals to the child process, or words in
+a group's control file (``trainlab.desktop.group_run``).
 """
 
 from __future__ import annotations
@@ -281,14 +281,7 @@ class TrainingWorker(QThread):
     def stop_requested(self) -> bool:
         return self._stop_requested
 
-    @property
-    def can_pause(self) -> bool:
-        return self.launch is None
-
     def pause(self) -> None:
-        if not self.can_pause:
-            log.info("a run over several processes cannot pause: stop it, and continue it later from its checkpoint")
-            return
         with self._control_lock:
             if self._stop_requested or self.state == "paused":
                 return
@@ -297,6 +290,8 @@ class TrainingWorker(QThread):
                 self._control.pause()
             if self._child is not None:
                 self._child.pause()
+            if self.group is not None:
+                self.group.pause()
         self._set_state("paused")
 
     def resume(self) -> None:
@@ -306,6 +301,8 @@ class TrainingWorker(QThread):
                 self._control.resume()
             if self._child is not None:
                 self._child.resume()
+            if self.group is not None:
+                self.group.resume()
         if self.state == "paused":
             self._set_state("running" if self.run_dir else "preparing")
 

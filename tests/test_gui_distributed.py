@@ -116,7 +116,6 @@ def test_two_gpus_show_the_picker_and_both_make_a_group_of_two(qtbot, windows, t
     with qtbot.waitSignal(win.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         win.controls.start_action.trigger()
         command = win.worker.group.command
-        assert not win.controls.pause_action.isEnabled()  # a group stops and continues, it does not pause
     assert command[:4] == [sys.executable, "-m", "trainlab", "train"]
     assert command[4] == "toy-classification" and command[command.index("--data") + 1] == str(toy_csv)
     assert command[command.index("--gpus") + 1] == "0,1" and command[-1] == "--json"
@@ -172,9 +171,15 @@ def test_one_gpu_keeps_the_form_as_it_was(qtbot, windows):
 # -- a real group of two CPU processes -------------------------------------------------------
 
 
-def test_two_cpu_processes_stop_mid_run_then_continue_to_the_end(qtbot, windows, toy_csv):
+def run_events(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines if line.endswith("}")]
+
+
+def test_two_cpu_processes_pause_stop_mid_run_then_continue_to_the_end(qtbot, windows, toy_csv):
     win = windows(fake_nvml.no_gpus())
-    prepare(qtbot, win, toy_csv, epochs=3, step_delay=0.2, device="cpu")  # 6 steps an epoch at 2 x 16
+    prepare(qtbot, win, toy_csv, epochs=3, step_delay=0.2, device="cpu", telemetry_every=0.5)  # 6 steps an epoch at 2 x 16
     spin = win.findChild(QWidget, "cpu_processes")
     assert spin.isHidden()  # an advanced setting
     win.params_form.advanced_toggle.setChecked(True)
@@ -187,7 +192,20 @@ def test_two_cpu_processes_stop_mid_run_then_continue_to_the_end(qtbot, windows,
     qtbot.waitUntil(lambda: win.plots.curves.train.n > 0, timeout=RUN_TIMEOUT_MS)  # rank 0's events, live
     family = group_processes(win)
     assert len(ranks_of(family)) == 2, [p.cmdline() for p in family]
-    assert not win.controls.pause_action.isEnabled() and "cannot pause" in win.controls.pause_action.toolTip()
+
+    # Pause reaches every rank (the run folder's control file): they hold after the same
+    # step while rank 0 goes on sampling (a sample at least 0.5 s after the last)
+    run_dir = Path(win.current_run_dir)
+    assert win.controls.pause_action.isEnabled()
+    win.controls.pause_action.trigger()
+    qtbot.waitUntil(lambda: any(e.get("phase") == "paused" for e in run_events(run_dir)), timeout=RUN_TIMEOUT_MS)
+    paused_at = next(i for i, e in enumerate(run_events(run_dir)) if e.get("phase") == "paused")
+    qtbot.waitUntil(lambda: sum(e["event"] == "system" for e in run_events(run_dir)[paused_at:]) >= 3, timeout=RUN_TIMEOUT_MS)
+    assert not [e for e in run_events(run_dir)[paused_at:] if e["event"] == "train"], "a step was reported while paused"
+    assert win.worker.paused
+    held = win.plots.curves.train.n
+    win.controls.pause_action.trigger()  # resume
+    qtbot.waitUntil(lambda: win.plots.curves.train.n > held, timeout=RUN_TIMEOUT_MS)
 
     with qtbot.waitSignal(win.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         win.controls.stop_action.trigger()
@@ -219,7 +237,6 @@ def test_closing_the_window_mid_run_stops_every_rank_and_keeps_the_checkpoint(qt
     qtbot.waitUntil(lambda: win.plots.curves.train.n > 0, timeout=RUN_TIMEOUT_MS)
     group = group_processes(win)
     assert len(ranks_of(group)) == 2, [p.cmdline() for p in group]
-    assert not win.controls.pause_action.isEnabled() and "cannot pause" in win.controls.pause_action.toolTip()
     run_dir = Path(win.current_run_dir)
 
     win.close()

@@ -21,6 +21,7 @@ from typing import Any
 from trainlab.api import RunFailed, UsageError
 from trainlab.engine import distributed
 from trainlab.engine.distributed_control import ControlFileWatcher
+from trainlab.launch import effective_batch
 from trainlab.engine.outcome import RunOutcome
 from trainlab.events import Log
 
@@ -53,7 +54,7 @@ def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) ->
         assert plan is not None
         plan.record["ranks"] = group.device_records()
         params = plan.params
-        effective = int(params["batch_size"]) * group.world_size * int(params["grad_accum"])
+        effective = effective_batch(params["batch_size"], group.world_size, params["grad_accum"])
         line = Log(
             message=f"world size {group.world_size} ({group.backend}): effective batch {effective} = "
             f"{params['batch_size']} per rank x {group.world_size} rank(s) x {params['grad_accum']} accumulation; "
