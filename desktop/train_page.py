@@ -107,6 +107,12 @@ class TrainPage(QSplitter):
             self.task_combo.addItem(f"{entry.spec.title}  \u2014  {plugin.name} {plugin.version}".rstrip(), task_id)
             tip = entry.spec.description or entry.spec.title
             self.task_combo.setItemData(self.task_combo.count() - 1, tip, QtCore.Qt.ItemDataRole.ToolTipRole)
+        # Sized by a short title, not the longest "title — plugin version" (which
+        # pushed the whole column wider than its scroll area: a sideways scroll
+        # bar, the form's help texts cut off); the open list shows them whole.
+        self.task_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.task_combo.setMinimumContentsLength(24)
+        self.task_combo.view().setMinimumWidth(self.task_combo.view().sizeHintForColumn(0) + 24)
         column.addWidget(self.task_combo)
         self.task_info = QLabel(setup)
         self.task_info.setProperty("role", "muted")
