@@ -505,3 +505,17 @@ def test_log_panel_comes_back_where_it_was_left(qtbot, window):
     again.log_action.trigger()
     assert not again.log_dock.isVisible()
     again._shutdown()
+
+
+def test_the_setup_column_needs_no_sideways_scrolling_at_1280_px_for_any_task(qtbot, window):
+    # A long "title — plugin version" in the task list once made the column 58 px
+    # wider than its scroll area: a sideways scroll bar, the form's help texts cut off.
+    from PySide6.QtWidgets import QScrollArea
+
+    window.resize(1280, 800)
+    window.show_page("train")
+    scroll = next(s for s in window.findChildren(QScrollArea) if s.widget() is not None and s.widget().isAncestorOf(window.params_form))
+    for index in range(window.task_combo.count()):
+        window.task_combo.setCurrentIndex(index)
+        qtbot.waitUntil(lambda: scroll.viewport().width() > 300, timeout=5000)
+        assert scroll.horizontalScrollBar().maximum() == 0, window.task_combo.itemText(index)
