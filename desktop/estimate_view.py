@@ -12,7 +12,8 @@ press). Without one, the run starts at once and the static part (weights,
 gradients, optimizer states: the meta device, no probe, nothing on the GPU)
 is made beside it, at a lower priority; the activation probe would compete
 with the run for its device and count the run's memory as its own, so it
-runs only on request (the Estimate link) and never during a run.
+runs only on request (the Estimate link), never during a run, and Start
+ends one still running.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from trainlab.desktop.estimate import (
     result_from,
     settings_key,
 )
+from trainlab.memory import HEADROOM
 
 log = logging.getLogger("trainlab.desktop")
 
@@ -95,6 +97,8 @@ class EstimateView(QWidget):
         self.button = QPushButton(self.tr("Estimate"), self)
         self.button.setObjectName("estimate_button")
         self.button.setFlat(True)
+        self.button.setStyleSheet("QPushButton { color: palette(link); text-decoration: underline; border: none; padding: 0 4px; }"
+                                  "QPushButton:disabled { color: palette(placeholder-text); text-decoration: none; }")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button.setToolTip(self.tr("Estimate the memory this run needs: the weights, gradients and optimizer states "
                                        "are counted, the activations measured in two training steps in another process"))
@@ -195,9 +199,13 @@ class EstimateView(QWidget):
             return
         m = result.memory
         need = m.total if result.measured else result.static_total
-        text = (self.tr("Does not fit: this run needs about %1, and %2 leaves about %3 (10% kept free). "
-                        "You can still start it: if memory runs out, the run splits its batches and retries.")
-                .replace("%1", format_size(need)).replace("%2", m.device).replace("%3", format_size(m.capacity * 0.9)))
+        room = format_size(m.capacity * (1 - HEADROOM))
+        if m.kind == "gpu":
+            text = self.tr("Does not fit: this run needs about %1, more than the %2 it can use on %3 (10% kept free).").replace("%3", m.device)
+        else:
+            text = self.tr("Does not fit: this run needs about %1, more than the %2 of free RAM it can use (10% kept free).")
+        text = text.replace("%1", format_size(need)).replace("%2", room) + " " + self.tr(
+            "You can still start it: if memory runs out, the run splits its batches and retries.")
         if remedies:
             text += " " + self.tr("What helps:")
         self.advice_text.setText(text)
@@ -257,9 +265,10 @@ class MemoryEstimates(QObject):
         self.view = view
         self._settings = settings
         self._results: dict[str, EstimateResult] = {}
-        self._running: dict[str, bool] = {}  # key -> measured
+        self._running: dict[str, tuple[bool, threading.Event]] = {}  # key -> (measured, its cancel)
+        self._after_cancel: dict[str, EstimateSettings] = {}  # the static part to count once a cancelled probe ended
         self._shown: EstimateResult | None = None
-        self._cancel = threading.Event()
+        self._closing = False
         self._busy = False  # a run is in flight: no probe beside it
         view.estimateRequested.connect(self.request)
 
@@ -310,35 +319,48 @@ class MemoryEstimates(QObject):
         self._busy = busy
         self.refresh()
 
-    def request(self, measured: bool = True, *, nice: bool = False) -> bool:
+    def request(self, measured: bool = True, *, nice: bool = False, settings: EstimateSettings | None = None) -> bool:
         """Estimate the form's settings in the background; False when it cannot (no settings, already running)."""
-        settings = self._settings()
-        if settings is None or settings.key in self._running or (measured and self._busy):
+        settings = settings or self._settings()
+        if self._closing or settings is None or settings.key in self._running or (measured and self._busy):
             return False
-        self._running[settings.key] = measured
+        cancel = threading.Event()
+        self._running[settings.key] = (measured, cancel)
         background.start(
-            lambda: estimate_in_child(settings.request(), measured=measured, nice=nice, cancel=self._cancel),
+            lambda: estimate_in_child(settings.request(), measured=measured, nice=nice, cancel=cancel),
             self._done, self._failed, tag=settings.key,
         )
         self.refresh()
         return True
 
     def start_pressed(self) -> None:
-        """Start was pressed: without an estimate for these settings, the static part beside the run."""
+        """Start was pressed: a probe still running ends (it would compete with the run for its device);
+        without an estimate for these settings, the static part is counted beside the run."""
         settings = self._settings()
+        for key, (measured, cancel) in self._running.items():
+            if measured:
+                cancel.set()
+                if settings is not None and key == settings.key:
+                    self._after_cancel[key] = settings
         if settings is None or settings.key in self._results or settings.key in self._running:
             return
-        self.request(measured=False, nice=True)
+        self.request(measured=False, nice=True, settings=settings)
 
     def shutdown(self) -> None:
         """The window closes: end the children (and their probes) now."""
-        self._cancel.set()
+        self._closing = True
+        for _measured, cancel in self._running.values():
+            cancel.set()
 
     # -- results ----------------------------------------------------------------------
     def _done(self, key: str, data: Any) -> None:
-        measured = self._running.pop(key, True)
+        measured, _cancel = self._running.pop(key, (True, None))
         data = data if isinstance(data, dict) else {}
         if data.get("error") == "cancelled":
+            later = self._after_cancel.pop(key, None)
+            if later is not None:
+                self.request(measured=False, nice=True, settings=later)
+            self.refresh()
             return
         result = result_from(key, data)
         old = self._results.get(key)

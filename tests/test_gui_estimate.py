@@ -131,6 +131,21 @@ def test_start_without_an_estimate_does_not_wait_and_counts_the_weights_beside_t
     assert "activations not measured" in window.controls.estimate.line.text()
 
 
+def test_start_ends_a_probe_still_running_and_counts_the_weights_instead(qtbot, window, toy_csv):
+    prepare(qtbot, window, toy_csv, epochs=1, batch_size=8, device="cpu")
+    estimates = window.train_page.estimates
+    qtbot.mouseClick(window.controls.estimate.button, Qt.MouseButton.LeftButton)
+    assert estimates.running()
+    window.controls.start_action.trigger()  # the probe would compete with the run for its device
+    assert window.running
+    assert not window.controls.estimate.button.isEnabled()  # no probe while a run is in flight
+    qtbot.waitUntil(lambda: not window.running, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: estimates.result() is not None, timeout=ESTIMATE_TIMEOUT_MS)
+    result = estimates.result()
+    assert result.error == "" and not result.measured  # the static part, not the probe's figure
+    assert window.controls.estimate.button.isEnabled()
+
+
 def test_does_not_fit_says_so_offers_what_helps_and_never_blocks_start(qtbot, window, toy_csv, monkeypatch):
     import trainlab.memory
 
