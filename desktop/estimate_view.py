@@ -27,7 +27,6 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from trainlab.desktop import background
 from trainlab.desktop.estimate import (
     DiskNeed,
     EstimateResult,
@@ -259,6 +258,7 @@ class MemoryEstimates(QObject):
     """The estimates made in this window, by settings key; which one the view shows."""
 
     resultReady = Signal(object)  # EstimateResult, for the settings it was made for
+    _childEnded = Signal(str, object)  # key, the child's JSON: from the thread that waited for it
 
     def __init__(self, view: EstimateView, settings: Callable[[], EstimateSettings | None], parent: QObject | None = None):
         super().__init__(parent)
@@ -269,6 +269,8 @@ class MemoryEstimates(QObject):
         self._after_cancel: dict[str, EstimateSettings] = {}  # the static part to count once a cancelled probe ended
         self._shown: EstimateResult | None = None
         self._closing = False
+        self._threads: list[threading.Thread] = []  # each waits for one child
+        self._childEnded.connect(self._done)
         self._busy = False  # a run is in flight: no probe beside it
         view.estimateRequested.connect(self.request)
 
@@ -326,10 +328,23 @@ class MemoryEstimates(QObject):
             return False
         cancel = threading.Event()
         self._running[settings.key] = (measured, cancel)
-        background.start(
-            lambda: estimate_in_child(settings.request(), measured=measured, nice=nice, cancel=cancel),
-            self._done, self._failed, tag=settings.key,
-        )
+
+        def wait_for_child() -> None:
+            try:
+                data = estimate_in_child(settings.request(), measured=measured, nice=nice, cancel=cancel)
+            except Exception as exc:  # noqa: BLE001 - the child could not even start: shown as the reason
+                data = {"error": str(exc) or type(exc).__name__}
+            if self._closing:
+                return
+            try:
+                self._childEnded.emit(settings.key, data)
+            except RuntimeError:  # the window is gone
+                pass
+
+        self._threads = [t for t in self._threads if t.is_alive()]
+        thread = threading.Thread(target=wait_for_child, name="memory-estimate", daemon=True)
+        self._threads.append(thread)
+        thread.start()
         self.refresh()
         return True
 
@@ -351,6 +366,8 @@ class MemoryEstimates(QObject):
         self._closing = True
         for _measured, cancel in self._running.values():
             cancel.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
 
     # -- results ----------------------------------------------------------------------
     def _done(self, key: str, data: Any) -> None:
@@ -370,10 +387,3 @@ class MemoryEstimates(QObject):
             log.info("no memory estimate: %s", result.error)
         self.refresh()
         self.resultReady.emit(result)
-
-    def _failed(self, key: str, message: str, tb: str) -> None:
-        self._running.pop(key, None)
-        log.debug("%s", tb)
-        self._results[key] = EstimateResult(key, error=message)
-        self.refresh()
-        self.resultReady.emit(self._results[key])
