@@ -8,9 +8,9 @@ Start is pressed.
 
 What Start does about it: with an estimate for the settings, nothing more
 (its figure, and its advice when it does not fit, were by Start before the
-press). Without one, the run starts at once and the static part (weights,
-gradients, optimizer states: the meta device, no probe, nothing on the GPU)
-is made beside it, at a lower priority; the activation probe would compete
+press). Without one, the run starts at once and, once it is stepping, the
+static part (weights, gradients, optimizer states: the meta device, no
+probe, no model on the GPU) is made beside it, at a lower priority; the activation probe would compete
 with the run for its device and count the run's memory as its own, so it
 runs only on request (the Estimate link), never during a run, and Start
 ends one still running.
@@ -266,7 +266,8 @@ class MemoryEstimates(QObject):
         self._settings = settings
         self._results: dict[str, EstimateResult] = {}
         self._running: dict[str, tuple[bool, threading.Event]] = {}  # key -> (measured, its cancel)
-        self._after_cancel: dict[str, EstimateSettings] = {}  # the static part to count once a cancelled probe ended
+        self._pending: EstimateSettings | None = None  # the static part to count once the run is stepping
+        self._stepping = False
         self._shown: EstimateResult | None = None
         self._closing = False
         self._threads: list[threading.Thread] = []  # each waits for one child
@@ -350,16 +351,26 @@ class MemoryEstimates(QObject):
 
     def start_pressed(self) -> None:
         """Start was pressed: a probe still running ends (it would compete with the run for its device);
-        without an estimate for these settings, the static part is counted beside the run."""
+        without an estimate for these settings, the static part is counted once the run is stepping."""
         settings = self._settings()
-        for key, (measured, cancel) in self._running.items():
+        for measured, cancel in self._running.values():
             if measured:
                 cancel.set()
-                if settings is not None and key == settings.key:
-                    self._after_cancel[key] = settings
-        if settings is None or settings.key in self._results or settings.key in self._running:
-            return
-        self.request(measured=False, nice=True, settings=settings)
+        self._stepping = False
+        self._pending = settings if settings is not None and settings.key not in self._results else None
+
+    def run_stepping(self) -> None:
+        """The run has taken its first steps (or ended): its start-up no longer shares the CPU with the child."""
+        self._stepping = True
+        self._start_pending()
+
+    def _start_pending(self) -> None:
+        pending = self._pending
+        if pending is None or not self._stepping or pending.key in self._running:
+            return  # a cancelled probe still ending: its _done comes back here
+        self._pending = None
+        if pending.key not in self._results:
+            self.request(measured=False, nice=True, settings=pending)
 
     def shutdown(self) -> None:
         """The window closes: end the children (and their probes) now."""
@@ -374,10 +385,8 @@ class MemoryEstimates(QObject):
         measured, _cancel = self._running.pop(key, (True, None))
         data = data if isinstance(data, dict) else {}
         if data.get("error") == "cancelled":
-            later = self._after_cancel.pop(key, None)
-            if later is not None:
-                self.request(measured=False, nice=True, settings=later)
             self.refresh()
+            self._start_pending()
             return
         result = result_from(key, data)
         old = self._results.get(key)
@@ -387,3 +396,4 @@ class MemoryEstimates(QObject):
             log.info("no memory estimate: %s", result.error)
         self.refresh()
         self.resultReady.emit(result)
+        self._start_pending()
