@@ -351,8 +351,8 @@ class TrainPage(QSplitter):
         )
 
     def _session_changed(self, session, change) -> None:
-        if (change.train or change.finished) and not change.replay:
-            self.estimates.run_stepping()
+        if change.finished and not change.replay:
+            self.estimates.run_ended()
         if change.status or change.reset or change.finished:
             self.update_actions()
         if change.reset:

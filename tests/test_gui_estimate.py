@@ -111,12 +111,14 @@ def test_a_failing_estimate_says_why_and_start_still_runs(qtbot, window, toy_csv
     assert window.error_box is None  # never an error box
 
 
-def test_start_without_an_estimate_does_not_wait_and_counts_the_weights_beside_the_run(qtbot, window, toy_csv):
-    prepare(qtbot, window, toy_csv, epochs=1, batch_size=8, device="cpu")
+def test_start_without_an_estimate_does_not_wait_and_counts_the_weights_once_the_run_ended(qtbot, window, toy_csv):
+    prepare(qtbot, window, toy_csv, epochs=1, batch_size=8, device="cpu", step_delay=0.05)  # ~24 steps: 1 s or more
     estimates = window.train_page.estimates
     assert estimates.result() is None
     window.controls.start_action.trigger()
     assert window.running  # started at once: no estimate in front of it
+    qtbot.waitUntil(lambda: window.session.progress.step > 0, timeout=RUN_TIMEOUT_MS)
+    assert not estimates.running()  # nothing beside the run
     qtbot.waitUntil(lambda: not window.running, timeout=RUN_TIMEOUT_MS)
     qtbot.waitUntil(lambda: estimates.result() is not None, timeout=ESTIMATE_TIMEOUT_MS)
     result = estimates.result()
