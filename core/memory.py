@@ -31,7 +31,7 @@ import math
 import os
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from trainlab.api import UsageError
@@ -229,6 +229,12 @@ class MemoryEstimate:
         data = asdict(self)
         data.update(total=self.total, fits=self.fits, summary=self.summary_line(), headroom=HEADROOM)
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "MemoryEstimate":
+        """The estimate back from ``to_json`` (what a child process printed); the derived keys are dropped."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 def _gb(n: float) -> str:

@@ -407,6 +407,7 @@ class MainWindow(QMainWindow):
             self.telemetry.close()
         if self.train_page is not None:
             self.train_page.data_panel.stop_check()
+            self.train_page.estimates.shutdown()  # its children and their probes
         from trainlab.desktop import background
 
         background.wait_all(10_000)

@@ -1,4 +1,4 @@
-"""Start, Pause/Resume, Stop, "Train N more epochs", and the progress line.
+"""Start, Pause/Resume, Stop, "Train N more epochs", the memory estimate, and the progress line.
 
 The buttons are views of QActions (the same actions sit in the Run menu with
 their shortcuts), so enabling an action enables its button and menu entry
@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from trainlab.desktop.estimate_view import EstimateView
 from trainlab.desktop.formatting import format_duration
 from trainlab.session import RunProgress  # noqa: F401 - its old home; views draw it
 
@@ -103,6 +104,9 @@ class RunControls(QWidget):
         self.mode.currentIndexChanged.connect(lambda _: self.modeChanged.emit(self.mode.currentData()))
         row.addWidget(self.mode)
         layout.addLayout(row)
+        # the memory estimate, and what a LoRA run writes, by Start (trainlab.desktop.estimate_view)
+        self.estimate = EstimateView(self)
+        layout.addWidget(self.estimate)
 
         self.bar = QProgressBar(self)
         self.bar.setObjectName("run_progress")

@@ -6,6 +6,8 @@ is the ``RunController``'s, and what the run looks like is its
 ``RunSession``.  Start turns the form into a ``RunRequest`` with the
 contract's levels (what the window remembered as ``remembered``, the user's
 edits as ``params``) and hands the data check's preparation over with it.
+The memory estimate by Start is ``MemoryEstimates`` (``estimate_view``),
+fed the form's settings by ``estimate_settings``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from trainlab.desktop.data_panel import DataPanel
 from trainlab.desktop.devices import device_choices, nvml_gpus
+from trainlab.desktop.estimate_view import EstimateSettings, MemoryEstimates
 from trainlab.desktop.gpu_picker import LaunchSummary
 from trainlab.desktop.params_form import ParamsForm
 from trainlab.desktop.plots import LivePlots, plot_colors
@@ -82,6 +85,11 @@ class TrainPage(QSplitter):
         controller.session.subscribe(self._session_changed)
         controller.runStarted.connect(self.data_panel.hold)
         controller.runFinished.connect(lambda _outcome: self.data_panel.release())
+        self.estimates = MemoryEstimates(c.estimate, self.estimate_settings, self)
+        c.estimate.remedyChosen.connect(self.apply_remedy)
+        self.params_form.valuesChanged.connect(self.estimates.refresh)
+        controller.runStarted.connect(lambda: self.estimates.set_busy(True))
+        controller.runFinished.connect(lambda _outcome: self.estimates.set_busy(False))
 
         self.task_combo.currentIndexChanged.connect(lambda _: self._task_chosen())
         self.params_form.validityChanged.connect(lambda _: self.update_actions())
@@ -345,6 +353,8 @@ class TrainPage(QSplitter):
 
     def update_actions(self) -> None:
         self._update_launch_summary()  # values set without an edit (gui --set, a preset) count too
+        if hasattr(self, "estimates"):
+            self.estimates.refresh()
         if hasattr(self, "queue_action"):
             self.queue_action.setEnabled(not [b for b in self.start_blockers() if b != self.tr("A run is in progress.")])
         if self.controller.running:
@@ -359,6 +369,8 @@ class TrainPage(QSplitter):
         )
 
     def _session_changed(self, session, change) -> None:
+        if change.finished and not change.replay:
+            self.estimates.run_ended()
         if change.status or change.reset or change.finished:
             self.update_actions()
         if change.reset:
@@ -401,7 +413,33 @@ class TrainPage(QSplitter):
             self.data_panel.cancel_recheck()
             prepared = self.data_panel.take_prepared()
         launch = self.params_form.launch_choice()  # several processes: a group, through the CLI's launcher
-        return self.controller.start(request, mode=self.controls.mode_value(), prepared=prepared, launch=launch)
+        started = self.controller.start(request, mode=self.controls.mode_value(), prepared=prepared, launch=launch)
+        if started and not resume:
+            self.estimates.start_pressed()
+        return started
+
+    # -- the memory estimate -----------------------------------------------------------------
+    def estimate_settings(self) -> EstimateSettings | None:
+        """The run the form describes, for the estimate; None while it cannot be estimated (no data, bad values)."""
+        values = self.params_form.param_values
+        task_id, data = self.task_id(), self.data_panel.path()
+        if not task_id or not data or values is None or values.spec.id != task_id or self.data_panel.error:
+            return None
+        try:
+            resolved = values.resolved()
+        except Exception:  # noqa: BLE001 - a value marked in red: nothing to estimate
+            return None
+        from trainlab import paths
+
+        return EstimateSettings(task_id, data, values.explicit(), values.remembered(), resolved, dict(values.schema),
+                                self.data_panel.summary, str(paths.runs_dir()))
+
+    def apply_remedy(self, name: str, value: str) -> None:
+        """The user chose what the "does not fit" advice offered: set it, and estimate again."""
+        self.params_form.set_values({name: value})
+        self._params_edited()
+        self.update_actions()
+        self.estimates.request()
 
     def train_more(self, epochs: int) -> bool:
         run_dir = self.controller.session.run_dir
