@@ -296,6 +296,165 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
     </message>
 </context>
 <context>
+    <name>EstimateView</name>
+    <message>
+        <source>Estimate</source>
+        <translation>估算</translation>
+    </message>
+    <message>
+        <source>Estimate the memory this run needs: the weights, gradients and optimizer states are counted, the activations measured in two training steps in another process</source>
+        <translation>估算本次运行所需内存：统计权重、梯度和优化器状态，并在另一个进程中通过两个训练步测量激活值</translation>
+    </message>
+    <message>
+        <source>Memory: not estimated for these settings yet</source>
+        <translation>内存：尚未针对这些设置进行估算</translation>
+    </message>
+    <message>
+        <source>Memory: estimating…</source>
+        <translation>内存：正在估算…</translation>
+    </message>
+    <message>
+        <source>No estimate</source>
+        <translation>无估算</translation>
+    </message>
+    <message>
+        <source>%s (for other settings: estimate again)</source>
+        <translation>%s（针对其他设置：请重新估算）</translation>
+    </message>
+    <message>
+        <source>No estimate: %s</source>
+        <translation>无估算：%s</translation>
+    </message>
+    <message>
+        <source>Memory: %s</source>
+        <translation>内存：%s</translation>
+    </message>
+    <message>
+        <source>GPU memory</source>
+        <translation>GPU 显存</translation>
+    </message>
+    <message>
+        <source>free RAM</source>
+        <translation>可用内存</translation>
+    </message>
+    <message>
+        <source>weights, gradients and optimizer need about %1 of your %2 %3; activations not measured</source>
+        <translation>权重、梯度和优化器约需 %1（共 %2 %3）；未测量激活值</translation>
+    </message>
+    <message>
+        <source>needs about %1 of your %2 %3</source>
+        <translation>约需 %1（共 %2 %3）</translation>
+    </message>
+    <message>
+        <source>CUDA context</source>
+        <translation>CUDA 上下文</translation>
+    </message>
+    <message>
+        <source>the process before the model</source>
+        <translation>加载模型前的进程</translation>
+    </message>
+    <message>
+        <source>weights</source>
+        <translation>权重</translation>
+    </message>
+    <message>
+        <source>gradients</source>
+        <translation>梯度</translation>
+    </message>
+    <message>
+        <source>optimizer states</source>
+        <translation>优化器状态</translation>
+    </message>
+    <message>
+        <source>activations (micro-batch of %s)</source>
+        <translation>激活值（微批次 %s）</translation>
+    </message>
+    <message>
+        <source>total: %1 of %2 on %3 (10% kept free)</source>
+        <translation>合计：%1，%3 上可用 %2（保留 10% 空闲）</translation>
+    </message>
+    <message>
+        <source>parameters: %1, trainable: %2</source>
+        <translation>参数：%1，可训练：%2</translation>
+    </message>
+    <message>
+        <source>activations from a two-step probe (%1)%2</source>
+        <translation>激活值来自两步探测（%1）%2</translation>
+    </message>
+    <message>
+        <source>, cached</source>
+        <translation>，已缓存</translation>
+    </message>
+    <message>
+        <source>Does not fit: this run needs about %1, more than the %2 it can use on %3 (10% kept free).</source>
+        <translation>放不下：本次运行约需 %1，超过 %3 上可用的 %2（保留 10% 空闲）。</translation>
+    </message>
+    <message>
+        <source>Does not fit: this run needs about %1, more than the %2 of free RAM it can use (10% kept free).</source>
+        <translation>放不下：本次运行约需 %1，超过可用内存 %2（保留 10% 空闲）。</translation>
+    </message>
+    <message>
+        <source>You can still start it: if memory runs out, the run splits its batches and retries.</source>
+        <translation>仍可开始运行：如果内存不足，运行会拆分批次并重试。</translation>
+    </message>
+    <message>
+        <source>What helps:</source>
+        <translation>可行的办法：</translation>
+    </message>
+    <message>
+        <source>Micro-batches that fit</source>
+        <translation>可容纳的微批次</translation>
+    </message>
+    <message>
+        <source>micro_batch_size=auto: the largest micro-batch that fits; batch_size stays the effective batch</source>
+        <translation>micro_batch_size=auto：使用可容纳的最大微批次；batch_size 仍为有效批次</translation>
+    </message>
+    <message>
+        <source>Gradient checkpointing</source>
+        <translation>梯度检查点</translation>
+    </message>
+    <message>
+        <source>gradient_checkpointing=on: recompute activations in the backward pass (about a third slower)</source>
+        <translation>gradient_checkpointing=on：在反向传播中重新计算激活值（约慢三分之一）</translation>
+    </message>
+    <message>
+        <source>LoRA adapters</source>
+        <translation>LoRA 适配器</translation>
+    </message>
+    <message>
+        <source>finetune=lora: train small adapters and the head, not every weight</source>
+        <translation>finetune=lora：只训练小型适配器和输出头，而不是全部权重</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <source>Writes about %1: merged model + adapters</source>
+        <translation>约写入 %1：合并后的模型 + 适配器</translation>
+    </message>
+    <message>
+        <source>Writes about %1: adapters only; model/ names the base model</source>
+        <translation>约写入 %1：仅适配器；model/ 记录基础模型</translation>
+    </message>
+    <message>
+        <source>Writes the adapters only (their size comes with the estimate); model/ names the base model</source>
+        <translation>仅写入适配器（其大小随估算给出）；model/ 记录基础模型</translation>
+    </message>
+    <message>
+        <source>(%1 free in %2)</source>
+        <translation>（%2 中可用 %1）</translation>
+    </message>
+    <message>
+        <source>— not enough free space</source>
+        <translation>— 可用空间不足</translation>
+    </message>
+    <message>
+        <source>Checkpoints hold every weight, the base model&apos;s included, and take more space while the run lasts (keep_checkpoints=last halves it)</source>
+        <translation>检查点包含全部权重（含基础模型），运行期间会占用更多空间（keep_checkpoints=last 可减半）</translation>
+    </message>
+</context>
+<context>
     <name>GpuPanel</name>
     <message>
         <source>CPU / RAM</source>
@@ -363,10 +522,86 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
     </message>
 </context>
 <context>
+    <name>GpuPicker</name>
+    <message numerus="yes">
+        <source>All %n GPUs</source>
+        <translation>
+            <numerusform>全部 %n 个 GPU</numerusform></translation>
+    </message>
+    <message>
+        <source>One process per GPU, every GPU of this machine</source>
+        <translation>每个 GPU 一个进程，使用本机所有 GPU</translation>
+    </message>
+    <message>
+        <source>Check two or more to train on them together, one process per GPU (the effective batch grows with them).</source>
+        <translation>勾选两个或更多以一起训练，每个 GPU 一个进程（有效批次随之增大）。</translation>
+    </message>
+    <message>
+        <source>Several GPUs: one data-parallel run, one process per GPU (command line: --gpus 0,2).
+One GPU: the same as choosing it as the device.</source>
+        <translation>多个 GPU：一次数据并行运行，每个 GPU 一个进程（命令行：--gpus 0,2）。
+一个 GPU：等同于将其选为设备。</translation>
+    </message>
+</context>
+<context>
     <name>KeepAwake</name>
     <message>
         <source>A training run is in progress</source>
         <translation>正在进行训练</translation>
+    </message>
+</context>
+<context>
+    <name>LaunchPicker</name>
+    <message>
+        <source>GPUs:</source>
+        <translation>GPU：</translation>
+    </message>
+    <message>
+        <source>CPU processes:</source>
+        <translation>CPU 进程：</translation>
+    </message>
+    <message>
+        <source>Train on the CPU as one data-parallel run of this many processes (gloo), each with a share of the cores.
+Usually slower than one process on a desktop; it can pay on a machine with many cores.
+Command line: --nproc-per-node N --device cpu</source>
+        <translation>在 CPU 上以这么多进程（gloo）进行一次数据并行训练，每个进程分得部分核心。
+在台式机上通常比单进程慢；在多核机器上可能更快。
+命令行：--nproc-per-node N --device cpu</translation>
+    </message>
+</context>
+<context>
+    <name>LaunchSummary</name>
+    <message>
+        <source>World size %1</source>
+        <translation>进程总数 %1</translation>
+    </message>
+    <message>
+        <source>%1 processes, one per GPU</source>
+        <translation>%1 个进程，每个 GPU 一个</translation>
+    </message>
+    <message>
+        <source>%1 CPU processes</source>
+        <translation>%1 个 CPU 进程</translation>
+    </message>
+    <message>
+        <source>effective batch %1</source>
+        <translation>有效批次 %1</translation>
+    </message>
+    <message>
+        <source>per GPU</source>
+        <translation>每个 GPU</translation>
+    </message>
+    <message>
+        <source>per process</source>
+        <translation>每个进程</translation>
+    </message>
+    <message>
+        <source>Effective batch: %1 %2 × %3 processes × %4 accumulation: the examples of one optimizer step.</source>
+        <translation>有效批次：%1 %2 × %3 个进程 × %4 次累积：一次优化器步的样本数。</translation>
+    </message>
+    <message>
+        <source>The batch size is per process, and the learning rate is not rescaled for you.</source>
+        <translation>批次大小按进程计，学习率不会自动调整。</translation>
     </message>
 </context>
 <context>
@@ -759,6 +994,10 @@ added: {added}</source>
     <message>
         <source>Choose a folder</source>
         <translation>选择文件夹</translation>
+    </message>
+    <message>
+        <source>The GPUs checked below are the devices of this run</source>
+        <translation>下面勾选的 GPU 即本次运行的设备</translation>
     </message>
     <message>
         <source>A value is required.</source>
