@@ -31,7 +31,9 @@ def test_small_cnn_takes_any_image_size():
 
 
 def test_presets_resolve_to_their_defaults():
-    small = resolve(SPEC, ENGINE_PARAMS, {}, {})
+    default = resolve(SPEC, ENGINE_PARAMS, {}, {})  # model=auto: the small CNN sized to the data (issue 16)
+    assert default["model"] == "auto" and default["image_size"] == 64 and not default["pretrained"]
+    small = resolve(SPEC, ENGINE_PARAMS, {}, {"model": "small-cnn"})
     assert small["model"] == "small-cnn" and small["image_size"] == 64 and not small["pretrained"]
     big = resolve(SPEC, ENGINE_PARAMS, {}, {"model": "resnet50"})
     assert big["image_size"] == 224 and big["pretrained"] is True
