@@ -32,11 +32,12 @@ def delete_images(root):
 # -- model=auto ---------------------------------------------------------------------------
 
 
-def test_auto_is_the_classification_default_and_small_cnn_stays_a_choice():
+def test_small_cnn_stays_the_classification_default_and_auto_is_a_choice():
+    # auto ended the bundled sample at 0.894 against small-cnn's 0.989 (docs/tasks/image-classification.md)
     _, params = make_task()
-    assert params["model"] == "auto" and params["image_size"] == 64 and not params["pretrained"]
-    _, explicit = make_task(model="small-cnn")
-    assert explicit["model"] == "small-cnn" and explicit["image_size"] == 64
+    assert params["model"] == "small-cnn" and params["image_size"] == 64 and not params["pretrained"]
+    _, auto = make_task(model="auto")
+    assert auto["model"] == "auto" and auto["image_size"] == 64 and auto["batch_size"] == 32
     _, regression = make_task("image-regression")
     assert regression["model"] == "small-cnn"  # the other image tasks keep their measured recipe
 
@@ -60,7 +61,7 @@ def test_auto_is_shallower_for_small_images_and_narrower_for_few_images():
 def test_an_auto_run_says_its_choice_records_it_and_its_model_reloads(cli, tmp_path):
     shapes(tmp_path / "d", classes=3, per_class=8, size=24)
     out = tmp_path / "run"
-    result = cli("train", "image-classification", "--data", str(tmp_path / "d"), "--epochs", "1", "--set", "image_size=32",
+    result = cli("train", "image-classification", "--data", str(tmp_path / "d"), "--epochs", "1", "--model", "auto", "--set", "image_size=32",
                  "--out", str(out), "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "model auto: small-cnn with 4 stages of 1 convolution (16-32-64-128 channels), for 18 training images at 32 px" in result.stderr
