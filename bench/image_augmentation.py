@@ -32,8 +32,8 @@ def run(data: Path, out: Path, augmentation: str, epochs: int, seed: int) -> flo
     from trainlab.engine.runner import RunRequest, run_training
 
     # Default checkpointing: the reported accuracy is that of the best epoch, as a user gets it.
-    params = {"augmentation": augmentation, "epochs": epochs, "seed": seed, "image_size": 32, "device": "cpu",
-              "val_fraction": 0.2}  # fmt: skip
+    params = {"model": "small-cnn", "augmentation": augmentation, "epochs": epochs, "seed": seed, "image_size": 32,
+              "device": "cpu", "val_fraction": 0.2}  # fmt: skip
     result = run_training(RunRequest(task="image-classification", data=str(data), params=params, out=str(out)))
     if result.status != "completed":
         raise SystemExit(f"run failed: {result.error}")

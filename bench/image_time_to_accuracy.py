@@ -26,7 +26,20 @@ the load average. ``--set`` passes parameters to the TrainLab side, to
 measure one lever at a time (``--set batch_size=128 --set lr=0.006``,
 ``--set model=...``, ``--set num_workers=0``).
 
-    python bench/image_time_to_accuracy.py [--pairs 3] [--epochs 5] [--set KEY=VALUE ...] [--json]
+``--levers``: every pair also runs TrainLab with the defaults of before
+issue 16's levers (``BEFORE``: model small-cnn, nothing kept in memory, no
+channels_last), with each lever alone on top of them, and with the defaults
+of now less one lever at a time (``LEVERS``); the JSON gives each one's ratio, time to the target, seconds per training
+epoch and per evaluation, and final accuracy under ``levers``; ``ratio``
+stays the figure of the defaults (plus ``--set``).
+
+``--backbone``: a 224 px run of a pretrained-size backbone (torchvision
+resnet18 from its constructor, random weights: no download) on generated
+224 px images, the defaults before the levers against now, alternating;
+seconds per training epoch after the first (``--set`` applies to both).
+
+    python bench/image_time_to_accuracy.py [--pairs 3] [--epochs 5] [--set KEY=VALUE ...] [--levers] [--json]
+    python bench/image_time_to_accuracy.py --backbone [--pairs 2] [--json]
 
 The last line printed is one JSON object.
 """
@@ -48,6 +61,22 @@ from pairs import load_average, order, ratio_summary, spread
 
 CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS, SIZE = 6, 240, 60, 32
 SEED = 0
+# What the defaults were before the levers; each lever alone on top of that,
+# and the defaults of now less one lever at a time.
+BEFORE = {"model": "small-cnn", "memory_cache": "off", "channels_last": "false"}
+LEVERS = {
+    "before": BEFORE,
+    "model_auto": {**BEFORE, "model": "auto", "batch_size": "64", "lr": "0.003"},  # the architecture, small-cnn's recipe
+    "memory_cache": {**BEFORE, "memory_cache": "auto"},
+    "channels_last": {**BEFORE, "channels_last": "true"},
+    "batch_32_lr_0.002": {**BEFORE, "batch_size": "32", "lr": "0.002"},
+    "batch_128_lr_0.006_one_cycle": {**BEFORE, "batch_size": "128", "lr": "0.006", "schedule": "cosine", "warmup_ratio": "0.3"},
+    "defaults_without_memory_cache": {"memory_cache": "off"},
+    "defaults_without_channels_last": {"channels_last": "false"},
+    "defaults_with_batch_64_lr_0.003": {"batch_size": "64", "lr": "0.003"},
+}
+BACKBONE = {"model": "resnet18", "pretrained": "false", "image_size": "224", "epochs": "2", "batch_size": "16"}
+BACKBONE_CLASSES, BACKBONE_TRAIN, BACKBONE_VAL, BACKBONE_SIZE = 4, 24, 6, 256
 
 
 def make_data(root: Path) -> Path:
@@ -120,7 +149,36 @@ def trainlab_run(data: Path, out: Path, target: float, sets: dict[str, str]) -> 
 
     params = {"device": "cpu", **sets}
     result = run_training(RunRequest(task="image-classification", data=str(data), params=params, out=str(out)), callbacks=[Probe()], control=control)
-    return {"epochs": epochs_out, "status": result.status}
+    record = json.loads((out / "run.json").read_text())
+    extra = record.get("data_summary", {}).get("extra", {})
+    return {"epochs": epochs_out, "status": result.status, "model": extra.get("model"), "memory_cache": extra.get("memory_cache"),
+            "decode_ms_per_image": extra.get("decode_ms_per_image")}  # fmt: skip
+
+
+def lever_figures(runs: list[dict]) -> dict:
+    """One configuration's figures over its runs (each a trainlab_run plus the pair's script time and target)."""
+    reached = [r for r in runs if r["time_to_target_s"] is not None]
+    ratio = ratio_summary([r["time_to_target_s"] for r in reached], [r["script_train_s"] for r in reached])
+    ratio_cpu = ratio_summary([r["time_to_target_cpu_s"] for r in reached], [r["script_train_cpu_s"] for r in reached])
+    epochs = [e for r in runs for e in r["epochs"]]
+    later = [e for r in runs for e in r["epochs"][1:]]  # after the first epoch (a cache is filled in it)
+    return {
+        "ratio": ratio.get("median"),
+        "ratio_spread": ratio,
+        "ratio_cpu": ratio_cpu.get("median"),
+        "reached_target": f"{len(reached)} of {len(runs)}",
+        "time_to_target_seconds": spread([r["time_to_target_s"] for r in reached]),
+        "epochs_to_target": spread([next(i + 1 for i, e in enumerate(r["epochs"]) if e["accuracy"] >= r["target"]) for r in reached]),
+        "train_seconds_first_epoch": spread([r["epochs"][0]["train_s"] for r in runs if r["epochs"]]),
+        "train_seconds_later_epochs": spread([e["train_s"] for e in later]),
+        "train_cpu_seconds_first_epoch": spread([r["epochs"][0]["train_cpu_s"] for r in runs if r["epochs"]]),
+        "train_cpu_seconds_later_epochs": spread([e["train_cpu_s"] for e in later]),
+        "eval_seconds_per_epoch": spread([e["eval_s"] for e in epochs if "eval_s" in e]),
+        "final_accuracy": spread([r["epochs"][-1]["accuracy"] for r in runs if r["epochs"]]),
+        "model": runs[0].get("model") if runs else None,
+        "memory_cache": (runs[0].get("memory_cache") or {}).get("splits") if runs else None,
+        "decode_ms_per_image": runs[0].get("decode_ms_per_image") if runs else None,
+    }
 
 
 def time_to(epochs: list[dict], target: float) -> tuple[float | None, float | None]:
@@ -133,17 +191,66 @@ def time_to(epochs: list[dict], target: float) -> tuple[float | None, float | No
     return None, None
 
 
+def backbone_mode(pairs: int, sets: dict[str, str], say) -> dict:
+    """resnet18 at 224 px (random weights), the defaults before the levers against now; seconds per epoch after the first."""
+    from trainlab.plugins.image.sample import make_shapes_dataset
+
+    configs = {"before": {**BACKBONE, **BEFORE, "model": "resnet18", **sets}, "now": {**BACKBONE, **sets}}
+    results: dict[str, list[dict]] = {name: [] for name in configs}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        os.environ.setdefault("TRAINLAB_HOME", str(tmp / "home"))
+        data = make_shapes_dataset(tmp / "data", classes=BACKBONE_CLASSES, size=BACKBONE_SIZE, seed=SEED,
+                                   splits={"train": BACKBONE_TRAIN, "val": BACKBONE_VAL})  # fmt: skip
+        for pair in range(pairs):
+            for name in order(pair, list(configs)):
+                run = trainlab_run(data, tmp / f"run-{pair}-{name}", 2.0, configs[name])  # an unreachable target: every epoch runs
+                results[name].append(run)
+                say(f"pair {pair + 1} {name}: epochs {[round(e['train_s'], 2) for e in run['epochs']]} s, "
+                    f"accuracy {[round(e['accuracy'], 4) for e in run['epochs']]}, memory cache {(run['memory_cache'] or {}).get('splits')}")  # fmt: skip
+    later = {name: [e["train_s"] for r in runs for e in r["epochs"][1:]] for name, runs in results.items()}
+    later_cpu = {name: [e["train_cpu_s"] for r in runs for e in r["epochs"][1:]] for name, runs in results.items()}
+    ratio = ratio_summary(later["now"], later["before"])
+    ratio_cpu = ratio_summary(later_cpu["now"], later_cpu["before"])
+    summary = {
+        "benchmark": "image_time_to_accuracy --backbone",
+        "setup": {**BACKBONE, "classes": BACKBONE_CLASSES, "train_images": BACKBONE_CLASSES * BACKBONE_TRAIN, "source_px": BACKBONE_SIZE},
+        "ratio_now_over_before": ratio.get("median"),
+        "ratio_spread": ratio,
+        "ratio_cpu_now_over_before": ratio_cpu.get("median"),
+        "ratio_cpu_spread": ratio_cpu,
+        **{f"{name}_train_seconds_later_epochs": spread(values) for name, values in later.items()},
+        **{f"{name}_train_cpu_seconds_later_epochs": spread(values) for name, values in later_cpu.items()},
+        **{f"{name}_final_accuracy": spread([r["epochs"][-1]["accuracy"] for r in runs]) for name, runs in results.items()},
+        **{f"{name}_params": configs[name] for name in configs},
+        "goal": "ratio_now_over_before <= 1 (no slower)",
+        "load_average": load_average(),
+        "threads": torch.get_num_threads(),
+    }
+    say(f"resnet18 at 224 px: now / before seconds per epoch {summary['ratio_now_over_before']} (+-{ratio.get('spread_pct')}%), "
+        f"CPU {summary['ratio_cpu_now_over_before']} (+-{ratio_cpu.get('spread_pct')}%)")
+    return summary
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=5, help="the plain script's epochs")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="a TrainLab parameter (one lever)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads of both sides")
+    parser.add_argument("--levers", action="store_true", help="also each lever alone on the defaults of before (see LEVERS)")
+    parser.add_argument("--backbone", action="store_true", help="a 224 px resnet18 run before and after the levers")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(max(1, args.threads))
     sets = dict(item.split("=", 1) for item in args.sets)
     say = (lambda text: print(text, file=sys.stderr)) if args.json else print
+    if args.backbone:
+        summary = backbone_mode(args.pairs, sets, say)
+        print(json.dumps(summary))
+        return 0
+    levers = {name: {**change, **sets} for name, change in LEVERS.items()} if args.levers else {}
+    lever_runs: dict[str, list[dict]] = {name: [] for name in levers}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         os.environ.setdefault("TRAINLAB_HOME", str(tmp / "home"))
@@ -154,17 +261,27 @@ def main() -> int:
         scripts, runs, ratios_wall, ratios_cpu = [], [], [], []
         for pair in range(args.pairs):
             got = {}
+            sides = ["trainlab", *levers]
+            sides = sides[pair % len(sides) :] + sides[: pair % len(sides)]  # each configuration takes each place in turn
             for side in order(pair, ["script", "trainlab"]):
                 if side == "script":
                     got["script"] = plain_script(data, args.epochs)
                     finals.append(got["script"]["epochs"][-1]["accuracy"])
-                else:
-                    got["trainlab"] = trainlab_run(data, tmp / f"run-{pair}", statistics.median(finals), sets)
-                    got["target"] = statistics.median(finals)
+                    continue
+                got["target"] = statistics.median(finals)
+                for name in sides:
+                    if name == "trainlab":
+                        got["trainlab"] = trainlab_run(data, tmp / f"run-{pair}", got["target"], sets)
+                    else:
+                        got[name] = trainlab_run(data, tmp / f"run-{pair}-{name}", got["target"], levers[name])
             script_wall = sum(e["train_s"] for e in got["script"]["epochs"])
             script_cpu = sum(e["train_cpu_s"] for e in got["script"]["epochs"])
             reach_wall, reach_cpu = time_to(got["trainlab"]["epochs"], got["target"])
             scripts.append(got["script"])
+            for name in levers:
+                lever_wall, lever_cpu = time_to(got[name]["epochs"], got["target"])
+                lever_runs[name].append({**got[name], "target": got["target"], "time_to_target_s": lever_wall, "time_to_target_cpu_s": lever_cpu,
+                                         "script_train_s": script_wall, "script_train_cpu_s": script_cpu})  # fmt: skip
             runs.append({**got["trainlab"], "target": got["target"], "time_to_target_s": reach_wall, "time_to_target_cpu_s": reach_cpu,
                          "script_train_s": script_wall, "script_train_cpu_s": script_cpu})  # fmt: skip
             if reach_wall is not None:
@@ -189,12 +306,18 @@ def main() -> int:
         "trainlab_time_to_target_seconds": spread([r["time_to_target_s"] for r in runs if r["time_to_target_s"] is not None]),
         "trainlab_eval_seconds_per_epoch": spread([e["eval_s"] for r in runs for e in r["epochs"] if "eval_s" in e]),
         "trainlab_params": {"device": "cpu", **sets},
+        "trainlab": lever_figures(runs),
+        **({"levers": {name: {"params": levers[name], **lever_figures(lever_runs[name])} for name in levers}} if levers else {}),
         "runs": runs,
         "goal": "ratio <= 0.667 at the script's final accuracy",
         "load_average": load_average(),
         "threads": torch.get_num_threads(),
     }
     if not args.json:
+        for name, figures in summary.get("levers", {}).items():
+            print(f"  {name:28s} ratio {figures['ratio']} (CPU {figures['ratio_cpu']}), reached {figures['reached_target']}, "
+                  f"epoch {figures['train_seconds_later_epochs'].get('median')} s (CPU {figures['train_cpu_seconds_later_epochs'].get('median')} s), eval {figures['eval_seconds_per_epoch'].get('median')} s, "
+                  f"final accuracy {figures['final_accuracy'].get('median')}")  # fmt: skip
         print(f"TrainLab time to the script's accuracy / the script's training time: {summary['ratio']} "
               f"(+-{ratio.get('spread_pct')}%), CPU {summary['ratio_cpu']}; load average {summary['load_average']}")
     print(json.dumps(summary))

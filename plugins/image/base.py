@@ -26,11 +26,13 @@ from trainlab.plugins.image.data import read_image_data
 from trainlab.plugins.image.dataset import ImageBatchCollator, ImageFolderDataset
 from trainlab.plugins.image.export import META_FILE, load_model_folder, read_model_description, save_model_folder
 from trainlab.plugins.image.folder import IMAGE_EXTENSIONS, Splits
-from trainlab.plugins.image.models import build_model
+from trainlab.plugins.image.models import auto_cnn_options, build_model, describe_cnn
 from trainlab.plugins.image.predictor import make_predictor
 from trainlab.plugins.image.transforms import (
     IMAGENET_MEAN,
     IMAGENET_STD,
+    cached_bytes,
+    cached_parts,
     decode_side,
     eval_resize,
     eval_transform,
@@ -40,6 +42,27 @@ from trainlab.plugins.image.transforms import (
 
 PROBE_IMAGES = 8  # images decoded in prepare() to measure the decoding cost
 SKIPPED_LISTED = 100
+# memory_cache=auto: decoded images may take this share of the RAM available when the run is prepared.
+MEMORY_CACHE_SHARE = 0.25
+MB = 1 << 20
+
+
+def memory_cache_budget(value: Any) -> int | None:
+    """Bytes the decoded images may take: ``auto`` (a share of the available RAM), ``off``, or a number of MB."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        import psutil
+
+        return int(psutil.virtual_memory().available * MEMORY_CACHE_SHARE)
+    if text in ("off", "false", "0", "none", "no"):
+        return None
+    try:
+        megabytes = float(text)
+    except ValueError:
+        raise UsageError(f"memory_cache: expected auto, off or a budget in MB, got {value!r}") from None
+    if not 0 < megabytes < 1 << 40:
+        raise UsageError(f"memory_cache: {value!r} MB is not a budget")
+    return int(megabytes * MB)
 
 
 def usable_cores() -> int:
@@ -93,6 +116,7 @@ class ImageTask:
     def __init__(self, spec: TaskSpec, params: Mapping[str, Any]):
         super().__init__(spec, params)
         self._arch: tuple[str, str] | None = None  # resolved on first use: predict needs none of it
+        self._arch_options: dict[str, Any] | None = None  # a small CNN's widths and convs (auto, or a model folder's)
         self.image_size = int(self.params.get("image_size", 224))
         self.crop_fraction = float(self.params.get("crop_fraction", 1.0))
         self.augmentation = resolve_augmentation(
@@ -140,7 +164,17 @@ class ImageTask:
     # -- model choice -------------------------------------------------------
     @property
     def arch(self) -> str:
-        return self._model_choice()[0]
+        """The architecture built: ``auto`` builds small-cnn (sized by ``arch_options``)."""
+        arch = self._model_choice()[0]
+        return "small-cnn" if arch == "auto" else arch
+
+    @property
+    def arch_options(self) -> dict[str, Any] | None:
+        """The small CNN's widths and convolutions per stage: chosen from the data for ``auto``,
+        read from the model folder being fine-tuned; None for the fixed presets."""
+        if self._arch_options is None and self._model_choice()[0] == "auto":
+            self._arch_options = auto_cnn_options(self.image_size, len(self._items.get("train", [])))
+        return self._arch_options
 
     def _model_choice(self) -> tuple[str, str]:
         if self._arch is None:
@@ -157,6 +191,8 @@ class ImageTask:
                 arch = meta.get("architecture")
                 if arch not in MODELS:
                     raise UsageError(f"model folder {folder} has architecture {arch!r}, which this TrainLab does not know")
+                options = meta.get("architecture_options")
+                self._arch_options = dict(options) if isinstance(options, dict) else None
                 return arch, str(weights)
         raise UsageError(
             f"model {value!r} is neither a preset ({', '.join(MODELS)}) nor a TrainLab image model folder "
@@ -180,6 +216,13 @@ class ImageTask:
         self.label_names = list(found.label_names)
         self._items = found.items
         self._datasets = {}
+        if self._model_choice()[0] == "auto":
+            self._arch_options = None  # sized again to this data
+        if self._model_choice()[0] == "auto" and not ctx.whole_data:  # other data evaluated: the model folder's network
+            ctx.log(
+                f"model auto: small-cnn with {describe_cnn(self.arch_options)}, for {len(found.items.get('train', []))} "
+                f"training images at {self.image_size} px"
+            )
         self._collator = ImageBatchCollator(self.image_size, self.target_dtype, self._target_width())
         self._prepared = True
         self._trained_run = label_names is not None
@@ -201,6 +244,15 @@ class ImageTask:
             median_side,
         )
         self._decode_ms = self._probe_decode_ms()
+        workers = self.num_workers(ctx)  # validates a hand-set value before the run
+        cache = self._plan_memory_cache(found, workers, ctx)
+        if cache["splits"]:
+            ctx.log(
+                f"decoded {' and '.join(cache['splits'])} images kept in memory after their first use "
+                f"(about {cache['bytes'] / MB:.1f} MB of a {cache['budget_bytes'] / MB:.0f} MB budget)"
+            )
+        elif cache.get("reason") != "memory_cache off":
+            ctx.log(f"decoded images not kept in memory: {cache['reason']}")
         if found.explicit:
             splits_from = found.form
         else:
@@ -218,9 +270,12 @@ class ImageTask:
                 "formats": dict(Counter(r.format for r in records).most_common()),
                 "augmentation": self.augmentation.describe(),
                 "decode_ms_per_image": round(self._decode_ms, 3),
-                "num_workers": self.num_workers(ctx),  # validates a hand-set value before the run
+                "num_workers": workers,
+                "memory_cache": cache,
             },
         )
+        if self._model_choice()[0] == "auto" and not ctx.whole_data:
+            summary.extra["model"] = {"architecture": self.arch, "architecture_options": self.arch_options, "chosen_by": "auto"}
         if label_names is None and self.label_names:
             imbalance = summary.imbalance_warning("train")
             if imbalance:
@@ -251,11 +306,53 @@ class ImageTask:
         dataset = self.dataset(split)
         step = max(1, len(dataset) // PROBE_IMAGES)
         picks = list(range(0, len(dataset), step))[:PROBE_IMAGES]
-        dataset[picks[0]]  # first call imports and warms up the decoders
+        dataset.decode_uncached(picks[0])  # first call imports and warms up the decoders
         start = time.perf_counter()
         for index in picks:
-            dataset[index]
+            dataset.decode_uncached(index)
         return (time.perf_counter() - start) * 1000.0 / len(picks)
+
+    def _plan_memory_cache(self, found: Splits, workers: int, ctx: RunContext) -> dict[str, Any]:
+        """Which splits keep their decoded images in memory (``memory_cache``), as the data summary says it.
+
+        Only where the loader runs in the training process (a worker process
+        would fill a copy of its own) and an image is read more than once (two
+        epochs or more).  Splits are taken in the order they are
+        read most (train, val, test) while their estimated size fits the budget.
+        """
+        budget = memory_cache_budget(self.params.get("memory_cache", "auto"))
+        if budget is None:
+            return {"splits": [], "reason": "memory_cache off"}
+        if workers:
+            return {"splits": [], "reason": f"{workers} loader worker processes decode (each would keep a copy of its own)"}
+        if int(self.params.get("epochs", 1)) < 2 or ctx.purpose not in ("train", "resume"):
+            # and the memory stays that of the file list (bench/scale.py)
+            return {"splits": [], "reason": "each image is read once (one epoch, or an evaluation)"}
+        plan: dict[str, Any] = {"splits": [], "bytes": 0, "budget_bytes": budget}
+        for split in self.splits():
+            augmentation = self.augmentation if split == "train" else None
+            records = found.records.get(split) or []
+            sizes = [(r.width, r.height) for r in records] if len(records) == len(self._items[split]) else []
+            if not sizes:  # no headers to size them by: as large as the image size
+                sizes = [(self.image_size, self.image_size)] * len(self._items[split])
+            need = cached_bytes(augmentation, self.image_size, sizes, self.crop_fraction)
+            if plan["bytes"] + need > budget:
+                plan.setdefault("not_kept", []).append(split)
+                plan["reason"] = f"{split} would take {(plan['bytes'] + need) / MB:.1f} MB in all, more than the budget of {budget / MB:.1f} MB"
+                break
+            fixed, random = cached_parts(augmentation, self.image_size, self.crop_fraction)
+            self.dataset(split).keep_decoded(budget - plan["bytes"], fixed, random)
+            plan["splits"].append(split)
+            plan["bytes"] += need
+        return plan
+
+    def memory_cache_state(self) -> dict[str, dict[str, int]]:
+        """Per cached split: images stored so far and their bytes."""
+        return {
+            split: {"images": d.cache.stored, "bytes": d.cache.used, "full": d.cache.full}
+            for split, d in self._datasets.items()
+            if d.cache is not None
+        }
 
     def splits(self) -> list[str]:
         return [s for s in ("train", "val", "test") if self._items.get(s)]
@@ -334,18 +431,27 @@ class ImageTask:
         if freeze and initial and not (pretrained or weights):
             ctx.log(f"warning: freeze_backbone without pretrained weights trains only the head of a random {arch}")
         return build_model(
-            arch,
+            self.arch,
             self.num_outputs(),
             image_size=self.image_size,
             pretrained=pretrained,
             weights=weights,
             freeze=freeze,
             log=ctx.log,
+            options=self.arch_options,
         )
+
+    def channels_last(self, ctx: RunContext) -> bool:
+        """``channels_last``: auto on CUDA and on the CPU, where it measured faster too (oneDNN's
+        convolutions: docs/tasks/image-classification.md); other devices keep the default layout."""
+        value = str(self.params.get("channels_last", "auto")).lower()
+        if value == "auto":
+            return getattr(ctx.device, "type", str(ctx.device)) in ("cuda", "cpu")
+        return value == "true"
 
     def prepare_model(self, model: torch.nn.Module, ctx: RunContext) -> torch.nn.Module:
         model = model.to(ctx.device)
-        if ctx.is_cuda:
+        if self.channels_last(ctx):
             model = model.to(memory_format=torch.channels_last)
         return model
 
@@ -355,7 +461,7 @@ class ImageTask:
             self._note_skipped(skipped.entries, empty=batch["pixels"].shape[0] == 0)
         device = ctx.device
         pixels = batch["pixels"].to(device, non_blocking=True)
-        if ctx.is_cuda:  # on the bytes: a quarter of the copy; the float maths keeps the layout
+        if self.channels_last(ctx):  # on the bytes: a quarter of the copy; the float maths keeps the layout
             pixels = pixels.contiguous(memory_format=torch.channels_last)
         mean, std = self._normalisation(device)
         pixels = (pixels.float() - mean) / std
@@ -417,6 +523,7 @@ class ImageTask:
             family=self.spec.family,
             outputs=self.num_outputs(),
             output=self.output_description(),
+            options=self.arch_options,
         )
 
     def load_trained_model(self, model_dir: Path, ctx: RunContext) -> torch.nn.Module:

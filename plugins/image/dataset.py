@@ -10,6 +10,37 @@ import torch
 from trainlab.plugins.image.decode import UnreadableImage, load_rgb
 
 
+class DecodedImages:
+    """Images of one split kept in memory as uint8 tensors, each stored on its first use.
+
+    ``budget`` bytes at most: once an image would overflow it, the rest are
+    decoded each time they are read (``full``), as without the cache.  It
+    lives with the dataset of one preparation of the data; preparing again
+    (another run, a changed data set) starts an empty one.
+    """
+
+    def __init__(self, size: int, budget: int):
+        self.entries: list[torch.Tensor | None] = [None] * size
+        self.budget = int(budget)
+        self.used = 0
+        self.full = False
+
+    def get(self, index: int) -> torch.Tensor | None:
+        return self.entries[index]
+
+    def put(self, index: int, pixels: torch.Tensor) -> None:
+        size = pixels.numel() * pixels.element_size()
+        if self.used + size > self.budget:
+            self.full = True
+            return
+        self.entries[index] = pixels
+        self.used += size
+
+    @property
+    def stored(self) -> int:
+        return sum(e is not None for e in self.entries)
+
+
 class ImageFolderDataset:
     """``items[i] = (path, target)``; yields (uint8 CHW, target, i, error).
 
@@ -19,12 +50,33 @@ class ImageFolderDataset:
     A file that cannot be decoded yields ``error = (path, reason)`` and no
     pixels: the collator drops it and the task counts it, so one broken file
     never stops a run.
+
+    With a cache (``keep_decoded``) the transform runs in two parts: the
+    fixed one (decoding, resizing, and for evaluation the crop) once per
+    image, its tensor kept; the random one (augmentation) on that tensor at
+    every read.
     """
 
     def __init__(self, items: Sequence[tuple[str, int]], transform: Callable[[Any], torch.Tensor], decode_side: int):
         self.items = list(items)
         self.transform = transform
         self.decode_side = decode_side
+        self.cache: DecodedImages | None = None
+        self._fixed: Callable[[Any], torch.Tensor] | None = None
+        self._random: Callable[[torch.Tensor], torch.Tensor] | None = None
+
+    def keep_decoded(
+        self, budget: int, fixed: Callable[[Any], torch.Tensor], random: Callable[[torch.Tensor], torch.Tensor] | None
+    ) -> DecodedImages:
+        self.cache = DecodedImages(len(self.items), budget)
+        self._fixed, self._random = fixed, random
+        return self.cache
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A worker process would fill a copy of its own: workers decode, uncached.
+        state = dict(self.__dict__)
+        state["cache"] = None
+        return state
 
     def __len__(self) -> int:
         return len(self.items)
@@ -32,12 +84,30 @@ class ImageFolderDataset:
     def __getitem__(self, index: int):
         path, label = self.items[index]
         try:
-            pixels = self.transform(load_rgb(path, self.decode_side))
+            pixels = self._read(index, path)
         except UnreadableImage as exc:
             return None, label, index, (path, str(exc))
         except Exception as exc:  # noqa: BLE001 - a transform failing on one odd file must not end the run
             return None, label, index, (path, f"{type(exc).__name__}: {exc}")
         return pixels, label, index, None
+
+    def _read(self, index: int, path: str) -> torch.Tensor:
+        cache = self.cache
+        if cache is None:
+            return self.transform(load_rgb(path, self.decode_side))
+        pixels = cache.get(index)
+        if pixels is None:
+            pixels = self._fixed(load_rgb(path, self.decode_side))
+            cache.put(index, pixels)
+        return self._random(pixels) if self._random is not None else pixels
+
+    def decode_uncached(self, index: int):
+        """``self[index]`` as without the cache, storing nothing (measuring the decoding cost)."""
+        cache, self.cache = self.cache, None
+        try:
+            return self[index]
+        finally:
+            self.cache = cache
 
 
 @dataclass(frozen=True)

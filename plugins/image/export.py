@@ -52,10 +52,12 @@ TOLERANCE = 1e-4
 MAX_BATCH = 4096
 
 
-def cpu_state_dict(model: torch.nn.Module, arch: str, num_classes: int) -> dict[str, torch.Tensor]:
+def cpu_state_dict(
+    model: torch.nn.Module, arch: str, num_classes: int, options: Mapping[str, Any] | None = None
+) -> dict[str, torch.Tensor]:
     """fp32, contiguous CPU tensors with exactly the keys of a plain ``arch`` model."""
     state = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
-    reference = build_architecture(arch, num_classes).state_dict()
+    reference = build_architecture(arch, num_classes, options=options).state_dict()
     for key, tensor in reference.items():
         # FrozenBatchNorm2d (freeze_backbone) has no batch counter; plain BN does.
         if key not in state and key.endswith("num_batches_tracked"):
@@ -124,8 +126,10 @@ def load_model_folder(model_dir: str | Path, device: Any = "cpu") -> tuple[torch
     meta, weights = read_model_description(model_dir)
     meta_path = Path(model_dir) / META_FILE
     try:
-        model = build_architecture(meta["architecture"], num_outputs(meta), int(meta["preprocessing"]["image_size"]))
-    except (KeyError, TypeError, ValueError) as exc:
+        model = build_architecture(
+            meta["architecture"], num_outputs(meta), int(meta["preprocessing"]["image_size"]), meta.get("architecture_options")
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise DataError(f"{meta_path} lacks or garbles {exc}: architecture, label_names and preprocessing.image_size are needed") from None
     if not weights.is_file():
         raise DataError(f"{meta_path} names the weights file {weights.name}, which is missing")
@@ -219,23 +223,27 @@ def save_model_folder(
     family: str = "classification",
     outputs: int | None = None,
     output: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write weights, exports and model.json into ``out_dir``; returns model.json's content.
 
     ``outputs``: the head's size (default one per label); ``output``: how
-    the outputs read (``ImageTask.output_description``), kept in model.json.
+    the outputs read (``ImageTask.output_description``), kept in model.json;
+    ``options``: a small CNN's widths and convolutions (``model=auto``), kept
+    as ``architecture_options`` (a folder without them is the fixed small-cnn).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     num_classes = len(label_names) if outputs is None else int(outputs)
     output = dict(output or {"kind": "logits", "activation": "softmax"})
-    state = cpu_state_dict(model, arch, num_classes)
+    options = dict(options) if options else None
+    state = cpu_state_dict(model, arch, num_classes, options)
     save_safetensors(out_dir / WEIGHTS_FILE, state, {"format": "pt"})
 
     # Every export runs on a model rebuilt from the file just written, so what
     # is verified is what a user will load.
     image_size = int(preprocessing["image_size"])
-    reference = _rebuilt(arch, num_classes, image_size, out_dir / WEIGHTS_FILE)
+    reference = _rebuilt(arch, num_classes, image_size, out_dir / WEIGHTS_FILE, options)
     exports: dict[str, Any] = {}
     with torch.no_grad():
         same = all(torch.equal(reference.state_dict()[k], v) for k, v in state.items())
@@ -270,6 +278,7 @@ def save_model_folder(
         "task": task,
         "family": family,
         "architecture": arch,
+        **({"architecture_options": options} if options else {}),
         "num_classes": num_classes,
         "num_outputs": num_classes,
         "label_names": list(label_names),
@@ -318,10 +327,12 @@ def _check_reload(model: torch.nn.Module, reference: torch.nn.Module, image_size
         raise RuntimeError(f"the model rebuilt from {WEIGHTS_FILE} differs from the trained one by {diff:.2e}")
 
 
-def _rebuilt(arch: str, num_classes: int, image_size: int, weights: Path) -> torch.nn.Module:
+def _rebuilt(
+    arch: str, num_classes: int, image_size: int, weights: Path, options: Mapping[str, Any] | None = None
+) -> torch.nn.Module:
     from safetensors.torch import load_file
 
-    model = build_architecture(arch, num_classes, image_size)
+    model = build_architecture(arch, num_classes, image_size, options)
     model.load_state_dict(load_file(str(weights), device="cpu"), strict=True)
     return model.eval()
 

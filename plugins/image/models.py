@@ -9,6 +9,7 @@ keys stay torchvision's: a trained ``model.safetensors`` loads straight into
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from pathlib import Path
@@ -22,6 +23,7 @@ from trainlab import UsageError, refuse_pickle, verify_safetensors
 # The final Linear layer of each architecture (replaced for the class count;
 # the only trainable part with freeze_backbone).
 HEADS = {
+    "auto": "fc",
     "small-cnn": "fc",
     "resnet18": "fc",
     "resnet34": "fc",
@@ -45,6 +47,17 @@ WEIGHT_ENUMS = {
 
 # small-cnn: images from this size on go through a stride-2 stem.
 SMALL_CNN_STEM_STRIDE_FROM = 64
+SMALL_CNN_WIDTHS = (32, 64, 128, 256)
+SMALL_CNN_CONVS = 2
+# model=auto: the small CNN sized to the data.  Its stages (each ends in a
+# max-pool) bring the feature map down to about AUTO_LAST_MAP px; its first
+# stage has AUTO_NARROW channels below AUTO_WIDE_FROM training images (twice
+# that from there on), and each stage holds two convolutions only from
+# AUTO_DEEP_FROM images.
+AUTO_LAST_MAP = 2
+AUTO_NARROW = 16
+AUTO_WIDE_FROM = 5_000
+AUTO_DEEP_FROM = 50_000
 
 
 class SmallCNN(nn.Module):
@@ -61,8 +74,8 @@ class SmallCNN(nn.Module):
     def __init__(
         self,
         num_classes: int,
-        widths: tuple[int, ...] = (32, 64, 128, 256),
-        convs: int = 2,
+        widths: tuple[int, ...] = SMALL_CNN_WIDTHS,
+        convs: int = SMALL_CNN_CONVS,
         dropout: float = 0.2,
         stem_stride: int = 2,
     ):
@@ -88,10 +101,47 @@ class SmallCNN(nn.Module):
         return self.fc(self.dropout(x))
 
 
-def build_architecture(arch: str, num_classes: int, image_size: int = 224) -> nn.Module:
-    """The bare model with a head for ``num_classes``, randomly initialised."""
-    if arch == "small-cnn":
-        return SmallCNN(num_classes, stem_stride=2 if image_size >= SMALL_CNN_STEM_STRIDE_FROM else 1)
+def stem_stride(image_size: int) -> int:
+    return 2 if image_size >= SMALL_CNN_STEM_STRIDE_FROM else 1
+
+
+def auto_cnn_options(image_size: int, train_images: int | None) -> dict[str, Any]:
+    """The widths and convolutions per stage of the small CNN that ``model=auto`` builds.
+
+    Sized to what the data can feed: the depth follows the image size (the
+    last pool leaves a map of about AUTO_LAST_MAP px), the width and the
+    convolutions per stage the number of training images.  ``train_images``
+    None (no data at hand): sized as for a small data set.
+    """
+    side = max(1, image_size // stem_stride(image_size))
+    stages = max(2, min(4, round(math.log2(max(side, 1) / AUTO_LAST_MAP))))
+    images = train_images or 0
+    base = AUTO_NARROW * (2 if images >= AUTO_WIDE_FROM else 1)
+    convs = 2 if images >= AUTO_DEEP_FROM else 1
+    return {"widths": [base * 2**i for i in range(stages)], "convs": convs}
+
+
+def describe_cnn(options: Mapping[str, Any]) -> str:
+    widths = list(options.get("widths", SMALL_CNN_WIDTHS))
+    convs = int(options.get("convs", SMALL_CNN_CONVS))
+    return f"{len(widths)} stages of {convs} convolution{'s' if convs > 1 else ''} ({'-'.join(map(str, widths))} channels)"
+
+
+def build_architecture(arch: str, num_classes: int, image_size: int = 224, options: Mapping[str, Any] | None = None) -> nn.Module:
+    """The bare model with a head for ``num_classes``, randomly initialised.
+
+    ``options``: a small CNN's ``widths`` and ``convs`` (model.json's
+    ``architecture_options``); without them small-cnn is its fixed
+    preset and ``auto`` is sized as for a small data set.
+    """
+    if arch in ("small-cnn", "auto"):
+        if options is None:
+            options = auto_cnn_options(image_size, None) if arch == "auto" else {}
+        widths = tuple(int(w) for w in options.get("widths", SMALL_CNN_WIDTHS))
+        convs = int(options.get("convs", SMALL_CNN_CONVS))
+        if not widths or min(widths) < 1 or convs < 1:
+            raise ValueError(f"architecture_options {dict(options)!r}")
+        return SmallCNN(num_classes, widths=widths, convs=convs, stem_stride=stem_stride(image_size))
     if arch not in WEIGHT_ENUMS:
         raise UsageError(f"unknown model {arch!r} (known: {', '.join(HEADS)})")
     import torchvision
@@ -219,6 +269,7 @@ def build_model(
     weights: str = "",
     freeze: bool = False,
     log: Callable[[str], None] = print,
+    options: Mapping[str, Any] | None = None,
 ) -> nn.Module:
     """The model of a run: architecture, then local weights (if any), then freezing."""
     state, source = None, ""
@@ -231,7 +282,7 @@ def build_model(
         if not path.is_file():
             raise UsageError(missing_checkpoint_message(arch))
         state, source = read_weights_file(path), str(path)
-    model = build_architecture(arch, num_classes, image_size)
+    model = build_architecture(arch, num_classes, image_size, options)
     if state is not None:
         load_backbone_weights(model, arch, state, source, log)
     if freeze:

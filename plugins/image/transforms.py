@@ -83,3 +83,52 @@ def decode_side(augmentation: Augmentation | None, image_size: int, crop_fractio
     scale = LIGHT_SCALE if augmentation.name == "light" else STANDARD_SCALE
     # The smallest crop covers scale[0] of the area at an aspect ratio up to 4:3.
     return int(math.ceil(image_size / math.sqrt(scale[0]) * math.sqrt(4 / 3)))
+
+
+class ShrinkTo:
+    """Reduce a PIL image so its shorter side is at most ``side`` px (never enlarges)."""
+
+    def __init__(self, side: int):
+        self.side = int(side)
+
+    def __call__(self, image):
+        from PIL import Image
+
+        short = min(image.size)
+        if short <= self.side:
+            return image
+        scale = self.side / short
+        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        return image.resize(size, Image.Resampling.BILINEAR)
+
+
+def cached_parts(augmentation: Augmentation | None, image_size: int, crop_fraction: float = 1.0):
+    """(fixed, random): a split's transform cut where the decoded images can be kept.
+
+    ``fixed`` turns a decoded PIL image into the uint8 tensor kept in memory,
+    ``random`` (None when nothing is random) runs on that tensor at each
+    read.  Evaluation and augmentation ``none`` keep the final image; random
+    crops keep the image reduced to ``decode_side`` (their smallest crop
+    still needs no upsampling) and crop it at each read.
+    """
+    from torchvision.transforms import v2
+
+    flip = [v2.RandomHorizontalFlip()] if augmentation is not None and augmentation.hflip else []
+    if augmentation is None or augmentation.name == "none":
+        random = v2.Compose(flip) if flip else None
+        return eval_transform(image_size, crop_fraction), random
+    fixed = v2.Compose([ShrinkTo(decode_side(augmentation, image_size, crop_fraction)), v2.PILToTensor()])
+    scale = LIGHT_SCALE if augmentation.name == "light" else STANDARD_SCALE
+    return fixed, v2.Compose([v2.RandomResizedCrop(image_size, scale=scale, antialias=True), *flip])
+
+
+def cached_bytes(augmentation: Augmentation | None, image_size: int, sizes, crop_fraction: float = 1.0) -> int:
+    """What ``cached_parts``' fixed tensors of images of ``sizes`` ((width, height) each) take in memory."""
+    if augmentation is None or augmentation.name == "none":
+        return 3 * image_size * image_size * len(sizes)
+    side = decode_side(augmentation, image_size, crop_fraction)
+    total = 0
+    for width, height in sizes:
+        scale = min(1.0, side / max(1, min(width, height)))
+        total += 3 * max(1, round(width * scale)) * max(1, round(height * scale))
+    return total
