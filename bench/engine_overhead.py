@@ -24,6 +24,15 @@ min, max, ``spread_pct`` = half the range over the median).
 ``max_abs_weight_diff`` the final weights.
 
     python bench/engine_overhead.py [--pairs 5] [--json]
+    python bench/engine_overhead.py --instructions [--instruction-pairs 2] [--samples 1024] [--epochs 1] [--json]
+
+``--instructions`` counts, instead of timing, the instructions each side
+executes in its training passes, under valgrind's callgrind with counting
+switched on only there (``pairs.count_region``): what the load of a shared
+machine cannot move. ``instruction_ratio`` is the raw loop's count over the
+engine's (above 1: the engine does the same work in fewer instructions). It
+runs each side in its own process, some 50x slower than native in the counted
+part, so on a smaller workload (1 epoch of 256 samples, 4 steps, by default).
 
 Goal on the CPU of the development machine: ratio >= 0.98, loss diff <= 1e-5;
 on a loaded machine read ``ratio_cpu``.
@@ -44,7 +53,7 @@ from pathlib import Path
 import torch
 
 import trainlab
-from pairs import Clock, instruction_counter, load_average, order, ratio_summary
+from pairs import Clock, callgrind_region_instructions, count_region, instruction_counter, load_average, order, ratio_summary
 from trainlab import ClassificationTask, DataSummary, TaskSpec
 
 # ``trainlab.engine.callbacks.Callback`` rather than the public
@@ -128,10 +137,12 @@ class TrainingCpu(Callback):
     seconds = 0.0
 
     def on_epoch_start(self, state):
+        count_region(True)
         self._start = time.thread_time()
 
     def on_eval_start(self, state):
         TrainingCpu.seconds += time.thread_time() - self._start
+        count_region(False)
 
 
 class BenchPlugin:
@@ -177,6 +188,7 @@ def raw_loop(out_dir: Path):
     start, cpu_start = time.perf_counter(), time.process_time()
     train_seconds = train_cpu = 0.0
     for epoch in range(1, EPOCHS + 1):
+        count_region(True)
         epoch_start, epoch_cpu = time.perf_counter(), time.thread_time()
         model.train()
         gen = torch.Generator().manual_seed(SEED * 1_000_003 + epoch)
@@ -191,6 +203,7 @@ def raw_loop(out_dir: Path):
             sched.step()
         train_seconds += time.perf_counter() - epoch_start
         train_cpu += time.thread_time() - epoch_cpu
+        count_region(False)
         model.eval()
         with torch.inference_mode():
             total_loss = 0.0
@@ -227,13 +240,82 @@ def engine_run(out_dir: Path):
     return rates, val_losses, weights
 
 
+def set_workload(samples: int, epochs: int) -> None:
+    global N_TRAIN, EPOCHS, DATA
+    N_TRAIN, EPOCHS = samples, epochs
+    DATA = make_data()
+
+
+def child(side: str) -> int:
+    """One side's run, under callgrind (``--instructions``): counting is on in the training passes only."""
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["TRAINLAB_HOME"] = str(Path(tmp) / "home")
+        if side == "engine":
+            from trainlab.pluginhost import registry
+
+            assert registry().add_plugin(BenchPlugin(), "bench").status == "ok"
+            engine_run(Path(tmp))
+        else:
+            raw_loop(Path(tmp))
+    return 0
+
+
+def count_instructions(args) -> int:
+    """``--instructions``: each side in its own process under callgrind, twice, ABBA."""
+    script = str(Path(__file__).resolve())
+    counts: dict[str, list[int]] = {"raw": [], "engine": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for pair in range(args.instruction_pairs):
+            for side in order(pair, ["raw", "engine"]):
+                command = [sys.executable, script, "--child", side, "--samples", str(args.samples), "--epochs", str(args.epochs)]
+                found = callgrind_region_instructions(command, str(Path(tmp) / f"callgrind.{side}.{pair}"))
+                if found is None:
+                    raise SystemExit("--instructions needs valgrind (callgrind) and callgrind_control")
+                counts[side].append(found)
+                print(f"pair {pair + 1} {side:6}: {found:,} instructions in the training passes", file=sys.stderr, flush=True)
+    ratios = [raw / engine for raw, engine in zip(counts["raw"], counts["engine"])]
+    per_side = {side: {"median": statistics.median(v), "spread_pct": round(100 * (max(v) - min(v)) / 2 / statistics.median(v), 3)}
+                for side, v in counts.items()}
+    summary = {
+        "instruction_ratio": round(statistics.median(ratios), 4),
+        "instruction_ratios": [round(r, 4) for r in ratios],
+        "instructions": counts,
+        "instructions_spread": per_side,
+        "samples_per_epoch": args.samples,
+        "epochs": args.epochs,
+        "meaning": "raw loop's instructions over the engine's in the training passes (same work: above 1, the engine runs fewer)",
+        "goal": {"instruction_ratio": ">= 0.98"},
+    }
+    if not args.json:
+        print(f"engine/raw by instructions: {summary['instruction_ratio']:.4f} "
+              f"(pairs {summary['instruction_ratios']}; run-to-run spread raw {per_side['raw']['spread_pct']}%, "
+              f"engine {per_side['engine']['spread_pct']}%)")
+    print(json.dumps(summary))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: steadiest on shared 2-core machines)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under callgrind instead of timing (slow: a small workload, one process per side)")
+    parser.add_argument("--instruction-pairs", type=int, default=2, help="with --instructions: runs of each side")
+    parser.add_argument("--samples", type=int, default=None, help="training examples per epoch (default 4096; 256 with --instructions)")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs (default 3; 1 with --instructions)")
+    parser.add_argument("--child", choices=("raw", "engine"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(max(1, args.threads))
+    counting = bool(args.instructions or args.child)
+    args.samples = args.samples or (256 if counting else N_TRAIN)
+    args.epochs = args.epochs or (1 if counting else EPOCHS)
+    if (args.samples, args.epochs) != (N_TRAIN, EPOCHS):
+        set_workload(args.samples, args.epochs)
+    if args.child:
+        return child(args.child)
+    if args.instructions:
+        return count_instructions(args)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("TRAINLAB_HOME", str(Path(tmp) / "home"))
         from trainlab.pluginhost import registry
