@@ -50,7 +50,9 @@ def test_only_the_switched_on_region_is_counted_and_it_repeats(tmp_path):
     # and the uncounted loop, ten times longer, is not in the count
     loop = large - small
     assert 0.7 * loop < small < 1.5 * loop + 2_000_000
-    assert abs(again - small) / small < 0.02
+    # the toggles themselves (callgrind_control's round trip) vary by a few million
+    # instructions a pair: nothing next to engine_overhead's ~700 million a side
+    assert abs(again - small) < 0.02 * small + 6_000_000
 
 
 def test_counting_is_a_no_op_outside_callgrind(monkeypatch):
