@@ -152,6 +152,7 @@ def side_trainlab(workspace: dict[str, str], rec: dict[str, Any], out: Path) -> 
             self.wall += time.perf_counter() - wall
             self.cpu += time.process_time() - cpu
             self.samples += state.samples_seen - seen
+            self.steps = state.step
 
         def on_eval_end(self, state, result):
             self.accuracy.append(float(result.metrics["accuracy"]))
@@ -167,8 +168,8 @@ def side_trainlab(workspace: dict[str, str], rec: dict[str, Any], out: Path) -> 
 
     attention = getattr(load_trained(out / "run" / "model").config, "_attn_implementation", None)
     return {
-        "samples": clock.samples, "wall": clock.wall, "cpu": clock.cpu, "accuracy": clock.accuracy,
-        "end_to_end_s": end_to_end, "threads": torch.get_num_threads(), "attention": attention,
+        "samples": clock.samples, "steps": clock.steps, "wall": clock.wall, "cpu": clock.cpu, "accuracy": clock.accuracy,
+        "end_to_end_s": end_to_end, "threads": torch.get_num_threads(), "attention": attention, "precision": rec["precision"],
     }  # fmt: skip
 
 
@@ -247,8 +248,8 @@ def side_trainer(workspace: dict[str, str], rec: dict[str, Any], out: Path) -> d
     optimizer = type(trainer.optimizer.optimizer if hasattr(trainer.optimizer, "optimizer") else trainer.optimizer).__name__
     fused = bool((trainer.optimizer.optimizer if hasattr(trainer.optimizer, "optimizer") else trainer.optimizer).defaults.get("fused"))
     return {
-        "samples": clock.samples, "wall": clock.wall, "cpu": clock.cpu, "accuracy": clock.accuracy,
-        "end_to_end_s": end_to_end, "threads": torch.get_num_threads(), "attention": model.config._attn_implementation,
+        "samples": clock.samples, "steps": trainer.state.global_step, "wall": clock.wall, "cpu": clock.cpu, "accuracy": clock.accuracy,
+        "end_to_end_s": end_to_end, "threads": torch.get_num_threads(), "attention": model.config._attn_implementation, "precision": rec["precision"],
         "optimizer": f"{optimizer}{' fused' if fused else ''}",
     }  # fmt: skip
 
@@ -379,8 +380,10 @@ def measure(args: argparse.Namespace, root: Path, workspace: dict[str, Any], sha
         "accuracy": accuracy,
         "accuracy_diff": round(accuracy["trainlab"]["median"] - accuracy["trainer"]["median"], 4),
         "end_to_end_s": {name: spread([r["end_to_end_s"] for r in runs[name]]) for name in SIDES},
+        "samples_trained": {name: runs[name][0]["samples"] for name in SIDES},
+        "steps": {name: runs[name][0]["steps"] for name in SIDES},
         "threads": {name: runs[name][0]["threads"] for name in SIDES},
-        "precision": {"trainlab": args.trainlab_precision or args.precision, "trainer": args.precision},
+        "precision": {name: runs[name][0]["precision"] for name in SIDES},
         "attention": {name: runs[name][0]["attention"] for name in SIDES},
         "trainer_optimizer": runs["trainer"][0].get("optimizer"),
         "load_average_start": [round(v, 2) for v in load_start] if load_start else None,
