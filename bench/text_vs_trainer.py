@@ -43,6 +43,11 @@ padding: the Trainer's ``LengthGroupedSampler`` sorts mega-batches of
 ``min(n / (4 x batch), 50)`` batches, TrainLab's of 50 (1,280 texts: 8 % more
 token slots on the Trainer's side).
 
+``end_to_end_s`` is not like for like: TrainLab's is the whole
+``run_training`` call (reading and tokenising, building the model, the
+passes, evaluation, checkpoints each epoch, the export), the Trainer's
+``trainer.train()`` alone (evaluation included, nothing saved).
+
 Last line: one JSON object; ``ratio`` (TrainLab / Trainer samples per wall
 second, per pair) and ``cpu_ratio`` (per CPU second) with their spread.
 Goal (issue 16): ratio >= 1.3 at equal accuracy.
