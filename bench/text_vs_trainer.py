@@ -1,0 +1,416 @@
+"""TrainLab's text-classification task against the Hugging Face Trainer, side by side.
+
+Both sides fine-tune the same model folder on the same data with the same
+recipe, each in its own process, the processes alternating in ABBA pairs
+(``bench/pairs.py``):
+
+* the model: a BERT of all-MiniLM-L6-v2's shape (6 layers, hidden 384, 12
+  heads, intermediate 1536, 512 positions), built here from a config with
+  random weights (no hub) over TrainLab's shipped tiny-bert vocabulary
+  (15,249 word pieces) and saved as a model folder both sides load;
+* the data: generated "package descriptions" of 10-120 tokens (lognormal,
+  median about 40), a topic per text (six topics, each with its own words
+  among common filler words), 1,280 train / 320 val by default;
+* the recipe: TrainLab's text-classification defaults as resolved for this
+  model (batch 32, 3 epochs, linear schedule with 10 % warmup, weight decay
+  0.01, clipping at 1.0, max_length 128) with lr 2e-4 (the issue's 5e-5
+  suits pretrained weights; from random ones it leaves both sides at chance
+  after 3 epochs here), given
+  to the Trainer as ``TrainingArguments`` with ``group_by_length=True``
+  (``train_sampling_strategy="group_by_length"`` in transformers 5),
+  ``dataloader_num_workers=0``, evaluation each epoch (TrainLab evaluates
+  each epoch), no saving, ``report_to="none"``; TrainLab runs through
+  ``run_training`` with its default callbacks (metrics file, telemetry).
+
+Samples/s are those of the training passes (epoch start to the epoch's end,
+evaluation excluded on both sides), per wall second and per CPU second of
+the side's process (every thread counted).  Accuracy: validation accuracy
+after the last epoch on both sides.  One torch thread by default
+(``--threads``): the development machine has two cores shared with other
+jobs.
+
+    .venv/bin/python bench/text_vs_trainer.py [--pairs 4] [--train 1280] [--epochs 3] [--json]
+    .venv/bin/python bench/text_vs_trainer.py --quick --json        # tiny model, seconds (the smoke test)
+    .venv/bin/python bench/text_vs_trainer.py --profile torch ...   # a profile of each side on stderr
+
+Where the time goes (``--profile torch``, fp32, one thread): matmuls 70-75 %
+on both sides, dropout's random masks 5-7 %, attention in training on the
+math path on both (dropout rules out the CPU flash kernel; evaluation uses
+it), both sdpa; the optimizer step was 3 % on TrainLab's side (a per-tensor
+loop; now fused, as the Trainer's); collation and the engine's per-step work
+(callbacks, the on-device loss sum) are not among the 30 costliest operators.  What still differs is
+padding: the Trainer's ``LengthGroupedSampler`` sorts mega-batches of
+``min(n / (4 x batch), 50)`` batches, TrainLab's of 50 (1,280 texts: 8 % more
+token slots on the Trainer's side).
+
+``end_to_end_s`` is not like for like: TrainLab's is the whole
+``run_training`` call (reading and tokenising, building the model, the
+passes, evaluation, checkpoints each epoch, the export), the Trainer's
+``trainer.train()`` alone (evaluation included, nothing saved).
+
+Last line: one JSON object; ``ratio`` (TrainLab / Trainer samples per wall
+second, per pair) and ``cpu_ratio`` (per CPU second) with their spread.
+Goal (issue 16): ratio >= 1.3 at equal accuracy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+SEED = 1234
+MINILM = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536}
+QUICK_MODEL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
+TOPICS = ("libs", "net", "devel", "games", "science", "sound")
+TOPIC_WORDS = 24  # per topic
+TOPIC_SHARE = 0.3  # of a text's words; the rest is filler shared by every topic
+MAX_LENGTH = 128
+
+
+# -- the workspace: data and a model folder ---------------------------------------
+def vocabulary() -> list[str]:
+    from trainlab import resource_path
+
+    return resource_path("vocab", "tiny-bert", "vocab.txt").read_text(encoding="utf-8").splitlines()
+
+
+def make_workspace(root: Path, n_train: int, n_val: int, model_shape: dict[str, int]) -> dict[str, str]:
+    """train.csv/val.csv and a model folder; each word a whole token of the vocabulary."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    from trainlab import resource_path
+
+    hf_logging.disable_progress_bar()
+    vocab = vocabulary()
+    words = sorted({w for w in vocab if w.isascii() and w.isalpha() and w.islower() and len(w) >= 3})
+    rng = np.random.default_rng(SEED)
+    rng.shuffle(words)
+    topic_words = {t: words[i * TOPIC_WORDS : (i + 1) * TOPIC_WORDS] for i, t in enumerate(TOPICS)}
+    filler = words[len(TOPICS) * TOPIC_WORDS :]
+    data = root / "data"
+    data.mkdir(parents=True)
+    for split, n in (("train", n_train), ("val", n_val)):
+        # token lengths like package descriptions: 10-120, most of them short
+        lengths = np.clip(np.rint(rng.lognormal(np.log(40), 0.6, n)), 10, 120).astype(int)
+        with open(data / f"{split}.csv", "w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["text", "label"])
+            for i, length in enumerate(lengths):
+                topic = TOPICS[i % len(TOPICS)]
+                n_words = int(length) - 2  # [CLS] and [SEP]
+                topical = rng.random(n_words) < TOPIC_SHARE
+                text = [rng.choice(topic_words[topic]) if t else rng.choice(filler) for t in topical]
+                writer.writerow([" ".join(text), topic])
+    model_dir = root / "minilm-shape"
+    # the shipped tokenizer folder itself: BertTokenizerFast(vocab_file=...) builds an empty vocabulary in transformers 5
+    tokenizer = AutoTokenizer.from_pretrained(str(resource_path("vocab", "tiny-bert")), local_files_only=True)
+    assert len(tokenizer) == len(vocab), (len(tokenizer), len(vocab))
+    torch.manual_seed(SEED)
+    labels = sorted(TOPICS)
+    config = BertConfig(
+        vocab_size=len(vocab), max_position_embeddings=512, num_labels=len(labels),
+        id2label=dict(enumerate(labels)), label2id={n: i for i, n in enumerate(labels)}, **model_shape,
+    )  # fmt: skip
+    BertForSequenceClassification(config).save_pretrained(str(model_dir))
+    tokenizer.save_pretrained(str(model_dir))
+    return {"data": str(data), "model": str(model_dir)}
+
+
+def recipe(workspace: dict[str, str], overrides: dict[str, Any]) -> dict[str, Any]:
+    """TrainLab's parameters for this run, as the task resolves them (what the Trainer is given too)."""
+    from trainlab.params import ENGINE_PARAMS, resolve
+    from trainlab.plugins.text import TEXT_CLASSIFICATION
+
+    params = resolve(TEXT_CLASSIFICATION, ENGINE_PARAMS, {}, {"model": workspace["model"], "seed": SEED, "max_length": MAX_LENGTH, **overrides})
+    keys = ("epochs", "batch_size", "lr", "weight_decay", "warmup_ratio", "schedule", "clip_grad_norm", "seed", "max_length", "grad_accum", "precision")
+    return {k: params[k] for k in keys}
+
+
+def read_split(path: Path) -> tuple[list[str], list[str]]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return [r["text"] for r in rows], [r["label"] for r in rows]
+
+
+# -- one side, in its own process ---------------------------------------------------
+def side_trainlab(workspace: dict[str, str], rec: dict[str, Any], out: Path) -> dict[str, Any]:
+    import torch
+
+    from trainlab.engine.callbacks import Callback
+    from trainlab.engine.runner import RunRequest, run_training
+
+    class PassClock(Callback):
+        """Training passes only: from each epoch's start to its evaluation."""
+
+        def __init__(self):
+            self.wall = self.cpu = 0.0
+            self.samples = 0
+            self.accuracy: list[float] = []
+
+        def on_epoch_start(self, state):
+            self._start = (time.perf_counter(), time.process_time(), state.samples_seen)
+
+        def on_eval_start(self, state):
+            wall, cpu, seen = self._start
+            self.wall += time.perf_counter() - wall
+            self.cpu += time.process_time() - cpu
+            self.samples += state.samples_seen - seen
+            self.steps = state.step
+
+        def on_eval_end(self, state, result):
+            self.accuracy.append(float(result.metrics["accuracy"]))
+
+    clock = PassClock()
+    params = {k: str(v) for k, v in rec.items()} | {"model": workspace["model"], "device": "cpu"}
+    start = time.perf_counter()
+    result = run_training(RunRequest(task="text-classification", data=workspace["data"], params=params, out=str(out / "run")), callbacks=[clock])
+    end_to_end = time.perf_counter() - start
+    if result.status != "completed":
+        raise SystemExit(f"TrainLab run {result.status}: {result.error}")
+    from trainlab.plugins.text.models import load_trained
+
+    attention = getattr(load_trained(out / "run" / "model").config, "_attn_implementation", None)
+    return {
+        "samples": clock.samples, "steps": clock.steps, "wall": clock.wall, "cpu": clock.cpu, "accuracy": clock.accuracy,
+        "end_to_end_s": end_to_end, "threads": torch.get_num_threads(), "attention": attention, "precision": rec["precision"],
+    }  # fmt: skip
+
+
+def side_trainer(workspace: dict[str, str], rec: dict[str, Any], out: Path) -> dict[str, Any]:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
+    from transformers import DataCollatorWithPadding
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    data = Path(workspace["data"])
+    tokenizer = AutoTokenizer.from_pretrained(workspace["model"], local_files_only=True)
+    model = AutoModelForSequenceClassification.from_pretrained(workspace["model"], local_files_only=True)
+    label2id = model.config.label2id
+
+    def encode(split: str) -> list[dict[str, Any]]:
+        texts, labels = read_split(data / f"{split}.csv")
+        enc = tokenizer(texts, truncation=True, max_length=int(rec["max_length"]))
+        return [{"input_ids": ids, "attention_mask": m, "token_type_ids": t, "labels": label2id[y]}
+                for ids, m, t, y in zip(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"], labels)]  # fmt: skip
+
+    train, val = encode("train"), encode("val")
+
+    class PassClock(TrainerCallback):
+        def __init__(self):
+            self.wall = self.cpu = 0.0
+            self.samples = 0
+            self.accuracy: list[float] = []
+
+        def on_epoch_begin(self, args, state, control, **kwargs):
+            self._start = (time.perf_counter(), time.process_time())
+
+        def on_epoch_end(self, args, state, control, **kwargs):
+            self.wall += time.perf_counter() - self._start[0]
+            self.cpu += time.process_time() - self._start[1]
+            self.samples += len(train)
+
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            self.accuracy.append(float(metrics["eval_accuracy"]))
+
+    def accuracy(prediction) -> dict[str, float]:
+        return {"accuracy": float((np.argmax(prediction.predictions, axis=-1) == prediction.label_ids).mean())}
+
+    steps = -(-len(train) // int(rec["batch_size"])) * int(rec["epochs"])
+    args = TrainingArguments(
+        output_dir=str(out / "trainer"),
+        per_device_train_batch_size=int(rec["batch_size"]),
+        per_device_eval_batch_size=int(rec["batch_size"]),
+        num_train_epochs=int(rec["epochs"]),
+        learning_rate=float(rec["lr"]),
+        weight_decay=float(rec["weight_decay"]),
+        warmup_steps=int(round(steps * float(rec["warmup_ratio"]))),  # TrainLab's rounding of the ratio
+        lr_scheduler_type=str(rec["schedule"]),
+        max_grad_norm=float(rec["clip_grad_norm"]),
+        gradient_accumulation_steps=int(rec["grad_accum"]),
+        seed=int(rec["seed"]),
+        train_sampling_strategy="group_by_length",  # transformers 5's name for group_by_length=True
+        dataloader_num_workers=0,
+        eval_strategy="epoch",
+        save_strategy="no",
+        report_to="none",
+        push_to_hub=False,
+        use_cpu=True,
+        bf16=rec["precision"] == "bf16",  # CPU autocast, as TrainLab's precision=bf16
+        disable_tqdm=True,
+    )  # fmt: skip
+    clock = PassClock()
+    trainer = Trainer(
+        model=model, args=args, train_dataset=train, eval_dataset=val, processing_class=tokenizer,
+        data_collator=DataCollatorWithPadding(tokenizer), compute_metrics=accuracy, callbacks=[clock],
+    )  # fmt: skip
+    start = time.perf_counter()
+    trainer.train()
+    end_to_end = time.perf_counter() - start
+    optimizer = type(trainer.optimizer.optimizer if hasattr(trainer.optimizer, "optimizer") else trainer.optimizer).__name__
+    fused = bool((trainer.optimizer.optimizer if hasattr(trainer.optimizer, "optimizer") else trainer.optimizer).defaults.get("fused"))
+    return {
+        "samples": clock.samples, "steps": trainer.state.global_step, "wall": clock.wall, "cpu": clock.cpu, "accuracy": clock.accuracy,
+        "end_to_end_s": end_to_end, "threads": torch.get_num_threads(), "attention": model.config._attn_implementation, "precision": rec["precision"],
+        "optimizer": f"{optimizer}{' fused' if fused else ''}",
+    }  # fmt: skip
+
+
+SIDES = {"trainlab": side_trainlab, "trainer": side_trainer}
+
+
+def run_side(args: argparse.Namespace) -> int:
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    workspace = json.loads(Path(args.workspace, "workspace.json").read_text(encoding="utf-8"))
+    rec = dict(workspace["recipe"])
+    if args.side == "trainlab" and workspace.get("trainlab_precision"):
+        rec["precision"] = workspace["trainlab_precision"]
+    out = Path(tempfile.mkdtemp(prefix=f"{args.side}-", dir=args.workspace))
+    side = SIDES[args.side]
+    if args.profile == "cprofile":
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        figures = profiler.runcall(side, workspace, rec, out)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(30)
+    elif args.profile == "torch":
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            figures = side(workspace, rec, out)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30), file=sys.stderr)
+    else:
+        figures = side(workspace, rec, out)
+    shutil.rmtree(out, ignore_errors=True)  # a run's checkpoints take hundreds of MB
+    print(json.dumps(figures))
+    return 0
+
+
+# -- the pairs ------------------------------------------------------------------------
+def side_process(name: str, root: Path, threads: int, profile: str | None) -> dict[str, Any]:
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": str(threads or os.cpu_count())}
+    env["TRAINLAB_HOME"] = str(root / "home")  # bench runs stay out of the user's history
+    command = [sys.executable, str(Path(__file__).resolve()), "--side", name, "--workspace", str(root), "--threads", str(threads)]
+    if profile:
+        command += ["--profile", profile]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if profile:
+        sys.stderr.write(f"--- profile of {name} ---\n{done.stderr}\n")
+    if done.returncode != 0:
+        raise SystemExit(f"{name} side failed (exit {done.returncode}): {done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=4, help="runs of each side, alternating ABBA")
+    parser.add_argument("--train", type=int, default=1280, help="training texts")
+    parser.add_argument("--val", type=int, default=320, help="validation texts")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--lr", type=float, default=2e-4, help="peak learning rate (the model starts from random weights)")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="both sides: TrainLab's precision, the Trainer's bf16=True")
+    parser.add_argument("--trainlab-precision", choices=("auto", "fp32", "bf16"), help="TrainLab's precision alone (default: as --precision)")
+    parser.add_argument("--keep", action="store_true", help="keep the workspace (data, model, runs) in the temporary folder")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads in each side (0: torch's default)")
+    parser.add_argument("--quick", action="store_true", help="a tiny model on 96 texts, one epoch (the smoke test)")
+    parser.add_argument("--profile", choices=("cprofile", "torch"), help="profile each side once (stderr) instead of pairs")
+    parser.add_argument("--json", action="store_true", help="print only the JSON line")
+    parser.add_argument("--side", choices=tuple(SIDES), help=argparse.SUPPRESS)
+    parser.add_argument("--workspace", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        return run_side(args)
+    say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
+
+    shape = QUICK_MODEL if args.quick else MINILM
+    n_train, n_val, epochs = (96, 32, 1) if args.quick else (args.train, args.val, args.epochs)
+    root = Path(tempfile.mkdtemp(prefix="trainlab-text-vs-trainer-"))
+    os.environ["TRAINLAB_HOME"] = str(root / "home")
+    workspace = make_workspace(root, n_train, n_val, shape)
+    workspace["recipe"] = recipe(workspace, {"epochs": epochs, "lr": args.lr, "precision": args.precision})
+    workspace["trainlab_precision"] = args.trainlab_precision
+    Path(root, "workspace.json").write_text(json.dumps(workspace), encoding="utf-8")
+    say(f"workspace {root}; recipe {workspace['recipe']}")
+    try:
+        return measure(args, root, workspace, shape, n_train, n_val, say)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, root: Path, workspace: dict[str, Any], shape: dict[str, int], n_train: int, n_val: int, say) -> int:
+    from pairs import load_average, order, ratio_summary, spread
+
+    load_start = os.getloadavg() if hasattr(os, "getloadavg") else None
+    if args.profile:
+        for name in SIDES:
+            say(f"{name}: {side_process(name, root, args.threads, args.profile)}")
+        return 0
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in SIDES}
+    for pair in range(args.pairs):
+        for name in order(pair, list(SIDES)):
+            figures = side_process(name, root, args.threads, None)
+            runs[name].append(figures)
+            say(f"pair {pair + 1} {name}: {figures['samples'] / figures['wall']:.1f} samples/s, "
+                f"{figures['samples'] / figures['cpu']:.1f} per CPU s, accuracy {figures['accuracy'][-1]:.3f}")  # fmt: skip
+
+    def rates(name: str, clock: str) -> list[float]:
+        return [r["samples"] / r[clock] for r in runs[name]]
+
+    def last_accuracy(name: str) -> list[float]:
+        return [r["accuracy"][-1] for r in runs[name]]
+
+    ratio = ratio_summary(rates("trainlab", "wall"), rates("trainer", "wall"))
+    cpu_ratio = ratio_summary(rates("trainlab", "cpu"), rates("trainer", "cpu"))
+    accuracy = {name: spread(last_accuracy(name)) for name in SIDES}
+    figures = {
+        "bench": "text_vs_trainer",
+        "quick": args.quick,
+        "model": {**shape, "vocab_size": len(vocabulary())},
+        "train": n_train,
+        "val": n_val,
+        "recipe": workspace["recipe"],
+        "pairs": args.pairs,
+        "samples_per_second": {name: spread(rates(name, "wall")) for name in SIDES},
+        "samples_per_cpu_second": {name: spread(rates(name, "cpu")) for name in SIDES},
+        "ratio": ratio,
+        "cpu_ratio": cpu_ratio,
+        "accuracy": accuracy,
+        "accuracy_diff": round(accuracy["trainlab"]["median"] - accuracy["trainer"]["median"], 4),
+        "end_to_end_s": {name: spread([r["end_to_end_s"] for r in runs[name]]) for name in SIDES},
+        "samples_trained": {name: runs[name][0]["samples"] for name in SIDES},
+        "steps": {name: runs[name][0]["steps"] for name in SIDES},
+        "threads": {name: runs[name][0]["threads"] for name in SIDES},
+        "precision": {name: runs[name][0]["precision"] for name in SIDES},
+        "attention": {name: runs[name][0]["attention"] for name in SIDES},
+        "trainer_optimizer": runs["trainer"][0].get("optimizer"),
+        "load_average_start": [round(v, 2) for v in load_start] if load_start else None,
+        "load_average_end": load_average(),
+    }
+    figures["goal_met"] = ratio["median"] >= 1.3 and abs(figures["accuracy_diff"]) <= 0.02
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))
+    sys.exit(main())
