@@ -238,6 +238,7 @@ def _optimizer_and_schedule(model: torch.nn.Module, values: dict[str, Any], step
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": float(values["weight_decay"])}, {"params": no_decay, "weight_decay": 0.0}],
         lr=float(values["lr"]),
+        fused=True,  # as the engine's (core/engine/loop.py), on the CPU too
     )
     total = steps_per_epoch * int(values["epochs"])
     warmup = int(round(total * float(values["warmup_ratio"])))

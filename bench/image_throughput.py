@@ -101,7 +101,7 @@ def hand_loop(data: Path, num_workers: int) -> dict:
     model = SmallCNN(len(full.classes))
     decay = [p for n, p in model.named_parameters() if p.ndim > 1 and not n.endswith(".bias")]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and not n.endswith(".bias"))]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=LR)
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=LR, fused=True)  # as the engine's
     steps = math.ceil(len(train) / BATCH) * EPOCHS
     warmup = int(round(steps * 0.06))
     sched = torch.optim.lr_scheduler.LambdaLR(

@@ -117,7 +117,7 @@ class HandLoop:
         decay = [p for n, p in named if p.ndim > 1 and not n.endswith(".bias")]
         no_decay = [p for n, p in named if not (p.ndim > 1 and not n.endswith(".bias"))]
         self.optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=lr
+            [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=lr, fused=True  # as the engine's
         )
         warmup = max(1, int(0.1 * total_steps))
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
