@@ -126,10 +126,11 @@ class GroupRun:
     # -- events ------------------------------------------------------------------
     def events(self) -> Iterator[Event]:
         """The run's events as rank 0 appends them to metrics.jsonl, until the launcher exits."""
+        from trainlab.runs import RunDir
         from trainlab.tail import MetricsTail
 
         assert self.proc is not None
-        tail = MetricsTail(Path(self.run_dir) / "metrics.jsonl")
+        tail = MetricsTail(RunDir(self.run_dir).metrics_jsonl)
         if self.request.resume:  # what the run wrote before is the session's history already
             try:
                 tail.offset = tail.path.stat().st_size

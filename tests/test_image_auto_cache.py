@@ -172,7 +172,8 @@ def test_a_changed_data_set_is_decoded_anew_between_runs(tmp_path):
 
 def test_channels_last_follows_its_setting(tmp_path):
     shapes(tmp_path / "d", classes=2, per_class=4, size=24)
-    for setting, expected in (("auto", True), ("true", True), ("false", False)):  # auto: CUDA and the CPU
+    # auto: CUDA only (on the CPU a resumed run was not bit-exact with it); true asks for it anywhere
+    for setting, expected in (("auto", False), ("true", True), ("false", False)):
         task, params = make_task(image_size="32", channels_last=setting)
         ctx = cpu_ctx(params)
         task.prepare(str(tmp_path / "d"), ctx)

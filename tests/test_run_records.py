@@ -235,7 +235,11 @@ RUN_FILES = {"run.json", "eval.json", "metrics.jsonl"}
 READERS = {"read_json", "read_json_object", "event_from_json", "event_from_dict"}
 # Files allowed to name a run folder's files; each says why.
 NAMES_RUN_FILES: dict[str, str] = {}
-PARSES_JSON = {"data_panel.py": "previews the user's own JSON-lines data, not a run folder"}
+PARSES_JSON = {
+    "data_panel.py": "previews the user's own JSON-lines data, not a run folder",
+    "estimate.py": "the estimate child's settings on stdin and its one JSON line on stdout, not a run folder",
+    "group_run.py": "the launcher's one JSON object on stdout (train --json), not a run folder",
+}
 
 
 def test_the_desktop_reads_run_folders_only_through_rundir():

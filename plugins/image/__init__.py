@@ -142,7 +142,7 @@ PARAMS = (
         "channels_last",
         "choice",
         "auto",
-        "Channels-last memory format for the model and batches: auto (on CUDA and the CPU), true, false.",
+        "Channels-last memory format for the model and batches: auto (on CUDA; on the CPU it is faster but a resumed run is not bit-exact), true, false.",
         choices=("auto", "true", "false"),
         title="Channels last",
         group="hardware",

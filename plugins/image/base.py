@@ -442,11 +442,13 @@ class ImageTask:
         )
 
     def channels_last(self, ctx: RunContext) -> bool:
-        """``channels_last``: auto on CUDA and on the CPU, where it measured faster too (oneDNN's
-        convolutions: docs/tasks/image-classification.md); other devices keep the default layout."""
+        """``channels_last``: auto on CUDA only. On the CPU it measured faster (oneDNN's
+        convolutions: docs/tasks/image-classification.md), but a stopped run resumed
+        there no longer ended with the uninterrupted run's weights bit for bit
+        (tests/test_image_families.py, the plugin kit's resume check): ``true`` asks for it."""
         value = str(self.params.get("channels_last", "auto")).lower()
         if value == "auto":
-            return getattr(ctx.device, "type", str(ctx.device)) in ("cuda", "cpu")
+            return getattr(ctx.device, "type", str(ctx.device)) == "cuda"
         return value == "true"
 
     def prepare_model(self, model: torch.nn.Module, ctx: RunContext) -> torch.nn.Module:
