@@ -76,6 +76,10 @@ class RunContext:
     # True once the user asked the run to stop: long work before the loop (a
     # data scan in prepare) asks it now and then and raises StopRequested
     should_stop: Callable[[], bool] = _never
+    # How many processes of this run share this machine (the ranks of a run
+    # over several GPUs on it; 1 otherwise): a task divides what it takes of
+    # the machine (a memory budget, loader workers) by it.
+    processes_on_this_machine: int = 1
 
     @property
     def is_cuda(self) -> bool:

@@ -122,6 +122,8 @@ def test_two_ranks_split_each_epoch_and_end_with_the_same_weights(two_rank_run):
     assert len(weights) == 1, "the ranks ended with different weights"
     for rank in (0, 1):  # the plugin's callback ran in every rank
         assert (probe / f"callback-rank{rank}.txt").read_text().split() == [str(2 * STEPS_PER_EPOCH), "completed"]
+        # and the task was told that two processes share the machine (a memory budget is divided by it)
+        assert (probe / f"context-rank{rank}.txt").read_text().split() == ["2"]
 
 
 def test_rank_zero_alone_writes_and_records_the_group(two_rank_run):

@@ -182,3 +182,18 @@ def test_channels_last_follows_its_setting(tmp_path):
         conv = next(m for m in model.modules() if isinstance(m, torch.nn.Conv2d))
         assert conv.weight.is_contiguous(memory_format=torch.channels_last) is expected
         assert batch["pixels"].is_contiguous(memory_format=torch.channels_last) is expected
+
+
+def test_the_budget_is_the_machines_shared_by_its_ranks(tmp_path):
+    # Each rank of a run over several GPUs keeps a copy of its own: together
+    # they take no more than the one budget the user gave.
+    import dataclasses
+
+    shapes(tmp_path / "d", classes=2, per_class=4, size=24)
+    task, params = make_task(image_size="32", memory_cache="10")
+    alone = task.prepare(str(tmp_path / "d"), cpu_ctx(params)).extra["memory_cache"]
+    task, params = make_task(image_size="32", memory_cache="10")
+    ranks = dataclasses.replace(cpu_ctx(params), processes_on_this_machine=4)
+    shared = task.prepare(str(tmp_path / "d"), ranks).extra["memory_cache"]
+    assert alone["budget_bytes"] == 10 << 20 and shared["budget_bytes"] == (10 << 20) // 4
+    assert shared["splits"] == alone["splits"] == ["train", "val"]

@@ -35,6 +35,9 @@ def make_context(params: dict[str, Any], run_dir: Path | None, log: Callable[[st
     device = resolve_device(str(params.get("device", "auto")))
     precision = resolve_precision(device, str(params.get("precision", "auto")))
     enable_tf32(device)
+    from trainlab.engine import distributed
+
+    group = distributed.current()
     return RunContext(
         device=device,
         precision=precision,
@@ -43,6 +46,7 @@ def make_context(params: dict[str, Any], run_dir: Path | None, log: Callable[[st
         params=params,
         log=log,
         multiprocessing_context=mp_context,
+        processes_on_this_machine=group.local_world_size if group is not None else 1,
     )
 
 

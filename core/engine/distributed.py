@@ -35,6 +35,8 @@ What the engine asks of it:
 * ``out_of_memory_ranks``: one small all-reduce before each optimizer step,
   so that a rank that ran out of memory makes every rank split its
   micro-batches the same way and redo the step (``Trainer._run_group``).
+  It is started (``send_out_of_memory_flag``) just before the step's
+  synchronising backward and runs while the backward computes.
 
 Collectives have a time limit (``TRAINLAB_COLLECTIVE_TIMEOUT`` seconds,
 default 120): a rank that dies fails the others within it, never a hang
@@ -106,6 +108,14 @@ def in_rank_environment(env: dict[str, str] | os._Environ = os.environ) -> bool:
     """Whether this process was started as a rank (by torchrun, or by srun once mapped)."""
     map_slurm(env)
     return "RANK" in env and "WORLD_SIZE" in env
+
+
+@dataclass
+class PendingFlags:
+    """One step's out-of-memory flags on their way (``RankGroup.send_out_of_memory_flag``)."""
+
+    flags: Any
+    work: Any
 
 
 @dataclass
@@ -256,15 +266,27 @@ class RankGroup:
     def _gather_due(self) -> bool:
         return bool(self._gather_seconds) and time.monotonic() - self._last_gather >= self._gather_seconds
 
-    def out_of_memory_ranks(self, mine: bool) -> list[int]:
-        """The ranks that ran out of memory in this step, on every rank (one small all-reduce)."""
+    def send_out_of_memory_flag(self, mine: bool) -> "PendingFlags":
+        """Start this step's out-of-memory all-reduce (every rank, once per step) and return at once.
+
+        The loop starts it just before the step's synchronising backward, when
+        every recoverable out-of-memory of the step is known (one in that
+        backward fails the run), so the small collective runs on the control
+        group's thread while the backward computes.
+        """
         import torch
         import torch.distributed as dist
 
         flags = torch.zeros(self.world_size, dtype=torch.int32)
         flags[self.rank] = 1 if mine else 0
-        dist.all_reduce(flags, op=dist.ReduceOp.SUM, group=self.control_group)
-        return [rank for rank, flag in enumerate(flags.tolist()) if flag]
+        return PendingFlags(flags, dist.all_reduce(flags, op=dist.ReduceOp.SUM, group=self.control_group, async_op=True))
+
+    def out_of_memory_ranks(self, mine: bool | "PendingFlags") -> list[int]:
+        """The ranks that ran out of memory in this step, on every rank (one small all-reduce,
+        or the end of the one ``send_out_of_memory_flag`` started)."""
+        pending = mine if isinstance(mine, PendingFlags) else self.send_out_of_memory_flag(bool(mine))
+        pending.work.wait()
+        return [rank for rank, flag in enumerate(pending.flags.tolist()) if flag]
 
     def hold_paused(self, control: "AgreedControl") -> None:
         """Wait, with every rank, until none is paused any more (or a stop comes).

@@ -134,6 +134,7 @@ class Trainer:
         if self.group is not None:  # stop and pause as the ranks agreed, never one rank alone
             self.control = distributed.AgreedControl(state.control)
         self._forwards = 0  # the model's forwards entered (in a group: see fit)
+        self._oom_flags: Any = None  # this step's out-of-memory flags, in a group (_try_group)
         self._real_sizes: list[int] | None = None  # per batch: this rank's examples (0: a padding repeat)
         self._global_sizes: list[int] | None = None  # per batch: the group's examples
 
@@ -385,6 +386,7 @@ class Trainer:
             share = self.group.world_size * real / max(1, counted)
         loss_total = torch.zeros((), device=self.device)
         out_of_memory, synced, forwards = False, False, self._forwards
+        self._oom_flags = None  # sent by _forward_backward before the synchronising backward
         for number, (piece, size) in enumerate(zip(pieces, sizes)):
             last = number == len(pieces) - 1
             try:
@@ -404,9 +406,11 @@ class Trainer:
             synced = synced or last
             loss_total += loss.detach().float() * (size or n)
         if self.group is not None:
+            flags = self._oom_flags
             if not synced:  # the others wait in this step's all-reduce: join it with nothing to add
+                flags = self.group.send_out_of_memory_flag(True)
                 self._stand_in_backward(pieces[0], buffers_synced=self._forwards > forwards)
-            ranks = self.group.out_of_memory_ranks(out_of_memory)
+            ranks = self.group.out_of_memory_ranks(flags)
             if ranks:
                 raise _OutOfMemoryInTheGroup(ranks)
         if counted != total:  # the events report rank 0's mean loss over the group's example count
@@ -431,6 +435,10 @@ class Trainer:
             # Weight each micro-batch's mean loss by its share of the group, so
             # the gradient is that of the whole group's mean loss.
             weight = (size or n) / total * share
+            if last and self.group is not None:
+                # Every out-of-memory this step can recover from has happened by
+                # now: the flags' all-reduce runs while the backward computes.
+                self._oom_flags = self.group.send_out_of_memory_flag(False)
             try:
                 self.scaler.scale(loss * weight).backward()
             except Exception as exc:

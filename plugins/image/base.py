@@ -323,6 +323,7 @@ class ImageTask:
         budget = memory_cache_budget(self.params.get("memory_cache", "auto"))
         if budget is None:
             return {"splits": [], "reason": "memory_cache off"}
+        budget //= max(1, ctx.processes_on_this_machine)  # the machine's budget: each rank keeps its own copy
         if workers:
             return {"splits": [], "reason": f"{workers} loader worker processes decode (each would keep a copy of its own)"}
         if int(self.params.get("epochs", 1)) < 2 or ctx.purpose not in ("train", "resume"):
