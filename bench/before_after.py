@@ -41,12 +41,23 @@ FIGURES = {
     "engine_overhead": ["ratio", "ratio_cpu", "ratio_end_to_end", "ratio_end_to_end_cpu", "max_abs_loss_diff",
                         "engine_samples_per_second", "raw_samples_per_second"],
     "ddp_scaling": ["ratio", "two_ranks_samples_per_second", "one_rank_samples_per_second"],
+    "task_families": [f"families.{name}.{figure}" for name in ("regression", "multilabel", "image-regression", "image-multilabel",
+                      "text-regression", "text-multilabel") for figure in ("ratio.median", "samples_per_second_trainlab.median")],
     "gui_latency": ["stall_p99_ms", "stall_max_ms", "start_stall_max_ms", "window_vs_bare", "plot_refresh_ms_100k",
                     "idle_stall_p99_ms"],
 }
 
 # per-pair ratio lists to pool across rounds: (key in the bench's JSON, holding "ratios")
 POOLED = {"engine_overhead": ["ratio_spread", "ratio_cpu_spread", "ratio_end_to_end_spread"]}
+
+
+def figure(result: dict, key: str):
+    """``result[key]``, a dotted key reaching into nested objects (``families.regression.ratio.median``)."""
+    for part in key.split("."):
+        if not isinstance(result, dict):
+            return None
+        result = result.get(part)
+    return result
 
 
 def lay_out(revision: str, into: Path) -> Path:
@@ -112,14 +123,14 @@ def main() -> int:
         for index in range(args.rounds):
             for name in order(index, ["before", "after"]):
                 results[name].append(run_bench(script, args.bench_args, trees[name]))
-                figures = {k: results[name][-1].get(k) for k in FIGURES[args.bench]}
+                figures = {k: figure(results[name][-1], k) for k in FIGURES[args.bench] if figure(results[name][-1], k) is not None}
                 print(f"round {index + 1} {name:6}: {figures}", file=sys.stderr, flush=True)
     summary = {"bench": args.bench, "bench_args": args.bench_args, "base": args.base, "rounds": args.rounds,
                "load_average": load_average(), "trees": where}
     for key in FIGURES[args.bench]:
         row = {}
         for name in ("before", "after"):
-            values = [r[key] for r in results[name] if isinstance(r.get(key), (int, float))]
+            values = [figure(r, key) for r in results[name] if isinstance(figure(r, key), (int, float))]
             row[name] = {"median": statistics.median(values) if values else None, "values": values}
         summary[key] = row
     # every pair of every round in one median (engine_overhead's per-pair ratios): with
@@ -132,7 +143,8 @@ def main() -> int:
         print(f"{'figure':24} {'before (median)':>16} {'after (median)':>16}   rounds: {args.rounds}, base {args.base}")
         for key in FIGURES[args.bench]:
             before, after = summary[key]["before"]["median"], summary[key]["after"]["median"]
-            print(f"{key:24} {_fmt(before):>16} {_fmt(after):>16}")
+            if before is not None or after is not None:
+                print(f"{key:24} {_fmt(before):>16} {_fmt(after):>16}")
         for key in POOLED.get(args.bench, ()):
             pooled = summary[f"pooled_{key}"]
             print(f"{'pooled ' + key:24} {_fmt(pooled['before']):>16} {_fmt(pooled['after']):>16}   (median of every pair)")

@@ -70,6 +70,8 @@ from trainlab import DataSummary, MultiLabelTask, Param, RegressionTask, TaskSpe
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench's helpers, however this file is run
 import builtin_families as builtin  # noqa: E402
 from builtin_families import SideFigures  # noqa: E402
+from pairs import callgrind_region_instructions, count_region  # noqa: E402
+from pairs import order as abba  # noqa: E402
 
 N_TRAIN, N_VAL, FEATURES, HIDDEN, LABELS = 8192, 2048, 64, 768, 8
 EPOCHS, BATCH, LR, SEED = 3, 128, 1e-3, 1234
@@ -236,6 +238,7 @@ class PassTimer(trainlab.Callback):
         self._started: tuple[float, float] | None = None
 
     def on_epoch_start(self, state) -> None:
+        count_region(True)  # under callgrind (--instructions): the training passes only
         self._started = (time.perf_counter(), time.process_time())
 
     def on_eval_start(self, state) -> None:
@@ -244,6 +247,7 @@ class PassTimer(trainlab.Callback):
             self.cpu += time.process_time() - self._started[1]
             self.samples = int(state.samples_seen)
             self._started = None
+            count_region(False)
 
 
 def trainlab_run(task_id: str, quality_metric: str, out_dir: Path, data: Path | None = None, params: dict | None = None) -> SideFigures:
@@ -447,6 +451,43 @@ def configure(quick: bool) -> None:
         SIZES = builtin.Sizes(images_train=96, images_val=32, texts_train=192, texts_val=64, epochs=2)
 
 
+def child(entry: FamilyEntry, side: str) -> int:
+    """One side of one entry, once (``--instructions`` runs this under callgrind)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        entry.setup(out)
+        (entry.plain if side == "plain" else entry.trainlab)(out)
+    return 0
+
+
+def count_instructions(entries: list[FamilyEntry], args) -> dict[str, Any]:
+    """``--instructions``: per entry, each side in its own process under callgrind, ABBA."""
+    script = str(Path(__file__).resolve())
+    found: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for entry in entries:
+            counts: dict[str, list[int]] = {"plain": [], "trainlab": []}
+            for pair in range(args.instruction_pairs):
+                for side in abba(pair, ["plain", "trainlab"]):
+                    command = [sys.executable, script, "--child", side, "--families", entry.name,
+                               "--threads", str(args.threads), *(["--quick"] if args.quick else []),
+                               *(f"--set={k}={v}" for k, v in EXTRA_PARAMS.items())]  # fmt: skip
+                    got = callgrind_region_instructions(command, str(Path(tmp) / f"callgrind.{entry.name}.{side}.{pair}"))
+                    if got is None:
+                        raise SystemExit("--instructions needs valgrind (callgrind) and callgrind_control")
+                    counts[side].append(got)
+                    print(f"{entry.name} pair {pair + 1} {side:8}: {got:,} instructions in the training passes", file=sys.stderr, flush=True)
+            ratios = [p / t for p, t in zip(counts["plain"], counts["trainlab"])]
+            found[entry.name] = {
+                "instruction_ratio": round(statistics.median(ratios), 4),
+                "instruction_ratios": [round(r, 4) for r in ratios],
+                "instructions": counts,
+                "spread_pct": {side: round(100 * (max(v) - min(v)) / 2 / statistics.median(v), 3) for side, v in counts.items()},
+                "goal_met": statistics.median(ratios) >= 0.98,
+            }
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=5)
@@ -456,6 +497,10 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: steadiest on shared 2-core machines)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="an engine parameter for the TrainLab side")
     parser.add_argument("--json", action="store_true", help="print only the JSON summary on stdout")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the instructions of the training passes under callgrind instead of timing them (slow)")
+    parser.add_argument("--instruction-pairs", type=int, default=1, help="with --instructions: runs of each side per entry")
+    parser.add_argument("--child", choices=("plain", "trainlab"), help=argparse.SUPPRESS)  # one side, once (under callgrind)
     args = parser.parse_args()
     for item in args.sets:
         key, _, value = item.partition("=")
@@ -474,6 +519,21 @@ def main() -> int:
         record = registry().add_plugin(BenchPlugin(), "bench")
         assert record.status == "ok", record.message
         DATA.update({family: make_data(family) for family in ("regression", "multilabel")})
+        if args.child:
+            (entry,) = [e for e in ENTRIES if e.name in wanted]
+            return child(entry, args.child)
+        if args.instructions:
+            chosen = [e for e in ENTRIES if (not wanted or e.name in wanted) and not e.available()]
+            summary["instructions"] = count_instructions(chosen, args)
+            summary.update(quick=args.quick, trainlab_params=dict(EXTRA_PARAMS), threads=torch.get_num_threads(),
+                           meaning="the script's instructions over TrainLab's in the training passes (above 1: TrainLab runs fewer)",
+                           goal={"instruction_ratio": ">= 0.98"})  # fmt: skip
+            if not args.json:
+                for name, figures in summary["instructions"].items():
+                    print(f"{name}: script/trainlab instructions {figures['instruction_ratio']:.4f} "
+                          f"(pairs {figures['instruction_ratios']}; spread {figures['spread_pct']})")
+            print(json.dumps(summary))
+            return 0
         for entry in ENTRIES:
             if wanted and entry.name not in wanted:
                 continue

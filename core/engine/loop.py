@@ -135,6 +135,10 @@ class Trainer:
             self.control = distributed.AgreedControl(state.control)
         self._forwards = 0  # the model's forwards entered (in a group: see fit)
         self._oom_flags: Any = None  # this step's out-of-memory flags, in a group (_try_group)
+        # The parameters that gradient clipping walks, listed once: model.parameters()
+        # walks every module again at each step (the same tensors throughout a run).
+        self._clip_params = list(self.model.parameters())
+        self._clip = float(self.params["clip_grad_norm"])
         self._real_sizes: list[int] | None = None  # per batch: this rank's examples (0: a padding repeat)
         self._global_sizes: list[int] | None = None  # per batch: the group's examples
 
@@ -384,7 +388,7 @@ class Trainer:
             real = sum(self._real_sizes[span[0] : span[1]])
             counted = sum(self._global_sizes[span[0] : span[1]])
             share = self.group.world_size * real / max(1, counted)
-        loss_total = torch.zeros((), device=self.device)
+        loss_total: torch.Tensor | None = None
         out_of_memory, synced, forwards = False, False, self._forwards
         self._oom_flags = None  # sent by _forward_backward before the synchronising backward
         for number, (piece, size) in enumerate(zip(pieces, sizes)):
@@ -404,7 +408,8 @@ class Trainer:
                     ) from None
                 break
             synced = synced or last
-            loss_total += loss.detach().float() * (size or n)
+            summed = loss.detach().float() * (size or n)
+            loss_total = summed if loss_total is None else loss_total + summed
         if self.group is not None:
             flags = self._oom_flags
             if not synced:  # the others wait in this step's all-reduce: join it with nothing to add
@@ -413,13 +418,14 @@ class Trainer:
             ranks = self.group.out_of_memory_ranks(flags)
             if ranks:
                 raise _OutOfMemoryInTheGroup(ranks)
+        if loss_total is None:  # nothing ran: out of memory in the first piece, on a rank of a group (raised above)
+            loss_total = torch.zeros((), device=self.device)
         if counted != total:  # the events report rank 0's mean loss over the group's example count
             loss_total = loss_total * (counted / total)
-        clip = float(self.params["clip_grad_norm"])
         if self.scaler.is_enabled():
             self.scaler.unscale_(self.optimizer)
-        if clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        if self._clip > 0:
+            torch.nn.utils.clip_grad_norm_(self._clip_params, self._clip)
         if self._optimizer_step():
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -435,12 +441,13 @@ class Trainer:
             # Weight each micro-batch's mean loss by its share of the group, so
             # the gradient is that of the whole group's mean loss.
             weight = (size or n) / total * share
+            weighted = loss if weight == 1.0 else loss * weight  # one piece holding the whole batch: as it is
             if last and self.group is not None:
                 # Every out-of-memory this step can recover from has happened by
                 # now: the flags' all-reduce runs while the backward computes.
                 self._oom_flags = self.group.send_out_of_memory_flag(False)
             try:
-                self.scaler.scale(loss * weight).backward()
+                self.scaler.scale(weighted).backward()
             except Exception as exc:
                 exc._trainlab_in_backward = True  # type: ignore[attr-defined]
                 raise
