@@ -80,6 +80,24 @@ class RunContext:
     # over several GPUs on it; 1 otherwise): a task divides what it takes of
     # the machine (a memory budget, loader workers) by it.
     processes_on_this_machine: int = 1
+    _shared: Any = field(default=None, repr=False, compare=False)  # the engine's SharedArrays, in a group
+
+    def shared_array(self, name: str, shape: Sequence[int], dtype: Any, *, fits: bool = True) -> Any:
+        """A zero-filled tensor that every process of this run on this machine maps: one copy per machine.
+
+        For what the ranks of a run over several GPUs would otherwise each
+        keep (decoded images, a cache of a fixed transform): each rank fills
+        its share and reads the others'. Collective: every process calls it
+        with the same ``name``, ``shape`` and ``dtype`` in the same order
+        (``prepare`` runs the same in every rank), ``fits`` saying whether this
+        process would keep that much itself. None when there is nothing to
+        share with (one process), when it cannot be made (no shared memory on
+        this system, not enough of it) or when a process of this machine said
+        it does not fit: keep a private copy, or none, as alone. Store only
+        what any rank would store for the same entry, and mark an entry ready
+        after writing it (docs/plugins.md).
+        """
+        return self._shared.make(name, shape, dtype, fits) if self._shared is not None else None
 
     @property
     def is_cuda(self) -> bool:

@@ -239,3 +239,22 @@ def _free_port() -> int:
 
     return free_port()
 
+
+
+def test_two_ranks_keep_one_copy_of_the_decoded_images(probe_home, tmp_path):
+    # image-classification on two ranks: train (no random crop) and val in one shared array
+    from trainlab.engine.shared_memory import SHARED_FOLDER, _usable
+    from trainlab.plugins.image.sample import make_shapes_dataset
+
+    if not _usable():
+        pytest.skip("no shared arrays on this machine (x86-64 with /dev/shm)")
+    data = make_shapes_dataset(tmp_path / "shapes", classes=2, size=24, splits={"train": 12, "val": 4})
+    before = {p.name for p in SHARED_FOLDER.glob("trainlab-*")}
+    code, outcome, stderr = _finish(_start(
+        ["trainlab", "train", "image-classification", "--data", data, "--device", "cpu", "--epochs", 2, "--batch-size", 4,
+         "--set", "image_size=16", "--set", "augmentation=none", "--set", "memory_cache=auto", "--out", tmp_path / "run",
+         "--json", "--nproc-per-node", 2], probe_home))  # fmt: skip
+    assert code == 0 and outcome["status"] == "completed", stderr[-3000:]
+    cache = json.loads((tmp_path / "run" / "run.json").read_text())["data_summary"]["extra"]["memory_cache"]
+    assert cache["shared_splits"] == ["train", "val"] == cache["splits"]
+    assert {p.name for p in SHARED_FOLDER.glob("trainlab-*")} == before

@@ -36,6 +36,7 @@ def make_context(params: dict[str, Any], run_dir: Path | None, log: Callable[[st
     precision = resolve_precision(device, str(params.get("precision", "auto")))
     enable_tf32(device)
     from trainlab.engine import distributed
+    from trainlab.engine.shared_memory import SharedArrays
 
     group = distributed.current()
     return RunContext(
@@ -47,6 +48,7 @@ def make_context(params: dict[str, Any], run_dir: Path | None, log: Callable[[st
         log=log,
         multiprocessing_context=mp_context,
         processes_on_this_machine=group.local_world_size if group is not None else 1,
+        _shared=SharedArrays(group) if group is not None else None,
     )
 
 

@@ -26,6 +26,35 @@ class _BatchList:
         return len(self.batches)
 
 
+class InProcessBatches:
+    """What a DataLoader without workers and without pinning does, without its iterator machinery.
+
+    Each batch of the sampler is fetched as the DataLoader would fetch it
+    (``dataset.__getitems__(batch)`` where the dataset has it, else one
+    ``dataset[i]`` per index) and collated, in the training thread.  Nothing
+    else differs: a DataLoader without workers draws its base seed from its
+    own generator, not the global ones, so skipping it changes no random
+    stream (and resume stays exact).  It saves some 20 microseconds a batch,
+    a few tenths of a percent of a millisecond step.
+    """
+
+    def __init__(self, dataset: Any, collate: Any, sampler: _BatchList):
+        import torch
+
+        self.dataset, self.collate, self.sampler = dataset, collate, sampler
+        self.generator = torch.Generator()  # seeded per pass like a DataLoader's (unused without workers)
+        getitems = getattr(dataset, "__getitems__", None)
+        self._fetch = getitems if getitems else (lambda batch: [dataset[i] for i in batch])
+
+    def __iter__(self):
+        fetch, collate = self._fetch, self.collate
+        for batch in self.sampler.batches:
+            yield collate(fetch(batch))
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+
 class SplitLoaders:
     """One DataLoader per split, for as long as the run (or evaluation) lasts."""
 
@@ -65,6 +94,8 @@ class SplitLoaders:
             options.pop("persistent_workers", None)
             options.pop("prefetch_factor", None)
         sampler = _BatchList()
+        if options.get("num_workers", 0) == 0 and not options.get("pin_memory"):
+            return InProcessBatches(self.task.dataset(split), self.task.collate, sampler), sampler
         loader = torch.utils.data.DataLoader(
             self.task.dataset(split),
             batch_sampler=sampler,

@@ -23,7 +23,7 @@ import torch
 from trainlab import DataError, DataSummary, RunContext, TaskSpec, UsageError, model_store_dir
 from trainlab.plugins.image import MODELS
 from trainlab.plugins.image.data import read_image_data
-from trainlab.plugins.image.dataset import ImageBatchCollator, ImageFolderDataset
+from trainlab.plugins.image.dataset import DecodedImages, ImageBatchCollator, ImageFolderDataset
 from trainlab.plugins.image.export import META_FILE, load_model_folder, read_model_description, save_model_folder
 from trainlab.plugins.image.folder import IMAGE_EXTENSIONS, Splits
 from trainlab.plugins.image.models import auto_cnn_options, build_model, describe_cnn
@@ -323,29 +323,67 @@ class ImageTask:
         budget = memory_cache_budget(self.params.get("memory_cache", "auto"))
         if budget is None:
             return {"splits": [], "reason": "memory_cache off"}
-        budget //= max(1, ctx.processes_on_this_machine)  # the machine's budget: each rank keeps its own copy
         if workers:
             return {"splits": [], "reason": f"{workers} loader worker processes decode (each would keep a copy of its own)"}
         if int(self.params.get("epochs", 1)) < 2 or ctx.purpose not in ("train", "resume"):
             # and the memory stays that of the file list (bench/scale.py)
             return {"splits": [], "reason": "each image is read once (one epoch, or an evaluation)"}
-        plan: dict[str, Any] = {"splits": [], "bytes": 0, "budget_bytes": budget}
-        for split in self.splits():
-            augmentation = self.augmentation if split == "train" else None
-            records = found.records.get(split) or []
-            sizes = [(r.width, r.height) for r in records] if len(records) == len(self._items[split]) else []
-            if not sizes:  # no headers to size them by: as large as the image size
-                sizes = [(self.image_size, self.image_size)] * len(self._items[split])
-            need = cached_bytes(augmentation, self.image_size, sizes, self.crop_fraction)
-            if plan["bytes"] + need > budget:
+        needs = {split: self._cached_need(found, split) for split in self.splits()}
+        shared = self._shared_caches(needs, budget, ctx)
+        # The budget is the machine's: a rank's own copy may take its share of it.
+        own = budget // max(1, ctx.processes_on_this_machine)
+        plan: dict[str, Any] = {"splits": [], "bytes": 0, "budget_bytes": own}
+        if shared:
+            plan.update(shared_splits=sorted(shared), machine_budget_bytes=budget)
+        machine_used = 0
+        for split, need in needs.items():
+            if split in shared:  # one copy for the machine's ranks, against the machine's budget
+                machine_used += need
+            elif plan["bytes"] + need > own:
                 plan.setdefault("not_kept", []).append(split)
-                plan["reason"] = f"{split} would take {(plan['bytes'] + need) / MB:.1f} MB in all, more than the budget of {budget / MB:.1f} MB"
+                plan["reason"] = f"{split} would take {(plan['bytes'] + need) / MB:.1f} MB in all, more than the budget of {own / MB:.1f} MB"
                 break
+            augmentation = self.augmentation if split == "train" else None
             fixed, random = cached_parts(augmentation, self.image_size, self.crop_fraction)
-            self.dataset(split).keep_decoded(budget - plan["bytes"], fixed, random)
+            self.dataset(split).keep_decoded(own - plan["bytes"], fixed, random, shared.get(split), self.image_size)
             plan["splits"].append(split)
-            plan["bytes"] += need
+            if split not in shared:
+                plan["bytes"] += need
+        if shared:
+            plan["bytes"] += machine_used  # what this run keeps, whoever holds it
         return plan
+
+    def _cached_need(self, found: Splits, split: str) -> int:
+        augmentation = self.augmentation if split == "train" else None
+        records = found.records.get(split) or []
+        sizes = [(r.width, r.height) for r in records] if len(records) == len(self._items[split]) else []
+        if not sizes:  # no headers to size them by: as large as the image size
+            sizes = [(self.image_size, self.image_size)] * len(self._items[split])
+        return cached_bytes(augmentation, self.image_size, sizes, self.crop_fraction)
+
+    def _shared_caches(self, needs: dict[str, int], budget: int, ctx: RunContext) -> dict[str, Any]:
+        """The splits whose decoded images the ranks of this machine keep in one shared array.
+
+        Splits whose kept images all have one size (no random crop) are asked
+        for, every one in order on every rank (the call is collective), each
+        said to fit while the splits so far fit the machine's budget.
+        """
+        if ctx.processes_on_this_machine < 2:
+            return {}
+        import torch
+
+        shared, total = {}, 0
+        for split, need in needs.items():
+            augmentation = self.augmentation if split == "train" else None
+            if augmentation is not None and augmentation.name != "none":
+                continue  # kept reduced to each image's own shape: a copy per rank
+            total += need
+            count = len(self._items[split])
+            array = ctx.shared_array(f"decoded images: {split}", (DecodedImages.shared_bytes(count, self.image_size),),
+                                     torch.uint8, fits=total <= budget)  # fmt: skip
+            if array is not None:
+                shared[split] = array
+        return shared
 
     def memory_cache_state(self) -> dict[str, dict[str, int]]:
         """Per cached split: images stored so far and their bytes."""

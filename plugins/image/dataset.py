@@ -17,18 +17,41 @@ class DecodedImages:
     decoded each time they are read (``full``), as without the cache.  It
     lives with the dataset of one preparation of the data; preparing again
     (another run, a changed data set) starts an empty one.
+
+    With ``shared`` (a uint8 array from ``RunContext.shared_array`` holding
+    every image at ``side`` px and then one ready byte per image) the ranks
+    of a run on one machine keep one copy between them: an image decoded by
+    any rank is read by all, its ready byte set after its pixels are written.
     """
 
-    def __init__(self, size: int, budget: int):
+    def __init__(self, size: int, budget: int, shared: torch.Tensor | None = None, side: int = 0):
         self.entries: list[torch.Tensor | None] = [None] * size
         self.budget = int(budget)
         self.used = 0
         self.full = False
+        self.pixels: torch.Tensor | None = None
+        self.ready: torch.Tensor | None = None
+        if shared is not None:
+            item = 3 * side * side
+            self.pixels = shared[: size * item].view(size, 3, side, side)
+            self.ready = shared[size * item : size * item + size]
+
+    @staticmethod
+    def shared_bytes(size: int, side: int) -> int:
+        """The length of the shared array for ``size`` images of ``side`` px: pixels, then a ready byte each."""
+        return size * (3 * side * side + 1)
 
     def get(self, index: int) -> torch.Tensor | None:
+        if self.ready is not None:
+            return self.pixels[index] if self.ready[index] else None
         return self.entries[index]
 
     def put(self, index: int, pixels: torch.Tensor) -> None:
+        if self.pixels is not None and pixels.shape == self.pixels.shape[1:] and pixels.dtype == torch.uint8:
+            self.pixels[index].copy_(pixels)
+            self.ready[index] = 1  # after the pixels: the other ranks read it once they see this
+            self.used += pixels.numel()
+            return
         size = pixels.numel() * pixels.element_size()
         if self.used + size > self.budget:
             self.full = True
@@ -37,7 +60,13 @@ class DecodedImages:
         self.used += size
 
     @property
+    def shared(self) -> bool:
+        return self.ready is not None
+
+    @property
     def stored(self) -> int:
+        if self.ready is not None:
+            return int(self.ready.sum())  # by every rank of the machine
         return sum(e is not None for e in self.entries)
 
 
@@ -66,9 +95,14 @@ class ImageFolderDataset:
         self._random: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     def keep_decoded(
-        self, budget: int, fixed: Callable[[Any], torch.Tensor], random: Callable[[torch.Tensor], torch.Tensor] | None
+        self,
+        budget: int,
+        fixed: Callable[[Any], torch.Tensor],
+        random: Callable[[torch.Tensor], torch.Tensor] | None,
+        shared: torch.Tensor | None = None,
+        side: int = 0,
     ) -> DecodedImages:
-        self.cache = DecodedImages(len(self.items), budget)
+        self.cache = DecodedImages(len(self.items), budget, shared, side)
         self._fixed, self._random = fixed, random
         return self.cache
 
