@@ -1,0 +1,27 @@
+"""bench/ddp_scaling.py in its smallest configuration: both workloads run through the real command and report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload, extra", [("image", ["--images", "6"]), ("mlp", ["--rows", "600", "--hidden", "32"])])
+def test_ddp_scaling_runs_one_pair(workload, extra):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "ddp_scaling.py"), "--workload", workload, *extra, "--epochs", "2", "--pairs", "1", "--json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["workload"] == workload and summary["ratio"] > 0 and summary["spread"]["n"] == 1
+    (pair,) = summary["rounds"]
+    assert pair["one"]["samples"] == pair["two"]["samples"] > 0  # the same work on both sides
+    assert pair["one"]["steps"] == pair["two"]["steps"]  # the same global batch: the same optimizer steps
