@@ -24,15 +24,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _rank(rank: int, port: int, fits: list[bool], queue) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+def _rank(rank: int, port: int, fits: list[bool], queue, machines: int = 1) -> None:
+    # machines=2: each process is the one rank of its own machine (node), as in --nnodes 2
+    local_rank, local_world = (0, 1) if machines == 2 else (rank, 2)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1",
+                      GROUP_RANK=str(rank if machines == 2 else 0))  # fmt: skip
     import torch
     import torch.distributed as dist
 
     from trainlab.engine.distributed import RankGroup
 
     dist.init_process_group("gloo", rank=rank, world_size=2)
-    group = RankGroup(rank, 2, rank, 2, "gloo", "cpu")
+    group = RankGroup(rank, 2, local_rank, local_world, "gloo", "cpu")
     shared = SharedArrays(group)
     array = shared.make("decoded images: train", (4,), torch.uint8, fits=fits[rank])
     seen = None
@@ -50,11 +53,11 @@ def _rank(rank: int, port: int, fits: list[bool], queue) -> None:
     dist.destroy_process_group()
 
 
-def _run(fits: list[bool]) -> dict[int, object]:
+def _run(fits: list[bool], machines: int = 1) -> dict[int, object]:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     port = _free_port()
-    procs = [context.Process(target=_rank, args=(rank, port, fits, queue)) for rank in (0, 1)]
+    procs = [context.Process(target=_rank, args=(rank, port, fits, queue, machines)) for rank in (0, 1)]
     for proc in procs:
         proc.start()
     got = dict(queue.get(timeout=120) for _ in procs)
@@ -80,6 +83,13 @@ def test_one_rank_that_says_it_does_not_fit_makes_every_rank_keep_its_own():
     before = _ours()
     got = _run([True, False])
     assert got == {0: None, 1: None}
+    assert _ours() == before
+
+
+def test_ranks_alone_on_their_machines_take_part_and_share_nothing():
+    # A run over two machines with one rank each: both still join the collective, and answer None.
+    before = _ours()
+    assert _run([True, True], machines=2) == {0: None, 1: None}
     assert _ours() == before
 
 

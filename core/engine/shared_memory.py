@@ -8,7 +8,9 @@ rank. A shared array is one copy per machine, in POSIX shared memory
 
 It is collective: every rank of the run asks for the same arrays, with the
 same names and shapes, in the same order (a task's ``prepare`` is such a
-place: it runs the same in every rank). Per machine:
+place: it runs the same in every rank), whatever its own machine holds (a
+machine with one rank of a run over several still takes part, and answers
+None). Per machine:
 
 1. every rank says whether the array fits its own budget (``fits``);
 2. if every rank of the machine says so, the machine's local rank 0 makes
@@ -66,7 +68,7 @@ class SharedArrays:
         import torch
 
         group = self.group
-        if group is None or group.local_world_size < 2:
+        if group is None or group.world_size < 2:  # the run's size, the same on every rank: no collective
             return None
         self.count += 1
         numel = 1
@@ -76,7 +78,9 @@ class SharedArrays:
         host = f"{socket.gethostname()}/{os.environ.get('GROUP_RANK', '')}"  # this machine's ranks (a node of the run)
         path = SHARED_FOLDER / f"trainlab-{_run_key()}-{self.count}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
         # 1. every rank's view; the machine's local rank 0 makes the file if all of them agree
-        views = group.gather_json({"host": host, "fits": bool(fits) and _usable() and nbytes > 0})
+        # (a machine with one rank of the run has nothing to share: it says no, and answers None)
+        alone = group.local_world_size < 2
+        views = group.gather_json({"host": host, "fits": bool(fits) and not alone and _usable() and nbytes > 0})
         mine = [v for v in views if v["host"] == host]
         made = ""
         if group.local_rank == 0 and all(v["fits"] for v in mine):
@@ -87,7 +91,7 @@ class SharedArrays:
         if made_by.get(host) == "ok":
             try:
                 tensor = torch.from_file(str(path), shared=True, size=numel, dtype=dtype).view(*shape)
-            except (OSError, RuntimeError) as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever it is, the other ranks must hear of it, not hang
                 failed = f"{type(exc).__name__}: {exc}"
         # 2. every rank of the machine mapped it (or none uses it); then it leaves the folder
         mapped = group.gather_json({"host": host, "ok": tensor is not None or made_by.get(host) != "ok", "why": failed})

@@ -323,13 +323,15 @@ class ImageTask:
         budget = memory_cache_budget(self.params.get("memory_cache", "auto"))
         if budget is None:
             return {"splits": [], "reason": "memory_cache off"}
-        if workers:
-            return {"splits": [], "reason": f"{workers} loader worker processes decode (each would keep a copy of its own)"}
         if int(self.params.get("epochs", 1)) < 2 or ctx.purpose not in ("train", "resume"):
             # and the memory stays that of the file list (bench/scale.py)
             return {"splits": [], "reason": "each image is read once (one epoch, or an evaluation)"}
         needs = {split: self._cached_need(found, split) for split in self.splits()}
-        shared = self._shared_caches(needs, budget, ctx)
+        # Asked for on every rank alike (collective), before anything a machine decides
+        # for itself (its loader workers follow its cores): a rank with workers says no.
+        shared = self._shared_caches(needs, budget if not workers else -1, ctx)
+        if workers:
+            return {"splits": [], "reason": f"{workers} loader worker processes decode (each would keep a copy of its own)"}
         # The budget is the machine's: a rank's own copy may take its share of it.
         own = budget // max(1, ctx.processes_on_this_machine)
         plan: dict[str, Any] = {"splits": [], "bytes": 0, "budget_bytes": own}
@@ -368,8 +370,6 @@ class ImageTask:
         for, every one in order on every rank (the call is collective), each
         said to fit while the splits so far fit the machine's budget.
         """
-        if ctx.processes_on_this_machine < 2:
-            return {}
         import torch
 
         shared, total = {}, 0
