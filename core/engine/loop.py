@@ -389,7 +389,7 @@ class Trainer:
             counted = sum(self._global_sizes[span[0] : span[1]])
             share = self.group.world_size * real / max(1, counted)
         loss_total: torch.Tensor | None = None
-        out_of_memory, synced, forwards = False, False, self._forwards
+        synced, forwards = False, self._forwards
         self._oom_flags = None  # sent by _forward_backward before the synchronising backward
         for number, (piece, size) in enumerate(zip(pieces, sizes)):
             last = number == len(pieces) - 1
@@ -398,7 +398,6 @@ class Trainer:
             except Exception as exc:
                 if self.group is None or not _is_oom(exc):
                     raise
-                out_of_memory = True
                 if last and getattr(exc, "_trainlab_in_backward", False):
                     # Part of the all-reduce may have gone out: this rank cannot
                     # rejoin it, and the others fail within the collective timeout.
