@@ -422,9 +422,19 @@ class MainWindow(QMainWindow):
         if self.settings.geometry:
             self.restoreGeometry(QByteArray.fromBase64(self.settings.geometry.encode("ascii")))
         else:
-            self.resize(1360, 860)
+            self.resize(self._first_size())
         if self.settings.window_state:
             self.restoreState(QByteArray.fromBase64(self.settings.window_state.encode("ascii")))
+
+    def _first_size(self) -> QSize:
+        """1360x860 where the screen has room, else what it has (a 1366x768 laptop):
+        never wider or taller than the screen's free area, never under the minimum."""
+        wanted = QSize(1360, 860)
+        screen = self.screen() or QApplication.primaryScreen()
+        if screen is None:
+            return wanted
+        free = screen.availableGeometry().size()
+        return wanted.boundedTo(free).expandedTo(self.minimumSize())
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange and self.plots is not None:

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
 
 from trainlab.desktop.axes import ElapsedAxis, EpochAxis, GridAxis, SteadyViewBox, grid_below
 from trainlab.desktop.curves import RunCurves
+from trainlab.desktop.flow_layout import FlowLayout, group
 from trainlab.desktop.metric_plots import MetricPlots, run_declarations
 
 REFRESH_HZ = 20
@@ -120,7 +121,7 @@ class LivePlots(QWidget):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        bar = QHBoxLayout()
+        bar = FlowLayout(spacing=12)  # wraps in a narrow window
         self.axis_combo = QComboBox(self)
         self.axis_combo.setObjectName("plot_axis")
         self.axis_combo.addItem(self.tr("Step"), "step")
@@ -140,15 +141,9 @@ class LivePlots(QWidget):
         self.reset_zoom = QPushButton(self.tr("Fit"), self)
         self.reset_zoom.setToolTip(self.tr("Fit every plot to its data again"))
         self.reset_zoom.clicked.connect(self.fit)
-        bar.addWidget(QLabel(self.tr("X axis:"), self))
-        bar.addWidget(self.axis_combo)
-        bar.addSpacing(12)
-        bar.addWidget(QLabel(self.tr("Smoothing:"), self))
-        bar.addWidget(self.smoothing)
-        bar.addWidget(self.smoothing_label)
-        bar.addSpacing(12)
+        bar.addWidget(group(self, QLabel(self.tr("X axis:"), self), self.axis_combo))
+        bar.addWidget(group(self, QLabel(self.tr("Smoothing:"), self), self.smoothing, self.smoothing_label))
         bar.addWidget(self.log_scale)
-        bar.addStretch(1)
         bar.addWidget(self.reset_zoom)
         layout.addLayout(bar)
 
@@ -164,6 +159,7 @@ class LivePlots(QWidget):
         self.metrics_layout.setContentsMargins(0, 0, 0, 0)
         self.lr_plot = self.view.addPlot(row=1, col=2, axisItems=_axes(GridAxis), viewBox=SteadyViewBox())
         self._set_steady(False)
+        self._narrow = False  # the learning-rate plot on a row of its own (_arrange)
         self.view.ci.layout.setRowStretchFactor(0, 3)
         self.view.ci.layout.setRowStretchFactor(1, 2)
         for plot in (self.loss_plot, self.eval_loss_plot, self.lr_plot):
@@ -188,6 +184,38 @@ class LivePlots(QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(1000 // REFRESH_HZ)
         self.timer.timeout.connect(self.refresh)
+
+    # -- arrangement -----------------------------------------------------------
+    NARROW_WIDTH = 600  # under it, three plots side by side are too small to read
+    WIDE_MIN_HEIGHT, NARROW_MIN_HEIGHT = 320, 480
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._arrange(event.size().width() < self.NARROW_WIDTH)
+
+    def _arrange(self, narrow: bool) -> None:
+        """Wide: validation loss, the metrics and the learning rate side by side
+        under the training loss.  Narrow: the metrics on a row of their own (their
+        title names each one), validation loss and learning rate under them, and
+        the plots taller (the pane scrolls)."""
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        grid = self.view.ci
+        for item in (self.loss_plot, self.eval_loss_plot, self.metrics_layout, self.lr_plot):
+            grid.removeItem(item)
+        if narrow:
+            grid.addItem(self.loss_plot, row=0, col=0, colspan=2)
+            grid.addItem(self.metrics_layout, row=1, col=0, colspan=2)
+            grid.addItem(self.eval_loss_plot, row=2, col=0)
+            grid.addItem(self.lr_plot, row=2, col=1)
+        else:
+            grid.addItem(self.loss_plot, row=0, col=0, colspan=3)
+            grid.addItem(self.eval_loss_plot, row=1, col=0)
+            grid.addItem(self.metrics_layout, row=1, col=1)
+            grid.addItem(self.lr_plot, row=1, col=2)
+        grid.layout.setRowStretchFactor(2, 2 if narrow else 0)
+        self.setMinimumHeight(self.NARROW_MIN_HEIGHT if narrow else self.WIDE_MIN_HEIGHT)
 
     # -- appearance ----------------------------------------------------------
     def apply_colors(self, colors: PlotColors) -> None:

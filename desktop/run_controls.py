@@ -15,7 +15,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QProgressBar,
     QSpinBox,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.desktop.estimate_view import EstimateView
+from trainlab.desktop.flow_layout import FlowLayout, group
 from trainlab.desktop.formatting import format_duration
 from trainlab.session import RunProgress  # noqa: F401 - its old home; views draw it
 
@@ -76,21 +76,18 @@ class RunControls(QWidget):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        row.addWidget(_tool_button(self.start_action, self, "start_button"))
-        row.addWidget(_tool_button(self.pause_action, self, "pause_button"))
-        row.addWidget(_tool_button(self.stop_action, self, "stop_button"))
-        row.addSpacing(16)
+        # One row in a wide window; the groups wrap onto a second row in a narrow one.
+        row = FlowLayout(spacing=6)
+        self._buttons = group(self, _tool_button(self.start_action, self, "start_button"))
+        row.addWidget(self._buttons)
+        row.addWidget(group(self, _tool_button(self.pause_action, self, "pause_button"), _tool_button(self.stop_action, self, "stop_button")))
         self.more_epochs = QSpinBox(self)
         self.more_epochs.setObjectName("more_epochs")
         self.more_epochs.setRange(1, 100_000)
         self.more_epochs.setValue(2)
         self.more_epochs.setSuffix(self.tr(" epochs"))
         self.more_epochs.setToolTip(self.tr("How many more epochs to train the finished run"))
-        row.addWidget(_tool_button(self.more_action, self, "more_button"))
-        row.addWidget(self.more_epochs)
-        row.addStretch(1)
-        row.addWidget(QLabel(self.tr("Run:"), self))
+        row.addWidget(group(self, _tool_button(self.more_action, self, "more_button"), self.more_epochs))
         self.mode = QComboBox(self)
         self.mode.setObjectName("run_mode")
         self.mode.addItem(self.tr("in this window"), "thread")
@@ -102,7 +99,7 @@ class RunControls(QWidget):
             )
         )
         self.mode.currentIndexChanged.connect(lambda _: self.modeChanged.emit(self.mode.currentData()))
-        row.addWidget(self.mode)
+        row.addWidget(group(self, QLabel(self.tr("Run:"), self), self.mode))
         layout.addLayout(row)
         # the memory estimate, and what a LoRA run writes, by Start (trainlab.desktop.estimate_view)
         self.estimate = EstimateView(self)
@@ -126,6 +123,10 @@ class RunControls(QWidget):
         self.message.hide()
         layout.addWidget(self.message)
         self.set_idle(can_start=False, can_continue=False)
+
+    def add_beside_start(self, widget: QWidget) -> None:
+        """A button that belongs with Start ("Add to queue"): right after it, on the same row."""
+        self._buttons.layout().addWidget(widget)
 
     # -- state -------------------------------------------------------------
     def mode_value(self) -> str:

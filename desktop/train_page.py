@@ -168,11 +168,19 @@ class TrainPage(QSplitter):
         layout.addLayout(offer)
         self.curves_split = QSplitter(QtCore.Qt.Orientation.Vertical, live)  # the GPU panel goes below the plots
         self.plots = LivePlots(self.curves_split, plot_colors(theme))
-        self.plots.setMinimumHeight(320)
+        self.plots.setMinimumHeight(LivePlots.WIDE_MIN_HEIGHT)  # taller where the pane is narrow (LivePlots._arrange)
         self.plots.reset(self.controller.session.curves)
         self.curves_split.addWidget(self.plots)
         layout.addWidget(self.curves_split, 1)
-        return live
+        # Where the window is too short for controls, plots and the GPU panel
+        # (a laptop screen, the 960x640 minimum), the pane scrolls rather than
+        # squeezing them over each other.
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(live)
+        return scroll
 
     def add_below_plots(self, widget: QWidget) -> None:
         self.curves_split.addWidget(widget)
@@ -333,7 +341,7 @@ class TrainPage(QSplitter):
         button = QToolButton(self.controls)
         button.setDefaultAction(self.queue_action)
         button.setObjectName("queue_button")
-        self.controls.layout().itemAt(0).layout().insertWidget(1, button)  # the buttons' row, after Start
+        self.controls.add_beside_start(button)
 
     def queue_request(self) -> tuple[str, str, dict[str, Any]]:
         """(task, data, parameters) of the run the form describes, for the queue; UsageError when it cannot be queued."""
