@@ -28,7 +28,16 @@ training samples over the CPU seconds of the whole command and its children
 (start-up, torch imports and evaluation included, so it understates both;
 the ratio of the two says what the second process costs).
 
-    python bench/ddp_scaling.py [--workload image|mlp] [--pairs 4] [--epochs N] [--json]
+``peer`` (image workload): the same two-against-one comparison for a plain
+DDP script written in this file (``--peer-child``): the very network the
+TrainLab run trained (``model/model.json``: small-cnn's class with the
+options ``auto`` chose), AdamW, cross-entropy, on random tensors already in
+memory (no data pipeline, no evaluation, no records), as many steps as the
+TrainLab run took, launched the same way (torchrun, gloo, one thread per
+rank).  Measured in the same pairs, it is the ceiling the two cores allow at
+that moment; ``engine_efficiency`` is TrainLab's ratio over the peer's.
+
+    python bench/ddp_scaling.py [--workload image|mlp] [--pairs 4] [--epochs N] [--no-peer] [--json]
 
 Goal on the two shared cores of the development machine: ratio >= 1.6.
 """
@@ -99,8 +108,68 @@ def run_once(kind: str, data: Path, options: list[str], per_epoch: int, out: Pat
     samples = per_epoch * args.epochs
     metrics = outcome["metrics"]
     return {"samples_per_second": outcome["samples_per_second"], "cpu_seconds": cpu, "samples": samples, "steps": outcome["steps"],
-            "loss": metrics.get("loss"), "accuracy": metrics.get("accuracy"),
+            "loss": metrics.get("loss"), "accuracy": metrics.get("accuracy"), "run_dir": outcome.get("run_dir"),
             "samples_per_cpu_second": samples / cpu if cpu else 0.0}  # fmt: skip
+
+
+def run_peer(kind: str, model_json: Path, steps: int, args) -> dict:
+    """The plain DDP script (``peer_child``) as one process or two ranks through torchrun."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    batch = args.batch * 2 if kind == "one" else args.batch
+    child = [str(Path(__file__).resolve()), "--peer-child", str(model_json), "--peer-steps", str(steps), "--batch", str(batch)]
+    if kind == "two":
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", *child]
+    else:
+        cmd = [sys.executable, *child]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if proc.returncode != 0:
+        raise SystemExit(f"ddp_scaling: the peer's {kind} run failed:\n{proc.stderr[-2000:]}")
+    return json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+
+
+def peer_child(model_json: Path, steps: int, batch: int) -> int:
+    """One rank (or the one process) of the plain DDP script: timed training steps, samples/s on rank 0."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+
+    from trainlab.plugins.image.models import SmallCNN, stem_stride
+
+    torch.set_num_threads(1)
+    meta = json.loads(model_json.read_text(encoding="utf-8"))
+    size, options = int(meta["preprocessing"]["image_size"]), meta.get("architecture_options") or {}
+    classes = int(meta["num_outputs"]) if "num_outputs" in meta else len(meta["label_names"])  # as the image export reads it
+    torch.manual_seed(0)
+    model = SmallCNN(classes, widths=tuple(options.get("widths", (32, 64, 128, 256))), convs=int(options.get("convs", 2)),
+                     stem_stride=stem_stride(size))  # fmt: skip
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        dist.init_process_group("gloo")
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    batches = [(torch.randn(batch, 3, size, size), torch.randint(0, classes, (batch,))) for _ in range(8)]
+
+    def step(i: int) -> None:
+        x, y = batches[i % len(batches)]
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for i in range(5):  # warm-up, untimed
+        step(i)
+    if world > 1:
+        dist.barrier()
+    start = time.perf_counter()
+    for i in range(steps):
+        step(i)
+    seconds = time.perf_counter() - start
+    if world == 1 or dist.get_rank() == 0:
+        print(json.dumps({"samples_per_second": steps * batch * world / seconds, "steps": steps, "seconds": seconds}))
+    if world > 1:
+        dist.destroy_process_group()
+    return 0
 
 
 def main() -> int:
@@ -113,8 +182,13 @@ def main() -> int:
     parser.add_argument("--hidden", type=int, default=1536, help="mlp")
     parser.add_argument("--batch", type=int, default=None, help="per rank (the one process takes twice as many); image 32, mlp 64")
     parser.add_argument("--epochs", type=int, default=None, help="image 3, mlp 2")
+    parser.add_argument("--no-peer", action="store_true", help="image: leave out the plain DDP script measured beside TrainLab")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--peer-child", type=Path, help=argparse.SUPPRESS)  # the peer script itself (a model.json)
+    parser.add_argument("--peer-steps", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.peer_child:
+        return peer_child(args.peer_child, args.peer_steps, args.batch)
     image = args.workload == "image"
     args.batch = args.batch or (32 if image else 64)
     args.epochs = args.epochs or (3 if image else 2)
@@ -126,10 +200,17 @@ def main() -> int:
             got = {kind: run_once(kind, data, options, per_epoch, root / f"{kind}-{pair}", args, root / "home")
                    for kind in order(pair, ("one", "two"))}  # fmt: skip
             ratio = got["two"]["samples_per_second"] / got["one"]["samples_per_second"]
-            rounds.append({"order": order(pair, ("one", "two")), **got, "ratio": ratio})
+            row = {"order": order(pair, ("one", "two")), **got, "ratio": ratio}
+            peer_note = ""
+            if image and not args.no_peer:
+                model_json = Path(got["one"]["run_dir"]) / "model" / "model.json"
+                peer = {kind: run_peer(kind, model_json, got["one"]["steps"], args) for kind in order(pair + 1, ("one", "two"))}
+                row["peer"] = {**peer, "ratio": peer["two"]["samples_per_second"] / peer["one"]["samples_per_second"]}
+                peer_note = f"; the plain DDP script x{row['peer']['ratio']:.2f}"
+            rounds.append(row)
             print(f"pair {pair + 1}: one rank {got['one']['samples_per_second']:.0f} samples/s, two ranks {got['two']['samples_per_second']:.0f} "
-                  f"samples/s: x{ratio:.2f}  (per CPU-second {got['one']['samples_per_cpu_second']:.0f} vs {got['two']['samples_per_cpu_second']:.0f})",
-                  file=sys.stderr)  # fmt: skip
+                  f"samples/s: x{ratio:.2f}  (per CPU-second {got['one']['samples_per_cpu_second']:.0f} vs {got['two']['samples_per_cpu_second']:.0f})"
+                  f"{peer_note}", file=sys.stderr)  # fmt: skip
     summary = ratio_summary([r["two"]["samples_per_second"] for r in rounds], [r["one"]["samples_per_second"] for r in rounds])
     result = {
         "workload": args.workload,
@@ -148,6 +229,12 @@ def main() -> int:
         "settings": vars(args),
         "rounds": rounds,
     }
+    if all("peer" in r for r in rounds) and rounds:
+        peer = ratio_summary([r["peer"]["two"]["samples_per_second"] for r in rounds], [r["peer"]["one"]["samples_per_second"] for r in rounds])
+        result["peer"] = {"script": "plain DDP, the same network on random tensors in memory (--peer-child)", "ratio": peer["median"], "spread": peer,
+                          "engine_efficiency": ratio_summary([r["ratio"] for r in rounds], [r["peer"]["ratio"] for r in rounds])}  # fmt: skip
+        print(f"the plain DDP script on the same cores, same pairs: x{peer['median']:.2f} (spread {peer['spread_pct']}%); "
+              f"TrainLab's ratio over the script's: {result['peer']['engine_efficiency']['median']:.3f}", file=sys.stderr)  # fmt: skip
     print(f"{args.workload}: two ranks over one: x{result['ratio']:.2f} (spread {summary['spread_pct']}%; goal >= {GOAL}); "
           f"load average {result['load_average']} on {os.cpu_count()} cores", file=sys.stderr)  # fmt: skip
     if args.json:

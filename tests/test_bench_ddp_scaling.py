@@ -25,3 +25,8 @@ def test_ddp_scaling_runs_one_pair(workload, extra):
     (pair,) = summary["rounds"]
     assert pair["one"]["samples"] == pair["two"]["samples"] > 0  # the same work on both sides
     assert pair["one"]["steps"] == pair["two"]["steps"]  # the same global batch: the same optimizer steps
+    if workload == "image":  # the plain DDP script beside it, the same steps, one process and two ranks
+        assert pair["peer"]["one"]["steps"] == pair["peer"]["two"]["steps"] == pair["one"]["steps"]
+        assert pair["peer"]["ratio"] > 0 and summary["peer"]["engine_efficiency"]["n"] == 1
+    else:
+        assert "peer" not in pair
