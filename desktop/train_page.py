@@ -67,7 +67,7 @@ class TrainPage(QSplitter):
         self.addWidget(self._build_live(theme))
         self.setStretchFactor(0, 0)
         self.setStretchFactor(1, 1)
-        self.setSizes([420, 900])
+        self.setSizes([380, 1000])  # the setup column at its minimum width: the plots get the rest
 
         c = self.controls
         self.continue_action = QAction(self.tr("&Continue the stopped run"), self)
