@@ -8,11 +8,9 @@ from the device at every step: losses accumulate on the device and are read
 every ``log_interval`` seconds; the events still carry their step.
 
 A loss that is NaN or infinite fails the run at the next read, naming the
-first bad step, which the device keeps track of: the running sum stays
-non-finite once one step's loss is, so counting the steps while it is still
-finite (one more small operation per step, no read) gives that step.  Every
-checkpoint of the last state reads the flag first, so a diverged model never
-replaces a good checkpoint.  Checkpoints of the last state are written at
+first bad step (``LossWindow`` holds the steps' losses until a read and
+counts the finite ones before it).  Every checkpoint of the last state reads
+the loss first, so a diverged model never replaces a good checkpoint.  Checkpoints of the last state are written at
 each epoch's end, every ``checkpoint_every_steps`` steps and every
 ``checkpoint_every_minutes``, always between two optimizer steps.
 """
@@ -39,6 +37,7 @@ from trainlab.engine.checkpoint import (
 from trainlab.engine.device import autocast, is_out_of_memory
 from trainlab.engine.evaluation import Evaluator
 from trainlab.engine.loaders import SplitLoaders
+from trainlab.engine.loss_window import LossWindow
 from trainlab.engine.position import LoopPosition
 from trainlab.engine.schedule import Segment, SegmentedSchedule
 from trainlab.events import EvalResult, Log, Progress, TrainStep
@@ -119,8 +118,7 @@ class Trainer:
         self._log_interval = float(self.params["log_interval"])
         self._checkpoint_seconds = 60.0 * float(self.params.get("checkpoint_every_minutes", 0.0) or 0.0)
         self._last_save = time.perf_counter()
-        # Steps of the current read window before the first non-finite loss (see the module docstring).
-        self._finite_steps = torch.zeros((), device=self.device)
+        self._window = LossWindow(self.device)  # the steps' losses since the last read (see the module docstring)
         self._window_first_step = position.step + 1
         self.train_seconds = 0.0  # in training passes this session (data, forward, backward, step, callbacks)
         self.early_stopped = False
@@ -270,9 +268,8 @@ class Trainer:
         pos, state = self.position, self.state
         n_batches = len(order)
         loader = self.loader("train", remaining, epoch)
-        loss_sum = torch.zeros((), device=self.device)
-        finite_steps = self._finite_steps
-        finite_steps.zero_()
+        window = self._window
+        window.reset()
         self._window_first_step = pos.step + 1
         window_samples = 0
         window_steps = 0
@@ -285,9 +282,8 @@ class Trainer:
             last_of_epoch = index == n_batches - 1
             if len(group) < self.grad_accum and not last_of_epoch:
                 continue
-            group_n, group_loss = self._run_group(group, (index + 1 - len(group), index + 1))
-            loss_sum += group_loss
-            finite_steps += torch.isfinite(loss_sum)  # on the device: no read
+            group_n, group_loss, factor = self._run_group(group, (index + 1 - len(group), index + 1))
+            window.add(group_loss, factor)  # on the device: no read
             group = []
             pos.batches_done = index + 1
             pos.step += 1
@@ -312,10 +308,9 @@ class Trainer:
                 or self.control.stop_requested
                 or self.control.paused
             ):
-                self._report(loss_sum, window_samples, window_steps, now - window_start, epoch)
+                self._report(window_samples, window_steps, now - window_start, epoch)
                 self.train_seconds += now - window_start
-                loss_sum = torch.zeros((), device=self.device)
-                finite_steps.zero_()
+                window.reset()
                 self._window_first_step = pos.step + 1
                 window_samples = window_steps = 0
                 window_start = last_read = time.perf_counter()
@@ -328,8 +323,12 @@ class Trainer:
                 self.save("last")
                 raise StopRun()
 
-    def _run_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor]:
+    def _run_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor, float]:
         """Forward/backward every batch of one accumulation group, then step.
+
+        Returns (examples counted, loss, factor): the step's summed loss is
+        ``loss * factor`` (one piece: its mean loss, detached, and its size;
+        the multiply waits for the read, ``LossWindow``).
 
         On CUDA out-of-memory the whole group is redone with each batch split
         into twice as many micro-batches (same effective batch), up to three
@@ -373,7 +372,7 @@ class Trainer:
             level="warning",
         )
 
-    def _try_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor]:
+    def _try_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor, float]:
         splits = self.position.micro_splits
         pieces = []
         for batch in group:
@@ -389,6 +388,7 @@ class Trainer:
             counted = sum(self._global_sizes[span[0] : span[1]])
             share = self.group.world_size * real / max(1, counted)
         loss_total: torch.Tensor | None = None
+        factor = 1.0
         synced, forwards = False, self._forwards
         self._oom_flags = None  # sent by _forward_backward before the synchronising backward
         for number, (piece, size) in enumerate(zip(pieces, sizes)):
@@ -407,8 +407,11 @@ class Trainer:
                     ) from None
                 break
             synced = synced or last
-            summed = loss.detach().float() * (size or n)
-            loss_total = summed if loss_total is None else loss_total + summed
+            if len(pieces) == 1:  # the usual step: its mean loss and its size, multiplied at the read
+                loss_total, factor = loss.detach(), float(size or n)
+            else:
+                summed = loss.detach().float() * (size or n)
+                loss_total, factor = (summed if loss_total is None else loss_total + summed), 1.0
         if self.group is not None:
             flags = self._oom_flags
             if not synced:  # the others wait in this step's all-reduce: join it with nothing to add
@@ -418,9 +421,9 @@ class Trainer:
             if ranks:
                 raise _OutOfMemoryInTheGroup(ranks)
         if loss_total is None:  # nothing ran: out of memory in the first piece, on a rank of a group (raised above)
-            loss_total = torch.zeros((), device=self.device)
+            loss_total, factor = torch.zeros((), device=self.device), 1.0
         if counted != total:  # the events report rank 0's mean loss over the group's example count
-            loss_total = loss_total * (counted / total)
+            factor *= counted / total
         if self.scaler.is_enabled():
             self.scaler.unscale_(self.optimizer)
         if self._clip > 0:
@@ -428,7 +431,7 @@ class Trainer:
         if self._optimizer_step():
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return counted, loss_total
+        return counted, loss_total, factor
 
     def _forward_backward(self, piece: Any, last: bool, size: int, total: int, share: float) -> tuple[torch.Tensor, int]:
         """One micro-batch's forward and backward; inner pieces skip the all-reduce."""
@@ -484,10 +487,10 @@ class Trainer:
         """The optimizer's step through the gradient scaler; False when the scaler skipped it."""
         return scaled_step(self.optimizer, self.scaler)
 
-    def _report(self, loss_sum: torch.Tensor, samples: int, steps: int, seconds: float, epoch: int) -> None:
+    def _report(self, samples: int, steps: int, seconds: float, epoch: int) -> None:
         if not steps:
             return
-        total, finite = torch.stack((loss_sum.float(), self._finite_steps.float())).tolist()  # the one device sync per interval
+        total, finite = self._window.read()  # the one device sync per interval
         if not math.isfinite(total):
             raise RunFailed(self._diverged(total, self._window_first_step + int(finite)))
         loss = total / max(1, samples)
