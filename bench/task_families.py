@@ -443,12 +443,14 @@ def measure(entry: FamilyEntry, pairs: int, warmup: int, out: Path) -> dict[str,
     }
 
 
-def configure(quick: bool) -> None:
-    """``--quick``: a fifth of the work, for the test."""
+def configure(quick: bool, rows: int = 0, epochs: int = 0) -> None:
+    """``--quick``: a fifth of the work, for the test; ``rows``, ``epochs``: the
+    generated-feature entries' training rows and epochs (0: as configured)."""
     global N_TRAIN, N_VAL, HIDDEN, EPOCHS, SIZES
     if quick:
         N_TRAIN, N_VAL, HIDDEN, EPOCHS = 1024, 256, 128, 2
         SIZES = builtin.Sizes(images_train=96, images_val=32, texts_train=192, texts_val=64, epochs=2)
+    N_TRAIN, EPOCHS = rows or N_TRAIN, epochs or EPOCHS
 
 
 def child(entry: FamilyEntry, side: str) -> int:
@@ -460,9 +462,36 @@ def child(entry: FamilyEntry, side: str) -> int:
     return 0
 
 
+# Under callgrind the training passes run about a thousand times slower than
+# natively (measured here: the full-size regression entry's passes, 1.7 s
+# natively, took about 35 of that run's 44 minutes), so TrainLab's intervals counted in seconds
+# would fire far more often per step than they do for a user: a loss read-back
+# at every step instead of every ~28, a telemetry sample every few steps, and
+# the 10-minute checkpoint three times inside the passes (its SHA-256 alone was
+# 4.8 % of the count).  The child runs get them scaled by this factor, so that
+# they fire at the same steps as natively.
+CALLGRIND_SLOWDOWN = 1000
+TIMED_PARAMS = {"log_interval": 0.25, "telemetry_every": 5.0, "checkpoint_every_minutes": 10.0}  # the engine's defaults
+
+
+def callgrind_params() -> dict[str, str]:
+    """The engine's timed intervals (--set values, else the defaults) scaled by
+    CALLGRIND_SLOWDOWN, within each parameter's maximum (telemetry_every: 3600 s)."""
+    from trainlab.params import ENGINE_PARAMS
+
+    declared = {p.name: p for p in ENGINE_PARAMS if p.name in TIMED_PARAMS}
+    defaults = {name: p.default for name, p in declared.items()}
+    assert defaults == TIMED_PARAMS, f"the engine's timed defaults changed: {defaults}"  # keep this table true
+    return {
+        name: str(min(float(EXTRA_PARAMS.get(name, default)) * CALLGRIND_SLOWDOWN, declared[name].maximum))
+        for name, default in TIMED_PARAMS.items()
+    }
+
+
 def count_instructions(entries: list[FamilyEntry], args) -> dict[str, Any]:
     """``--instructions``: per entry, each side in its own process under callgrind, ABBA."""
     script = str(Path(__file__).resolve())
+    timed = callgrind_params()
     found: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for entry in entries:
@@ -471,7 +500,8 @@ def count_instructions(entries: list[FamilyEntry], args) -> dict[str, Any]:
                 for side in abba(pair, ["plain", "trainlab"]):
                     command = [sys.executable, script, "--child", side, "--families", entry.name,
                                "--threads", str(args.threads), *(["--quick"] if args.quick else []),
-                               *(f"--set={k}={v}" for k, v in EXTRA_PARAMS.items())]  # fmt: skip
+                               f"--rows={args.rows}", f"--epochs={args.epochs}",
+                               *(f"--set={k}={v}" for k, v in {**EXTRA_PARAMS, **timed}.items())]  # fmt: skip
                     got = callgrind_region_instructions(command, str(Path(tmp) / f"callgrind.{entry.name}.{side}.{pair}"))
                     if got is None:
                         raise SystemExit("--instructions needs valgrind (callgrind) and callgrind_control")
@@ -493,6 +523,8 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--families", default="", help="comma-separated entry names (default: every available one)")
     parser.add_argument("--quick", action="store_true", help="a fifth of the work (the test's configuration)")
+    parser.add_argument("--rows", type=int, default=0, help="the generated-feature entries' training rows (default 8192; --quick 1024)")
+    parser.add_argument("--epochs", type=int, default=0, help="the generated-feature entries' epochs (default 3; --quick 2)")
     parser.add_argument("--warmup", type=int, default=1, help="warm-up runs of each side before the pairs")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: steadiest on shared 2-core machines)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="an engine parameter for the TrainLab side")
@@ -505,7 +537,7 @@ def main() -> int:
     for item in args.sets:
         key, _, value = item.partition("=")
         EXTRA_PARAMS[key.strip()] = value
-    configure(args.quick)
+    configure(args.quick, args.rows, args.epochs)
     torch.set_num_threads(max(1, args.threads))
     wanted = {name for name in args.families.split(",") if name}
     unknown = wanted - {entry.name for entry in ENTRIES}
@@ -525,7 +557,9 @@ def main() -> int:
         if args.instructions:
             chosen = [e for e in ENTRIES if (not wanted or e.name in wanted) and not e.available()]
             summary["instructions"] = count_instructions(chosen, args)
-            summary.update(quick=args.quick, trainlab_params=dict(EXTRA_PARAMS), threads=torch.get_num_threads(),
+            summary.update(quick=args.quick, rows=N_TRAIN, epochs=EPOCHS, trainlab_params=dict(EXTRA_PARAMS),
+                           timed_params_under_callgrind=callgrind_params(), callgrind_slowdown=CALLGRIND_SLOWDOWN,
+                           threads=torch.get_num_threads(),
                            meaning="the script's instructions over TrainLab's in the training passes (above 1: TrainLab runs fewer)",
                            goal={"instruction_ratio": ">= 0.98"})  # fmt: skip
             if not args.json:
