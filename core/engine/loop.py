@@ -10,9 +10,10 @@ every ``log_interval`` seconds; the events still carry their step.
 A loss that is NaN or infinite fails the run at the next read, naming the
 first bad step (``LossWindow`` holds the steps' losses until a read and
 counts the finite ones before it).  Every checkpoint of the last state reads
-the loss first, so a diverged model never replaces a good checkpoint.  Checkpoints of the last state are written at
-each epoch's end, every ``checkpoint_every_steps`` steps and every
-``checkpoint_every_minutes``, always between two optimizer steps.
+the loss first, so a diverged model never replaces a good checkpoint.
+Checkpoints of the last state are written at each epoch's end, every
+``checkpoint_every_steps`` steps and every ``checkpoint_every_minutes``,
+always between two optimizer steps.
 """
 
 from __future__ import annotations
