@@ -462,9 +462,10 @@ def child(entry: FamilyEntry, side: str) -> int:
     return 0
 
 
-# Under callgrind the training passes run about a thousand times slower than
-# natively (measured here: the full-size regression entry's passes, 1.7 s
-# natively, took about 35 of that run's 44 minutes), so TrainLab's intervals counted in seconds
+# Under callgrind the training passes run several hundred to a thousand times
+# slower than natively (measured here: the full-size regression entry, whose
+# passes take about 1.7 s natively, ran 44 minutes under callgrind, start-up
+# included), so TrainLab's intervals counted in seconds
 # would fire far more often per step than they do for a user: a loss read-back
 # at every step instead of every ~28, a telemetry sample every few steps, and
 # the 10-minute checkpoint three times inside the passes (its SHA-256 alone was
