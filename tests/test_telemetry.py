@@ -187,9 +187,19 @@ def test_interval_range_accepted(seconds):
 
 
 @pytest.mark.parametrize("seconds", [0.1, 5.5, "fast"])
-def test_interval_out_of_range_is_a_usage_error(seconds):
+def test_a_live_interval_out_of_range_is_a_usage_error(seconds):
     with pytest.raises(UsageError, match="between 0.5 and 5"):
+        check_interval(seconds)
+
+
+@pytest.mark.parametrize("seconds", [0.1, 3601, "fast"])
+def test_a_sampler_period_out_of_range_is_a_usage_error(seconds):
+    with pytest.raises(UsageError, match="between 0.5 and 3600"):
         TelemetrySampler(seconds)
+
+
+def test_a_sampler_thread_may_wake_once_an_hour():
+    assert TelemetrySampler(3600).interval == 3600.0
 
 
 def test_the_thread_delivers_samples_until_stopped():

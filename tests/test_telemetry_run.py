@@ -111,3 +111,27 @@ def test_every_zero_turns_telemetry_off(toy_plugin, toy_csv, tmp_path):
 def test_every_below_half_a_second_is_refused():
     with pytest.raises(UsageError, match="at least 0.5"):
         TelemetryCallback(0.1)
+
+
+def test_every_above_an_hour_is_refused():
+    with pytest.raises(UsageError, match="at most 3600"):
+        TelemetryCallback(3601)
+
+
+def test_a_long_interval_reads_the_machine_once_per_sample_written(toy_plugin, toy_csv, tmp_path, monkeypatch):
+    # Before, every > 5 s sampled every 5 s and wrote every n-th: with every=60
+    # a run read /proc and NVML twelve times per sample it kept.
+    from trainlab.telemetry.sampler import TelemetrySampler
+
+    taken = []
+    real = TelemetrySampler.sample
+
+    def counted(self):
+        taken.append(self.interval)
+        return real(self)
+
+    monkeypatch.setattr(TelemetrySampler, "sample", counted)
+    result = train(toy_csv, tmp_path, epochs=3, step_delay=0.2, telemetry_every=60)  # trains for about 6 s
+    assert result.status == "completed"
+    assert taken == [60.0], "one sample at the start, none thrown away"
+    assert len([e for e in events_of(result) if isinstance(e, SystemSample)]) == 1

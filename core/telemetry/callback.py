@@ -10,7 +10,7 @@ from trainlab.api import UsageError
 from trainlab.engine.callbacks import Callback, RunState
 from trainlab.events import Finished, Log, SystemSample
 from trainlab.telemetry.ranks import with_ranks
-from trainlab.telemetry.sampler import MAX_INTERVAL, MIN_INTERVAL, TelemetrySampler
+from trainlab.telemetry.sampler import MAX_RUN_INTERVAL, MIN_INTERVAL, TelemetrySampler
 
 
 class TelemetryCallback(Callback):
@@ -33,6 +33,8 @@ class TelemetryCallback(Callback):
         every = float(every)
         if every and every < MIN_INTERVAL:
             raise UsageError(f"telemetry every {every:g} s: must be 0 (off) or at least {MIN_INTERVAL:g} s")
+        if every > MAX_RUN_INTERVAL:
+            raise UsageError(f"telemetry every {every:g} s: must be at most {MAX_RUN_INTERVAL:g} s (an hour)")
         self.every = every
         self._nvml = nvml
         self._processes = processes
@@ -49,9 +51,10 @@ class TelemetryCallback(Callback):
         self._state = state
         self._last_written = None
         self._finished = False
-        self.sampler = TelemetrySampler(
-            min(self.every, MAX_INTERVAL), path=state.run_dir, nvml=self._nvml, processes=self._processes
-        )
+        # The thread wakes once per sample written: with every=60 it reads /proc
+        # and NVML once a minute, not every 5 s only to throw 11 samples away.
+        # A GPU lost in between is reported at the next sample.
+        self.sampler = TelemetrySampler(self.every, path=state.run_dir, nvml=self._nvml, processes=self._processes)
         self.sampler.on_problem(self._problem)
         self.sampler.start(self._sample)
 
@@ -66,8 +69,7 @@ class TelemetryCallback(Callback):
         state, sampler = self._state, self.sampler
         if state is None or sampler is None or self._finished:
             return
-        # With every > 5 s the sampler runs at 5 s and every n-th is written;
-        # half an interval of slack absorbs the thread's timing jitter.
+        # Half an interval of slack absorbs the thread's timing jitter.
         if self._last_written is not None and sample.time - self._last_written < self.every - sampler.interval / 2:
             return
         self._last_written = sample.time

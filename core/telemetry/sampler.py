@@ -32,7 +32,10 @@ from trainlab.telemetry.nvml import (
 log = logging.getLogger("trainlab.telemetry")
 
 MIN_INTERVAL = 0.5
-MAX_INTERVAL = 5.0
+MAX_INTERVAL = 5.0  # the slowest a live view (the window's GPU panel) refreshes
+# The longest period of a sampling thread: a run's ``telemetry_every`` may space
+# its samples up to an hour, and its sampler then wakes once an hour, not every 5 s.
+MAX_RUN_INTERVAL = 3600.0
 DEFAULT_INTERVAL = 1.0
 OK = "ok"
 NO_GPU = "no NVIDIA GPU"
@@ -61,14 +64,14 @@ GPU_FIELDS = (
 )
 
 
-def check_interval(seconds: float) -> float:
-    """The sampling interval, or UsageError naming the allowed range."""
+def check_interval(seconds: float, maximum: float = MAX_INTERVAL) -> float:
+    """The sampling interval, or UsageError naming the allowed range (``MIN_INTERVAL`` to ``maximum``)."""
     try:
         value = float(seconds)
     except (TypeError, ValueError):
-        raise UsageError(f"telemetry interval {seconds!r}: expected seconds between {MIN_INTERVAL} and {MAX_INTERVAL}") from None
-    if not MIN_INTERVAL <= value <= MAX_INTERVAL:
-        raise UsageError(f"telemetry interval {value:g} s: must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} s")
+        raise UsageError(f"telemetry interval {seconds!r}: expected seconds between {MIN_INTERVAL:g} and {maximum:g}") from None
+    if not MIN_INTERVAL <= value <= maximum:
+        raise UsageError(f"telemetry interval {value:g} s: must be between {MIN_INTERVAL:g} and {maximum:g} s")
     return value
 
 
@@ -90,7 +93,8 @@ class _Gpu:
 class TelemetrySampler:
     """Samples the GPUs and the system; ``sample()`` once, or ``start()`` a thread.
 
-    ``interval`` is the period of the sampling thread, 0.5 to 5 s.  ``path``
+    ``interval`` is the period of the sampling thread, 0.5 s to an hour
+    (``MAX_RUN_INTERVAL``); CPU busy is the average since the previous sample.  ``path``
     is the folder whose disk's free space is reported (the run folder; by
     default TrainLab's data folder).  ``nvml`` replaces the ``pynvml`` module.
     ``only_uuids`` samples those GPUs alone (a rank reading its own GPU).
@@ -107,7 +111,7 @@ class TelemetrySampler:
         processes: bool = True,
         only_uuids: Collection[str] | None = None,
     ) -> None:
-        self.interval = check_interval(interval)
+        self.interval = check_interval(interval, MAX_RUN_INTERVAL)
         self._only = None if only_uuids is None else {bare_uuid(u) for u in only_uuids}
         self.path = Path(path) if path is not None else None
         self.processes = processes
