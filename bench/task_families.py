@@ -472,6 +472,7 @@ def child(entry: FamilyEntry, side: str) -> int:
 # 4.8 % of the count).  The child runs get them scaled by this factor, so that
 # they fire at the same steps as natively.
 CALLGRIND_SLOWDOWN = 1000
+INSTRUCTIONS_TIMEOUT = 4 * 3600  # seconds per side under callgrind
 TIMED_PARAMS = {"log_interval": 0.25, "telemetry_every": 5.0, "checkpoint_every_minutes": 10.0}  # the engine's defaults
 
 
@@ -503,7 +504,9 @@ def count_instructions(entries: list[FamilyEntry], args) -> dict[str, Any]:
                                "--threads", str(args.threads), *(["--quick"] if args.quick else []),
                                f"--rows={args.rows}", f"--epochs={args.epochs}",
                                *(f"--set={k}={v}" for k, v in {**EXTRA_PARAMS, **timed}.items())]  # fmt: skip
-                    got = callgrind_region_instructions(command, str(Path(tmp) / f"callgrind.{entry.name}.{side}.{pair}"))
+                    # The full size runs about 45 minutes a side under callgrind: past pairs' 30-minute default.
+                    got = callgrind_region_instructions(command, str(Path(tmp) / f"callgrind.{entry.name}.{side}.{pair}"),
+                                                        timeout=INSTRUCTIONS_TIMEOUT)
                     if got is None:
                         raise SystemExit("--instructions needs valgrind (callgrind) and callgrind_control")
                     counts[side].append(got)
