@@ -165,12 +165,19 @@ class RankGroup:
 
     # -- what the engine asks --------------------------------------------------
     def wrap(self, model: Any) -> Any:
-        """``model`` in DistributedDataParallel (which makes every rank start from rank 0's weights)."""
+        """``model`` in DistributedDataParallel (which makes every rank start from rank 0's weights).
+
+        ``gradient_as_bucket_view``: each gradient is a view into DDP's
+        all-reduce bucket, so a step copies no gradient in or out of it and
+        the gradients take no memory beside the buckets.  The engine only
+        zeroes gradients with ``set_to_none`` and clips them in place, which
+        that mode allows; the reduced values are the same.
+        """
         from torch.nn.parallel import DistributedDataParallel
 
         if self.device.startswith("cuda"):
-            return DistributedDataParallel(model, device_ids=[self.local_rank_device()])
-        return DistributedDataParallel(model)
+            return DistributedDataParallel(model, device_ids=[self.local_rank_device()], gradient_as_bucket_view=True)
+        return DistributedDataParallel(model, gradient_as_bucket_view=True)
 
     @staticmethod
     def no_sync(train_model: Any, last: bool):
