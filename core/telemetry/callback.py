@@ -42,14 +42,12 @@ class TelemetryCallback(Callback):
         self._host = socket.gethostname()
         self.sampler: TelemetrySampler | None = None
         self._state: RunState | None = None
-        self._last_written: float | None = None
         self._finished = False
 
     def on_run_start(self, state: RunState) -> None:
         if not self.every:
             return
         self._state = state
-        self._last_written = None
         self._finished = False
         # The thread wakes once per sample written: with every=60 it reads /proc
         # and NVML once a minute, not every 5 s only to throw 11 samples away.
@@ -66,13 +64,9 @@ class TelemetryCallback(Callback):
             self._finished = True
 
     def _sample(self, sample: SystemSample) -> None:
-        state, sampler = self._state, self.sampler
-        if state is None or sampler is None or self._finished:
+        state = self._state
+        if state is None or self.sampler is None or self._finished:
             return
-        # Half an interval of slack absorbs the thread's timing jitter.
-        if self._last_written is not None and sample.time - self._last_written < self.every - sampler.interval / 2:
-            return
-        self._last_written = sample.time
         if self._ranks is not None:
             sample = with_ranks(sample, self._ranks(), self._host)
         state.emit(replace(sample, step=state.step, epoch=state.epoch))
