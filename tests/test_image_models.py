@@ -31,10 +31,10 @@ def test_small_cnn_takes_any_image_size():
 
 
 def test_presets_resolve_to_their_defaults():
-    small = resolve(SPEC, ENGINE_PARAMS, {}, {})
-    assert small["model"] == "small-cnn" and small["image_size"] == 64 and not small["pretrained"]
-    auto = resolve(SPEC, ENGINE_PARAMS, {}, {"model": "auto"})  # the small CNN sized to the data (issue 16)
-    assert auto["image_size"] == 64 and auto["batch_size"] == 32 and not auto["pretrained"]
+    auto = resolve(SPEC, ENGINE_PARAMS, {}, {})  # the small CNN sized to the data (issue 16)
+    assert auto["model"] == "auto" and auto["image_size"] == 64 and auto["batch_size"] == 32 and not auto["pretrained"]
+    small = resolve(SPEC, ENGINE_PARAMS, {}, {"model": "small-cnn"})
+    assert small["image_size"] == 64 and small["batch_size"] == 64 and not small["pretrained"]
     big = resolve(SPEC, ENGINE_PARAMS, {}, {"model": "resnet50"})
     assert big["image_size"] == 224 and big["pretrained"] is True
     explicit = resolve(SPEC, ENGINE_PARAMS, {}, {"model": "resnet50", "image_size": "128"})
