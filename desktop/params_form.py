@@ -91,8 +91,16 @@ class _Field:
                 # keep the bad value visible so it can be flagged, not lost
                 editor.addItem(value, value)
                 editor.setCurrentIndex(editor.count() - 1)
+            show_start(editor)
         else:
             editor.setText(value)
+
+
+def show_start(combo: QComboBox) -> None:
+    """An editable combo box shows the start of its text ("auto — Small CNN sized
+    to the data"), not its end, when the text is longer than the box."""
+    if combo.isEditable() and combo.lineEdit() is not None:
+        combo.lineEdit().setCursorPosition(0)
 
 
 class ParamsForm(QWidget):
@@ -285,6 +293,7 @@ class ParamsForm(QWidget):
                     if preset is not None and preset.description:
                         combo.setItemData(combo.count() - 1, preset.description, Qt.ItemDataRole.ToolTipRole)
             combo.currentTextChanged.connect(lambda _=None, name=param.name: self._edited(name))
+            combo.activated.connect(lambda _=None, c=combo: show_start(c))
             return combo
         edit = QLineEdit(self._body)
         edit.setPlaceholderText(format_value(param.default))

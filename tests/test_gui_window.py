@@ -308,6 +308,23 @@ def test_parameter_form_flags_bad_values_and_applies_presets(qtbot, window):
     assert device.findData("auto") >= 0 and device.findData("cpu") >= 0
 
 
+def test_a_model_preset_longer_than_its_box_shows_its_start(qtbot, window):
+    # "auto — Small CNN sized to the data" used to show as "mall CNN sized to the data"
+    assert window.select_task("image-classification")
+    window.resize(960, 640)
+    window.show()
+    qtbot.waitExposed(window)
+    model = window.params_form.field_editor("model")
+    assert model.isEditable() and model.currentText().startswith("auto")
+    line = model.lineEdit()
+    assert line.fontMetrics().horizontalAdvance(model.currentText()) > line.width(), "the test needs a text longer than the box"
+    assert line.cursorPosition() == 0
+    index = model.findData("small-cnn")
+    model.setCurrentIndex(index)
+    model.activated.emit(index)  # what a choice from the list sends
+    assert model.currentText().startswith("small-cnn") and line.cursorPosition() == 0
+
+
 def test_values_are_remembered_per_task_between_launches(qtbot, toy_plugin, toy_csv):
     from trainlab.desktop.main_window import MainWindow
 
