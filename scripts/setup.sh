@@ -33,6 +33,29 @@ stamp=.venv-installed.stamp
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   prefix=$("$py" -c 'import sys; print(sys.prefix)')
   log="$prefix/trainlab-install.log"
+  # The environment takes about 6.5 GB (torch's CUDA build is most of it) and
+  # pip unpacks into the temporary folder on the way; a disk that fills half
+  # way leaves a broken environment and pip's "[Errno 28]" deep in a log, so
+  # say it before starting.
+  # (TRAINLAB_SETUP_NEED_GB sets the figure, for a disk you know better.)
+  if ! short=$("$py" - "$prefix" "${TMPDIR:-/tmp}" "${TRAINLAB_SETUP_NEED_GB:-}" <<'EOF'
+import importlib.util, shutil, sys
+if sys.argv[3]:
+    need = float(sys.argv[3])
+else:  # with torch already there, a reinstall after a metadata change needs little
+    need = 1.0 if importlib.util.find_spec("torch") else 9.0
+short = []
+for where in dict.fromkeys(sys.argv[1:3]):
+    free = shutil.disk_usage(where).free / 2**30
+    if free < need:
+        short.append(f"{where} has {free:.1f} GB free")
+print("; ".join(short) + f", and the installation needs about {need:g} GB")
+sys.exit(1 if short else 0)
+EOF
+  ); then
+    echo "setup.sh: not enough disk space to install TrainLab: $short (torch alone is several GB). Free some space, or point TMPDIR at a disk with room, and run this again" >&2
+    exit 1
+  fi
   echo "setup.sh: installing TrainLab and its dependencies into $prefix (torch is large: a few minutes the first time)" >&2
   # pip's own output goes to a log, shown only when it fails: even a clean
   # editable install prints setuptools' notes, which are not for users.
