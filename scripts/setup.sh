@@ -43,7 +43,7 @@ import importlib.util, shutil, sys
 if sys.argv[3]:
     need = float(sys.argv[3])
 else:  # with torch already there, a reinstall after a metadata change needs little
-    need = 1.0 if importlib.util.find_spec("torch") else 9.0
+    need = 1.0 if importlib.util.find_spec("torch") else 7.0
 short = []
 for where in dict.fromkeys(sys.argv[1:3]):
     free = shutil.disk_usage(where).free / 2**30
