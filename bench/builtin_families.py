@@ -211,7 +211,7 @@ def recipe(task_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
     values = resolve(registry().task(task_id).spec, ENGINE_PARAMS, {}, overrides)
     # what the scripts below implement; a changed default must change them too
     assert values["optimizer"] == "adamw" and values["schedule"] == "linear" and values["grad_accum"] == 1, values
-    assert not values["class_weighting"] and values["precision"] in ("auto", "fp32"), values
+    assert not values["class_weighting"] and values["precision"] in ("auto", "fp32")  # task_families runs TrainLab in fp32, values
     return values
 
 

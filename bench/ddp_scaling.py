@@ -93,7 +93,7 @@ def run_once(kind: str, data: Path, options: list[str], per_epoch: int, out: Pat
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS="1", TRAINLAB_HOME=str(home), PYTHONPATH=os.pathsep.join(filter(None, [str(FIXTURES), env.get("PYTHONPATH", "")])))
     batch = args.batch * 2 if kind == "one" else args.batch
-    cmd = [sys.executable, "-m", "trainlab", "train", *options, "--data", str(data), "--device", "cpu",
+    cmd = [sys.executable, "-m", "trainlab", "train", *options, "--data", str(data), "--device", "cpu", "--precision", "fp32",  # fp32 as the plain DDP peer
            "--epochs", str(args.epochs), "--batch-size", str(batch),
            "--set", "telemetry_every=0", "--set", "keep_checkpoints=none", "--out", str(out), "--json"]  # fmt: skip
     if kind == "two":

@@ -225,7 +225,7 @@ def engine_run(out_dir: Path):
     from trainlab.events import EvalResult, read_events
     from trainlab.runs import RunDir
 
-    params = {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED, "device": "cpu", "final_weights": "last"}
+    params = {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED, "device": "cpu", "precision": "fp32", "final_weights": "last"}  # fp32 as the raw loop
     data = out_dir / "in-memory.txt"  # the task keeps its data in memory; this only names it
     data.write_text("in-memory benchmark data\n")
     request = RunRequest(task="bench-classification", data=str(data), params=params, out=str(out_dir / f"run-{time.time_ns()}"))

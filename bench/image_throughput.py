@@ -138,7 +138,7 @@ def cpu_mode(pairs: int) -> dict:
         data = make_shapes_dataset(tmp / "data", classes=CLASSES, per_class=PER_CLASS, size=SIZE, seed=1)
         # the hand loop's network, decoding every epoch as it does: this measures the engine, not the levers
         params = {"model": "small-cnn", "memory_cache": "off", "epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED,
-                  "image_size": SIZE, "device": "cpu", "augmentation": "none", "val_fraction": VAL_FRACTION}  # fmt: skip
+                  "image_size": SIZE, "device": "cpu", "precision": "fp32", "augmentation": "none", "val_fraction": VAL_FRACTION}  # fmt: skip
         # what "auto" picks for these files on this machine (measured as in the plugin)
         from trainlab.plugins.image.decode import load_rgb
 

@@ -261,7 +261,8 @@ def trainlab_run(task_id: str, quality_metric: str, out_dir: Path, data: Path | 
         data.write_text("in-memory benchmark data\n")
     if params is None:
         params = bench_params()
-    params = {**params, "device": "cpu", "final_weights": "last", **EXTRA_PARAMS}
+    # fp32 like the scripts: auto would train in bf16 on a CPU with native bfloat16
+    params = {**params, "device": "cpu", "precision": "fp32", "final_weights": "last", **EXTRA_PARAMS}
     request = RunRequest(task=task_id, data=str(data), params=params, out=str(out_dir / f"run-{time.time_ns()}"))
     timer = PassTimer()
     start, cpu_start = time.perf_counter(), time.process_time()

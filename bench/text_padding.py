@@ -169,7 +169,7 @@ def engine_epoch(data: Path, model_dir: Path, out: Path) -> tuple[float, float]:
             self.samples = state.samples_seen
 
     clock = EpochClock()
-    params = {"model": str(model_dir), "epochs": "1", "batch_size": str(BATCH), "seed": str(SEED), "device": "cpu", "max_length": str(MAX_LENGTH)}
+    params = {"model": str(model_dir), "epochs": "1", "batch_size": str(BATCH), "seed": str(SEED), "device": "cpu", "precision": "fp32", "max_length": str(MAX_LENGTH)}  # fp32 as the raw loop
     result = run_training(RunRequest(task="text-classification", data=str(data), params=params, out=str(out)), callbacks=[clock])
     if result.status != "completed":
         raise SystemExit(f"engine run {result.status}: {result.error}")

@@ -8,9 +8,15 @@ recipe, each in its own process, the processes alternating in ABBA pairs
   heads, intermediate 1536, 512 positions), built here from a config with
   random weights (no hub) over TrainLab's shipped tiny-bert vocabulary
   (15,249 word pieces) and saved as a model folder both sides load;
+* or, with ``--model DIR``, a pretrained encoder's folder (all-MiniLM-L6-v2,
+  say) with a new classification head, seeded;
 * the data: generated "package descriptions" of 10-120 tokens (lognormal,
   median about 40), a topic per text (six topics, each with its own words
-  among common filler words), 1,280 train / 320 val by default;
+  among common filler words), 1,280 train / 320 val by default; or, with
+  ``--data debian``, this machine's real Debian package descriptions (the
+  short line and the long text) labelled by section, the same six sections,
+  as many per section (``apt-get -o Acquire::Languages=en update`` once for
+  the long texts); or ``--data FOLDER`` with train.csv and val.csv;
 * the recipe: TrainLab's text-classification defaults as resolved for this
   model (batch 32, 3 epochs, linear schedule with 10 % warmup, weight decay
   0.01, clipping at 1.0, max_length 128) with lr 2e-4 (the issue's 5e-5
@@ -30,6 +36,7 @@ after the last epoch on both sides.  One torch thread by default
 jobs.
 
     .venv/bin/python bench/text_vs_trainer.py [--pairs 4] [--train 1280] [--epochs 3] [--json]
+    .venv/bin/python bench/text_vs_trainer.py --model DIR --data debian   # a pretrained encoder on real package descriptions
     .venv/bin/python bench/text_vs_trainer.py --quick --json        # tiny model, seconds (the smoke test)
     .venv/bin/python bench/text_vs_trainer.py --profile torch ...   # a profile of each side on stderr
 
@@ -86,27 +93,64 @@ def vocabulary() -> list[str]:
     return resource_path("vocab", "tiny-bert", "vocab.txt").read_text(encoding="utf-8").splitlines()
 
 
-def make_workspace(root: Path, n_train: int, n_val: int, model_shape: dict[str, int]) -> dict[str, str]:
-    """train.csv/val.csv and a model folder; each word a whole token of the vocabulary."""
+def make_workspace(root: Path, n_train: int, n_val: int, model_shape: dict[str, int], *, base_model: str | None = None, data: str | None = None) -> dict[str, str]:
+    """train.csv/val.csv and a model folder both sides load.
+
+    ``data``: None for generated texts (each word a whole token of the
+    vocabulary), ``debian`` for real package descriptions (``debian_texts``),
+    or a folder with train.csv and val.csv (text,label).  ``base_model``: a
+    pretrained transformers folder whose body is used, with a new seeded
+    classification head; else a random BERT of ``model_shape``.
+    """
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig, BertForSequenceClassification
     from transformers.utils import logging as hf_logging
 
     from trainlab import resource_path
 
     hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()  # "some weights were newly initialised": the head, on purpose
+    folder = root / "data"
+    folder.mkdir(parents=True)
+    if data is None:
+        labels = sorted(TOPICS)
+        write_generated(folder, n_train, n_val)
+    else:
+        splits = debian_texts(n_train, n_val) if data == "debian" else read_folder(Path(data), n_train, n_val)
+        labels = sorted({label for rows in splits.values() for _, label in rows})
+        for split, rows in splits.items():
+            with open(folder / f"{split}.csv", "w", encoding="utf-8", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(["text", "label"])
+                writer.writerows(rows)
+    model_dir = root / "model"
+    torch.manual_seed(SEED)
+    label_maps = {"num_labels": len(labels), "id2label": dict(enumerate(labels)), "label2id": {n: i for i, n in enumerate(labels)}}
+    if base_model:
+        tokenizer = AutoTokenizer.from_pretrained(base_model, local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(base_model, local_files_only=True, **label_maps)
+    else:
+        vocab = vocabulary()
+        # the shipped tokenizer folder itself: BertTokenizerFast(vocab_file=...) builds an empty vocabulary in transformers 5
+        tokenizer = AutoTokenizer.from_pretrained(str(resource_path("vocab", "tiny-bert")), local_files_only=True)
+        assert len(tokenizer) == len(vocab), (len(tokenizer), len(vocab))
+        model = BertForSequenceClassification(BertConfig(vocab_size=len(vocab), max_position_embeddings=512, **label_maps, **model_shape))
+    model.save_pretrained(str(model_dir))
+    tokenizer.save_pretrained(str(model_dir))
+    return {"data": str(folder), "model": str(model_dir)}
+
+
+def write_generated(folder: Path, n_train: int, n_val: int) -> None:
     vocab = vocabulary()
     words = sorted({w for w in vocab if w.isascii() and w.isalpha() and w.islower() and len(w) >= 3})
     rng = np.random.default_rng(SEED)
     rng.shuffle(words)
     topic_words = {t: words[i * TOPIC_WORDS : (i + 1) * TOPIC_WORDS] for i, t in enumerate(TOPICS)}
     filler = words[len(TOPICS) * TOPIC_WORDS :]
-    data = root / "data"
-    data.mkdir(parents=True)
     for split, n in (("train", n_train), ("val", n_val)):
         # token lengths like package descriptions: 10-120, most of them short
         lengths = np.clip(np.rint(rng.lognormal(np.log(40), 0.6, n)), 10, 120).astype(int)
-        with open(data / f"{split}.csv", "w", encoding="utf-8", newline="") as handle:
+        with open(folder / f"{split}.csv", "w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(["text", "label"])
             for i, length in enumerate(lengths):
@@ -115,19 +159,74 @@ def make_workspace(root: Path, n_train: int, n_val: int, model_shape: dict[str, 
                 topical = rng.random(n_words) < TOPIC_SHARE
                 text = [rng.choice(topic_words[topic]) if t else rng.choice(filler) for t in topical]
                 writer.writerow([" ".join(text), topic])
-    model_dir = root / "minilm-shape"
-    # the shipped tokenizer folder itself: BertTokenizerFast(vocab_file=...) builds an empty vocabulary in transformers 5
-    tokenizer = AutoTokenizer.from_pretrained(str(resource_path("vocab", "tiny-bert")), local_files_only=True)
-    assert len(tokenizer) == len(vocab), (len(tokenizer), len(vocab))
-    torch.manual_seed(SEED)
-    labels = sorted(TOPICS)
-    config = BertConfig(
-        vocab_size=len(vocab), max_position_embeddings=512, num_labels=len(labels),
-        id2label=dict(enumerate(labels)), label2id={n: i for i, n in enumerate(labels)}, **model_shape,
-    )  # fmt: skip
-    BertForSequenceClassification(config).save_pretrained(str(model_dir))
-    tokenizer.save_pretrained(str(model_dir))
-    return {"data": str(data), "model": str(model_dir)}
+
+
+def read_folder(folder: Path, n_train: int, n_val: int) -> dict[str, list[tuple[str, str]]]:
+    splits = {}
+    for split, n in (("train", n_train), ("val", n_val)):
+        path = folder / f"{split}.csv"
+        if not path.is_file():
+            raise SystemExit(f"--data {folder}: no {split}.csv there (expected train.csv and val.csv with text,label columns)")
+        texts, labels = read_split(path)
+        splits[split] = list(zip(texts, labels))[:n]
+    return splits
+
+
+APT_LISTS = Path("/var/lib/apt/lists")
+
+
+def debian_texts(n_train: int, n_val: int) -> dict[str, list[tuple[str, str]]]:
+    """Real text: this machine's Debian package descriptions (short and long), labelled by section.
+
+    The sections are ``TOPICS``; one package per distinct description (a
+    source's binary packages often share one), an equal number per section,
+    shuffled with the bench's seed and split into train and val.  Needs the
+    English translations of the package lists (``apt-get -o
+    Acquire::Languages=en update`` once: the lists hold only the short line).
+    """
+    translations = sorted(APT_LISTS.glob("*_i18n_Translation-en*"))
+    helper = shutil.which("apt-helper") or "/usr/lib/apt/apt-helper"
+    if not translations or not Path(helper).exists() or shutil.which("apt-cache") is None:
+        raise SystemExit(
+            "--data debian needs apt's package lists with their English descriptions (Debian or Ubuntu): "
+            "run `apt-get -o Acquire::Languages=en update` once (as root), or give --data FOLDER"
+        )
+    section: dict[str, str] = {}
+    record: dict[str, str] = {}
+    dump = subprocess.run(["apt-cache", "dumpavail"], capture_output=True, text=True, check=True).stdout
+    for line in dump.splitlines() + [""]:
+        if not line:
+            if record.get("Section") in TOPICS and "Description-md5" in record:
+                section.setdefault(record["Description-md5"], record["Section"])
+            record = {}
+        elif not line.startswith(" ") and ":" in line:
+            key, _, value = line.partition(":")
+            record[key] = value.strip()
+    by_section: dict[str, dict[str, str]] = {t: {} for t in TOPICS}
+    for path in translations:
+        text = subprocess.run([helper, "cat-file", str(path)], capture_output=True, text=True, check=True).stdout
+        for block in text.split("\n\n"):
+            fields = dict.fromkeys(("md5", "description"), "")
+            lines = block.splitlines()
+            for i, line in enumerate(lines):
+                if line.startswith("Description-md5:"):
+                    fields["md5"] = line.split(":", 1)[1].strip()
+                elif line.startswith("Description-en:"):
+                    body = [line.split(":", 1)[1].strip()] + [part.strip() for part in lines[i + 1 :] if part.startswith(" ")]
+                    fields["description"] = " ".join(part for part in body if part != ".")
+            topic = section.get(fields["md5"])
+            if topic and fields["description"]:
+                by_section[topic].setdefault(fields["md5"], fields["description"])
+    per_section = -(-(n_train + n_val) // len(TOPICS))
+    rng = np.random.default_rng(SEED)
+    rows: list[tuple[str, str]] = []
+    for topic in TOPICS:
+        texts = sorted(by_section[topic].values())
+        if len(texts) < per_section:
+            raise SystemExit(f"--data debian: section {topic} has {len(texts)} descriptions, {per_section} needed; ask for fewer texts")
+        rows += [(texts[i], topic) for i in rng.choice(len(texts), per_section, replace=False)]
+    rng.shuffle(rows)
+    return {"train": rows[:n_train], "val": rows[n_train : n_train + n_val]}
 
 
 def recipe(workspace: dict[str, str], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -326,7 +425,9 @@ def main() -> int:
     parser.add_argument("--train", type=int, default=1280, help="training texts")
     parser.add_argument("--val", type=int, default=320, help="validation texts")
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--lr", type=float, default=2e-4, help="peak learning rate (the model starts from random weights)")
+    parser.add_argument("--lr", type=float, help="peak learning rate (default 2e-4 from random weights, 5e-5 with --model)")
+    parser.add_argument("--model", help="a pretrained transformers folder (a BERT-family encoder, e.g. all-MiniLM-L6-v2) to fine-tune instead of random weights")
+    parser.add_argument("--data", help="'debian' (this machine's package descriptions by section) or a folder with train.csv and val.csv (text,label); default: generated texts")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="both sides: TrainLab's precision, the Trainer's bf16=True")
     parser.add_argument("--trainlab-precision", choices=("auto", "fp32", "bf16"), help="TrainLab's precision alone (default: as --precision)")
     parser.add_argument("--keep", action="store_true", help="keep the workspace (data, model, runs) in the temporary folder")
@@ -343,10 +444,13 @@ def main() -> int:
 
     shape = QUICK_MODEL if args.quick else MINILM
     n_train, n_val, epochs = (96, 32, 1) if args.quick else (args.train, args.val, args.epochs)
+    if args.model and not Path(args.model, "config.json").is_file():
+        parser.error(f"--model {args.model}: not a transformers model folder (no config.json there)")
     root = Path(tempfile.mkdtemp(prefix="trainlab-text-vs-trainer-"))
     os.environ["TRAINLAB_HOME"] = str(root / "home")
-    workspace = make_workspace(root, n_train, n_val, shape)
-    workspace["recipe"] = recipe(workspace, {"epochs": epochs, "lr": args.lr, "precision": args.precision})
+    lr = args.lr if args.lr is not None else (5e-5 if args.model else 2e-4)
+    workspace = make_workspace(root, n_train, n_val, shape, base_model=args.model, data=args.data)
+    workspace["recipe"] = recipe(workspace, {"epochs": epochs, "lr": lr, "precision": args.precision})
     workspace["trainlab_precision"] = args.trainlab_precision
     Path(root, "workspace.json").write_text(json.dumps(workspace), encoding="utf-8")
     say(f"workspace {root}; recipe {workspace['recipe']}")
@@ -355,6 +459,12 @@ def main() -> int:
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def model_summary(folder: str, base: str | None) -> dict[str, Any]:
+    config = json.loads(Path(folder, "config.json").read_text(encoding="utf-8"))
+    keys = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
+    return {**{k: config.get(k) for k in keys}, "pretrained": base}
 
 
 def measure(args: argparse.Namespace, root: Path, workspace: dict[str, Any], shape: dict[str, int], n_train: int, n_val: int, say) -> int:
@@ -385,7 +495,8 @@ def measure(args: argparse.Namespace, root: Path, workspace: dict[str, Any], sha
     figures = {
         "bench": "text_vs_trainer",
         "quick": args.quick,
-        "model": {**shape, "vocab_size": len(vocabulary())},
+        "model": model_summary(workspace["model"], args.model),
+        "data": args.data or "generated",
         "train": n_train,
         "val": n_val,
         "recipe": workspace["recipe"],

@@ -173,6 +173,10 @@ def _torch(problems: list[str], warnings: list[str]) -> tuple[dict[str, Any], An
         info["cpu_error"] = f"{type(exc).__name__}: {exc}"
     if not info["cpu_ok"]:
         problems.append(f"torch cannot compute on the CPU ({info.get('cpu_error', 'wrong result')})")
+    from trainlab.engine.device import cpu_has_native_bf16
+
+    # what precision=auto gives a CPU run (docs/engine.md)
+    info["cpu_bf16"] = cpu_has_native_bf16()
     try:
         if torch.backends.cudnn.is_available():
             info["cudnn"] = cudnn_version_text(torch.backends.cudnn.version())
@@ -463,8 +467,11 @@ def format_text(report: dict[str, Any]) -> str:
     python = report["python"]
     lines.append(f"  Python   {python['version']} ({python['executable']})")
     cpu = report["cpu"]
-    lines.append(f"  CPU      {cpu['logical_cores']} logical cores, {_size(cpu['ram_total_bytes'])} RAM")
     torch_info = report["torch"]
+    bf16 = ""
+    if torch_info.get("cpu_bf16") is not None:
+        bf16 = ", native bf16 (CPU runs train in bf16 by default)" if torch_info["cpu_bf16"] else ", no native bf16 (CPU runs train in fp32)"
+    lines.append(f"  CPU      {cpu['logical_cores']} logical cores, {_size(cpu['ram_total_bytes'])} RAM{bf16}")
     if torch_info.get("version"):
         cuda = f"CUDA {torch_info['cuda']}" if torch_info.get("cuda") else "no CUDA (CPU-only build)"
         cudnn = f", cuDNN {torch_info['cudnn']}" if torch_info.get("cudnn") else ""

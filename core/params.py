@@ -35,7 +35,7 @@ ENGINE_PARAMS: tuple[Param, ...] = (
     Param("early_stopping_patience", "int", 0, "Stop after this many evaluations without improvement (0: off).", minimum=0, maximum=10_000, group="training"),
     Param("class_weighting", "bool", False, "Weight the loss by inverse class frequency (imbalanced data).", group="training"),
     Param("device", "choice", "auto", "auto (cuda, then mps, then cpu), cpu, cuda or cuda:N.", choices=("auto", "cpu", "cuda"), open_choices=True, group="hardware"),
-    Param("precision", "choice", "auto", "auto: bf16 on GPUs of compute capability 8.0+, else fp16; fp32 on CPU.", choices=("auto", "fp32", "bf16", "fp16"), group="hardware"),
+    Param("precision", "choice", "auto", "auto: bf16 on GPUs of compute capability 8.0+, else fp16; on a CPU bf16 where it computes bfloat16 natively (AVX512-BF16, AMX), else fp32.", choices=("auto", "fp32", "bf16", "fp16"), group="hardware"),
     Param("seed", "int", 42, "Seed for every random generator.", minimum=0, maximum=2**31 - 1, group="training"),
     Param("checkpoint_every_steps", "int", 0, "Also checkpoint every N optimizer steps (0: at epoch ends only).", minimum=0, maximum=10**9, group="output", advanced=True),
     Param("checkpoint_every_minutes", "float", 10.0, "Also checkpoint when this many minutes passed since the last checkpoint (0: off), so a long epoch is never all-or-nothing.", minimum=0.0, maximum=100_000.0, group="output", advanced=True),

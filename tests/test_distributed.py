@@ -57,7 +57,8 @@ def _start(args, home, **env) -> subprocess.Popen:
 
 
 def _train_args(data, out, probe, *extra):
-    return ["trainlab", "train", "ddp-probe", "--data", data, "--device", "cpu", "--batch-size", BATCH, "--out", out,
+    # fp32 whatever the CPU: PARITY_REL_TOL is float32's rounding (auto is bf16 on a CPU with native bfloat16)
+    return ["trainlab", "train", "ddp-probe", "--data", data, "--device", "cpu", "--precision", "fp32", "--batch-size", BATCH, "--out", out,
             "--set", f"probe_dir={probe}", "--json", *extra]  # fmt: skip
 
 
