@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SPREAD = {"median", "min", "max", "spread_pct", "n"}
 
@@ -49,3 +51,51 @@ def test_a_bad_option_is_refused_before_anything_is_built(tmp_path):
     )  # fmt: skip
     assert result.returncode == 2
     assert "--precision" in result.stderr and "fp16" in result.stderr
+
+
+def test_a_model_folder_without_a_config_is_refused(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "text_vs_trainer.py"), "--model", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert f"--model {tmp_path}: not a transformers model folder (no config.json there)" in result.stderr
+
+
+def _bench_module(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import text_vs_trainer
+
+    return text_vs_trainer
+
+
+def test_debian_data_without_the_translations_says_how_to_get_them(monkeypatch, tmp_path):
+    bench = _bench_module(monkeypatch)
+    monkeypatch.setattr(bench, "APT_LISTS", tmp_path)  # apt's lists without the English descriptions
+    with pytest.raises(SystemExit, match=r"apt-get -o Acquire::Languages=en update"):
+        bench.debian_texts(60, 12)
+
+
+def test_a_data_folder_is_read_and_a_missing_split_named(monkeypatch, tmp_path):
+    bench = _bench_module(monkeypatch)
+    (tmp_path / "train.csv").write_text("text,label\nan apple,fruit\na pear,fruit\na leek,veg\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"no val.csv there"):
+        bench.read_folder(tmp_path, 10, 10)
+    (tmp_path / "val.csv").write_text("text,label\na plum,fruit\n", encoding="utf-8")
+    splits = bench.read_folder(tmp_path, 2, 10)
+    assert splits == {"train": [("an apple", "fruit"), ("a pear", "fruit")], "val": [("a plum", "fruit")]}
+
+
+def test_debian_data_is_real_balanced_and_split_without_overlap(monkeypatch):
+    bench = _bench_module(monkeypatch)
+    if not list(bench.APT_LISTS.glob("*_i18n_Translation-en*")):
+        pytest.skip("apt's lists here have no English descriptions (apt-get -o Acquire::Languages=en update)")
+    splits = bench.debian_texts(60, 12)
+    assert len(splits["train"]) == 60 and len(splits["val"]) == 12
+    rows = splits["train"] + splits["val"]
+    assert {label for _, label in rows} <= set(bench.TOPICS)
+    counts = [sum(label == topic for _, label in rows) for topic in bench.TOPICS]
+    assert counts == [12] * len(bench.TOPICS)  # 72 texts: as many from each section
+    texts = [text for text, _ in rows]
+    assert len(set(texts)) == len(texts)  # one package per description, so no text is in both splits
+    assert all(len(text.split()) >= 3 for text in texts)

@@ -58,16 +58,15 @@ def test_the_answer_matches_the_kernels_own_cpu_flags():
     assert cpu_has_native_bf16() == bool(flags & {"avx512_bf16", "amx_bf16"}), sorted(f for f in flags if "bf16" in f or "amx" in f)
 
 
-def test_a_cpu_run_plans_the_precision_auto_chose(tmp_path):
+def test_a_cpu_run_plans_the_precision_auto_chose(cli, tmp_path):
     """The real CLI, --dry-run: what a CPU run will use with the default precision, and with fp32 asked for."""
-    from trainlab.resources import sample_path
+    from conftest import FIXTURE_PLUGINS, write_toy_csv
+
+    data = write_toy_csv(tmp_path / "toy.csv", rows=60)
 
     def planned(*extra: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "trainlab", "train", "image-classification", "--data", str(sample_path("image-classification")),
-             "--device", "cpu", "--dry-run", "--json", "--out", str(tmp_path / "run"), *extra],
-            capture_output=True, text=True, timeout=300, env={**os.environ, "TRAINLAB_HOME": str(tmp_path / "home")},
-        )  # fmt: skip
+        done = cli("train", "toy-classification", "--data", data, "--device", "cpu", "--dry-run", "--json",
+                   "--out", tmp_path / "run", *extra, extra_path=[FIXTURE_PLUGINS])  # fmt: skip
         assert done.returncode == 0, done.stderr[-2000:]
         return json.loads(done.stdout.strip().splitlines()[-1])["precision"]
 
