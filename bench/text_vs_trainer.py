@@ -56,8 +56,11 @@ passes, evaluation, checkpoints each epoch, the export), the Trainer's
 ``trainer.train()`` alone (evaluation included, nothing saved).
 
 Last line: one JSON object; ``ratio`` (TrainLab / Trainer samples per wall
-second, per pair) and ``cpu_ratio`` (per CPU second) with their spread.
-Goal (issue 16): ratio >= 1.3 at equal accuracy.
+second, per pair) and ``cpu_ratio`` (per CPU second) with their spread;
+``precision`` is what each side computed in (TrainLab's ``auto`` resolved).
+Goal (issue 16): ratio >= 1.3 at equal accuracy.  ``--trainlab-precision
+auto`` compares the two as a user gets them (TrainLab's default against the
+Trainer's fp32 default); ``--precision bf16`` or ``fp32`` like for like.
 """
 
 from __future__ import annotations
@@ -250,6 +253,7 @@ def side_trainlab(workspace: dict[str, str], rec: dict[str, Any], out: Path) -> 
     import torch
 
     from trainlab.engine.callbacks import Callback
+    from trainlab.engine.device import resolve_precision
     from trainlab.engine.runner import RunRequest, run_training
 
     class PassClock(Callback):
@@ -285,7 +289,8 @@ def side_trainlab(workspace: dict[str, str], rec: dict[str, Any], out: Path) -> 
     attention = getattr(load_trained(out / "run" / "model").config, "_attn_implementation", None)
     return {
         "samples": clock.samples, "steps": clock.steps, "wall": clock.wall, "cpu": clock.cpu, "accuracy": clock.accuracy,
-        "end_to_end_s": end_to_end, "threads": torch.get_num_threads(), "attention": attention, "precision": rec["precision"],
+        "end_to_end_s": end_to_end, "threads": torch.get_num_threads(), "attention": attention,
+        "precision": resolve_precision(torch.device("cpu"), str(rec["precision"])),  # what auto chose, not "auto"
     }  # fmt: skip
 
 

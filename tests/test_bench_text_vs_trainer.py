@@ -39,6 +39,7 @@ def test_the_quick_bench_trains_both_sides_and_prints_their_ratio(tmp_path):
     for key in ("ratio", "cpu_ratio"):
         assert figures[key]["n"] == 1 and math.isfinite(figures[key]["median"]) and figures[key]["median"] > 0
     assert figures["recipe"]["batch_size"] == 32 and figures["recipe"]["epochs"] == 1
+    assert figures["precision"] == {"trainlab": "fp32", "trainer": "fp32"}  # --precision's default, both sides
     assert isinstance(figures["goal_met"], bool)
     assert len(figures["load_average_start"]) == 3
     assert not list(tmp_path.glob("trainlab-text-vs-trainer-*"))  # the workspace (models, checkpoints) is gone
