@@ -130,19 +130,29 @@ def test_missing_packages_as_root_are_installed_with_apt(tmp_path):
     assert asked.split("install", 1)[1].split()[-2:] == ["xvfb", "fonts-noto-cjk"], asked
 
 
-def test_a_disk_without_room_is_named_before_pip_starts(tmp_path):
-    """No install stamp, so setup.sh would install; the disk check refuses first and names the folder."""
+def run_fresh_install(tmp_path: Path, need_gb: str, python_body: str | None = None) -> tuple[subprocess.CompletedProcess, Path]:
+    """setup.sh with no install stamp (so it would install) and ``need_gb`` as the disk figure.
+
+    The venv's Python is the real interpreter (so the check runs), or a stub with ``python_body``.
+    """
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name in ("dirname", "grep", "tail"):
         (bin_dir / name).symlink_to(shutil.which(name))
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
-    # the real interpreter, so the check's Python runs; pip is never reached
-    (venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    if python_body is None:
+        (venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    else:
+        _stub(venv / "bin" / "python", python_body)
     env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "VIRTUAL_ENV": str(venv), "LC_ALL": "C",
-           "TMPDIR": str(tmp_path), "TRAINLAB_SETUP_NEED_GB": "1000000"}
-    done = subprocess.run([BASH, str(SETUP)], capture_output=True, text=True, env=env, timeout=60)
+           "TMPDIR": str(tmp_path), "TRAINLAB_SETUP_NEED_GB": need_gb}  # fmt: skip
+    return subprocess.run([BASH, str(SETUP)], capture_output=True, text=True, env=env, timeout=60), venv
+
+
+def test_a_disk_without_room_is_named_before_pip_starts(tmp_path):
+    """No install stamp, so setup.sh would install; the disk check refuses first and names the folder."""
+    done, venv = run_fresh_install(tmp_path, "1000000")  # pip is never reached
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "not enough disk space to install TrainLab" in done.stderr, done.stderr
     assert f"{tmp_path} has " in done.stderr and "needs about 1e+06 GB" in done.stderr, done.stderr
@@ -152,17 +162,9 @@ def test_a_disk_without_room_is_named_before_pip_starts(tmp_path):
 
 def test_a_disk_with_room_goes_on_to_install(tmp_path):
     """The same set-up with a figure any disk meets passes the check and reaches pip (which here has nothing to run)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name in ("dirname", "grep", "tail"):
-        (bin_dir / name).symlink_to(shutil.which(name))
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
     # a Python whose `-m pip` fails at once: setup.sh reports the failed installation, which is past the check
-    _stub(venv / "bin" / "python", f'case "$1" in -m) echo "no pip here" >&2; exit 3;; esac; exec {os.path.realpath(sys.executable)} "$@"')
-    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "VIRTUAL_ENV": str(venv), "LC_ALL": "C",
-           "TMPDIR": str(tmp_path), "TRAINLAB_SETUP_NEED_GB": "0.001"}
-    done = subprocess.run([BASH, str(SETUP)], capture_output=True, text=True, env=env, timeout=60)
+    real = os.path.realpath(sys.executable)
+    done, _ = run_fresh_install(tmp_path, "0.001", f'case "$1" in -m) echo "no pip here" >&2; exit 3;; esac; exec {real} "$@"')
     assert "not enough disk space" not in done.stderr, done.stderr
     assert "installing TrainLab and its dependencies" in done.stderr, done.stderr
     assert "the installation failed" in done.stderr and "no pip here" in done.stderr, done.stderr
