@@ -28,5 +28,10 @@ def test_ddp_scaling_runs_one_pair(workload, extra):
     if workload == "image":  # the plain DDP script beside it, the same steps, one process and two ranks
         assert pair["peer"]["one"]["steps"] == pair["peer"]["two"]["steps"] == pair["one"]["steps"]
         assert pair["peer"]["ratio"] > 0 and summary["peer"]["engine_efficiency"]["n"] == 1
+        # the cores' ceiling: two copies without communication, each the per-rank batch, the same steps
+        apart = pair["peer"]["apart"]
+        assert apart["steps"] == pair["one"]["steps"] and len(apart["copies_seconds"]) == 2
+        assert apart["seconds"] == max(apart["copies_seconds"]) > 0
+        assert summary["apart"]["ratio"] == pytest.approx(pair["peer"]["apart_ratio"]) and summary["apart"]["reaches_goal"] == (summary["apart"]["ratio"] >= 1.6)
     else:
         assert "peer" not in pair
