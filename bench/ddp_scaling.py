@@ -155,12 +155,15 @@ def run_apart(model_json: Path, steps: int, args) -> dict:
 
 
 def _wait_for_copies(ready: Path, copy: int, copies: int = 2) -> None:
-    """Say this copy is warm, then wait (up to a minute) until every copy is."""
+    """Say this copy is warm, then wait (up to a minute) until every copy is; a copy timed alone
+    would not measure the ceiling, so that fails."""
     import time
 
     (ready / f"copy-{copy}").touch()
     deadline = time.monotonic() + 60
-    while len(list(ready.glob("copy-*"))) < copies and time.monotonic() < deadline:
+    while len(list(ready.glob("copy-*"))) < copies:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"ddp_scaling: copy {copy} waited a minute for the other copy to be warm; not timed alone")
         time.sleep(0.005)
 
 
