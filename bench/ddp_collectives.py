@@ -9,7 +9,10 @@ where the step's gradient all-reduce has just lined them up).  What a run pays:
 * the agreement: about every 0.1 s of training (``AGREE_SECONDS``);
 * the telemetry gather: once per telemetry interval (5 s by default), so
   ``gather_us / 5`` microseconds per second of training;
-* the out-of-memory flag: once per optimizer step.
+* the out-of-memory flag's own all-reduce: once per optimizer step on GPU
+  groups (on the gloo control group, while the backward computes).  CPU
+  groups send the flags in the gradients' first bucket instead
+  (``_FlagsInBucket``) and pay no collective for them.
 
     python bench/ddp_collectives.py [--calls 2000] [--json]
 """
@@ -85,7 +88,7 @@ def main() -> int:
     }
     print(f"agreement {timings['agree_us']:.0f} us (x10 a second: {result['agree_us_per_second']:.0f} us/s); "
           f"telemetry gather {timings['gather_us']:.0f} us (every 5 s: {result['gather_us_per_second_at_5s']:.0f} us/s); "
-          f"out-of-memory flag {timings['oom_flag_us']:.0f} us per optimizer step; "
+          f"out-of-memory flag's own all-reduce {timings['oom_flag_us']:.0f} us (per optimizer step on GPUs; none on CPU groups); "
           f"load average {result['load_average'][0]:.1f} on {os.cpu_count()} cores", file=sys.stderr)  # fmt: skip
     if args.json:
         print(json.dumps(result))

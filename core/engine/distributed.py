@@ -32,11 +32,16 @@ What the engine asks of it:
   sends its ``RankTelemetry.record()`` (host, device, torch memory; NVML of its
   own GPU on another machine) to the others; rank 0's telemetry callback
   writes the last gather into its samples.  No collective per step.
-* ``out_of_memory_ranks``: one small all-reduce before each optimizer step,
-  so that a rank that ran out of memory makes every rank split its
-  micro-batches the same way and redo the step (``Trainer._run_group``).
-  It is started (``send_out_of_memory_flag``) just before the step's
-  synchronising backward and runs while the backward computes.
+* ``out_of_memory_ranks``: every rank's out-of-memory flag of the step,
+  known before the optimizer step, so that a rank that ran out of memory
+  makes every rank split its micro-batches the same way and redo the step
+  (``Trainer._run_group``).  The flags are given (``send_out_of_memory_flag``)
+  just before the step's synchronising backward.  On the CPU (gloo) they
+  travel in the gradients' own all-reduce, appended to DDP's first bucket by
+  a communication hook (``_FlagsInBucket``): no collective of their own.  On
+  GPUs they go in a small all-reduce on the gloo control group that runs
+  while the backward computes (appended to an NCCL bucket, reading them would
+  wait for the device every step).
 
 Collectives have a time limit (``TRAINLAB_COLLECTIVE_TIMEOUT`` seconds,
 default 120): a rank that dies fails the others within it, never a hang
@@ -112,10 +117,55 @@ def in_rank_environment(env: dict[str, str] | os._Environ = os.environ) -> bool:
 
 @dataclass
 class PendingFlags:
-    """One step's out-of-memory flags on their way (``RankGroup.send_out_of_memory_flag``)."""
+    """One step's out-of-memory flags on their way (``RankGroup.send_out_of_memory_flag``):
+    in their own all-reduce (``work``), or in the gradients' (``work`` None: ``in_bucket``)."""
 
     flags: Any
     work: Any
+
+
+class _FlagsInBucket:
+    """A DDP communication hook that carries the step's out-of-memory flags in the gradients' all-reduce.
+
+    The first bucket (index 0: every synchronising backward reduces it) goes
+    out as one tensor with the flags appended; the reply is split again, the
+    gradients averaged as DDP's own all-reduce hook does, the flags summed
+    (rank ``r`` alone sets element ``r``, so each is 0 or 1 in any float
+    type).  The other buckets go through DDP's default hook.  A backward
+    that nobody gave flags to sends zeros, so every rank's bucket has the
+    same length.  It costs one copy of the first bucket each way instead of a
+    collective per step, which on shared CPU cores cost 2.4 % of a step of the
+    image workload (docs/distributed.md).
+    """
+
+    def __init__(self, world_size: int):
+        self.world_size = world_size
+        self.outgoing: Any = None  # this step's flags, until the first bucket takes them
+        self.arrived: Any = None  # every rank's, once the first bucket's all-reduce ended
+
+    # Unannotated: DDP refuses a hook whose annotations are not its own types,
+    # and this module's are strings (``from __future__ import annotations``).
+    def hook(self, state, bucket):  # noqa: ANN001, ANN201
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        if bucket.index() != 0:
+            return default_hooks.allreduce_hook(None, bucket)
+        gradients = bucket.buffer()
+        flags, self.outgoing = self.outgoing, None
+        if flags is None:
+            flags = torch.zeros(self.world_size)
+        count = gradients.numel()
+        combined = torch.cat([gradients.div_(self.world_size), flags.to(gradients.dtype)])
+
+        def split(future: Any) -> Any:
+            reduced = future.value()[0]
+            self.arrived = reduced[count:]
+            gradients.copy_(reduced[:count])
+            return gradients
+
+        return dist.all_reduce(combined, async_op=True).get_future().then(split)
 
 
 @dataclass
@@ -136,6 +186,7 @@ class RankGroup:
     _telemetry: Any = None  # this rank's RankTelemetry, once start_telemetry ran
     _gather_seconds: float = 0.0  # rank 0: how often the ranks' telemetry is gathered (0: never)
     _last_gather: float = 0.0
+    _flags_in_bucket: "_FlagsInBucket | None" = None  # the comm hook, on CPU groups (wrap)
 
     @property
     def writer(self) -> bool:
@@ -171,13 +222,18 @@ class RankGroup:
         all-reduce bucket, so a step copies no gradient in or out of it and
         the gradients take no memory beside the buckets.  The engine only
         zeroes gradients with ``set_to_none`` and clips them in place, which
-        that mode allows; the reduced values are the same.
+        that mode allows; the reduced values are the same.  On the CPU the
+        out-of-memory flags ride in the first bucket (``_FlagsInBucket``).
         """
         from torch.nn.parallel import DistributedDataParallel
 
         if self.device.startswith("cuda"):
             return DistributedDataParallel(model, device_ids=[self.local_rank_device()], gradient_as_bucket_view=True)
-        return DistributedDataParallel(model, gradient_as_bucket_view=True)
+        wrapped = DistributedDataParallel(model, gradient_as_bucket_view=True)
+        if self.backend == "gloo":
+            self._flags_in_bucket = _FlagsInBucket(self.world_size)
+            wrapped.register_comm_hook(None, self._flags_in_bucket.hook)
+        return wrapped
 
     @staticmethod
     def no_sync(train_model: Any, last: bool):
@@ -273,27 +329,42 @@ class RankGroup:
     def _gather_due(self) -> bool:
         return bool(self._gather_seconds) and time.monotonic() - self._last_gather >= self._gather_seconds
 
-    def send_out_of_memory_flag(self, mine: bool) -> "PendingFlags":
-        """Start this step's out-of-memory all-reduce (every rank, once per step) and return at once.
+    def send_out_of_memory_flag(self, mine: bool, *, in_bucket: bool = True) -> "PendingFlags":
+        """Give this step's out-of-memory flag (every rank, once per step) and return at once.
 
-        The loop starts it just before the step's synchronising backward, when
+        The loop gives it just before the step's synchronising backward, when
         every recoverable out-of-memory of the step is known (one in that
-        backward fails the run), so the small collective runs on the control
-        group's thread while the backward computes.
+        backward fails the run).  On a CPU group it goes with that backward's
+        gradients (``_FlagsInBucket``); otherwise, or with ``in_bucket=False``
+        (no backward follows), the small all-reduce starts now on the control
+        group's thread and runs while the backward computes.
         """
         import torch
         import torch.distributed as dist
 
-        flags = torch.zeros(self.world_size, dtype=torch.int32)
+        hook = self._flags_in_bucket if in_bucket else None
+        flags = torch.zeros(self.world_size, dtype=torch.float32 if hook is not None else torch.int32)
         flags[self.rank] = 1 if mine else 0
+        if hook is not None:
+            hook.outgoing, hook.arrived = flags, None
+            return PendingFlags(flags, None)
         return PendingFlags(flags, dist.all_reduce(flags, op=dist.ReduceOp.SUM, group=self.control_group, async_op=True))
 
     def out_of_memory_ranks(self, mine: bool | "PendingFlags") -> list[int]:
-        """The ranks that ran out of memory in this step, on every rank (one small all-reduce,
-        or the end of the one ``send_out_of_memory_flag`` started)."""
-        pending = mine if isinstance(mine, PendingFlags) else self.send_out_of_memory_flag(bool(mine))
-        pending.work.wait()
-        return [rank for rank, flag in enumerate(pending.flags.tolist()) if flag]
+        """The ranks that ran out of memory in this step, on every rank: from the backward's
+        gradients, from the all-reduce ``send_out_of_memory_flag`` started, or (given a bool)
+        from one small all-reduce now."""
+        pending = mine if isinstance(mine, PendingFlags) else self.send_out_of_memory_flag(bool(mine), in_bucket=False)
+        if pending.work is not None:
+            pending.work.wait()
+            flags = pending.flags
+        else:
+            hook = self._flags_in_bucket
+            assert hook is not None
+            flags, hook.arrived = hook.arrived, None
+            if flags is None:  # no synchronising backward ran on any rank (they all run the same ones)
+                raise RuntimeError("the step's out-of-memory flags were given but no gradient all-reduce carried them")
+        return [rank for rank, flag in enumerate(flags.tolist()) if flag]
 
     def hold_paused(self, control: "AgreedControl") -> None:
         """Wait, with every rank, until none is paused any more (or a stop comes).
