@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURE_PLUGINS, TESTS, subprocess_env, write_toy_csv
+from trainlab.launch import free_port
 
 PROBE_PLUGIN = TESTS / "fixtures" / "ddp_probe"
 ROWS, VAL_FRACTION, BATCH = 240, 0.25, 8  # 180 training rows: 12 global batches of 16 (8 per rank) an epoch
@@ -167,7 +168,7 @@ def test_sigterm_to_torchrun_stops_every_rank_and_resume_is_exact(two_rank_run, 
     probe.mkdir()
     run = tmp_path / "run"
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-                "--master-port", str(_free_port()), "-m", *map(str, _train_args(two_rank_run["data"], run, probe, "--set", "step_delay=0.1"))]  # fmt: skip
+                "--master-port", str(free_port()), "-m", *map(str, _train_args(two_rank_run["data"], run, probe, "--set", "step_delay=0.1"))]  # fmt: skip
     proc = subprocess.Popen(torchrun, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(probe_home))
     _wait_for_training(proc)
     proc.send_signal(signal.SIGTERM)
@@ -218,7 +219,7 @@ def test_a_killed_rank_fails_the_run_within_a_bounded_time_naming_it(two_rank_ru
 
 
 def test_two_nnodes_launches_on_loopback_form_one_run(two_rank_run, probe_home, tmp_path):
-    port = _free_port()
+    port = free_port()
     run = tmp_path / "run"
     nodes = [
         _start([*_train_args(two_rank_run["data"], run, tmp_path, "--epochs", 1), "--nnodes", 2, "--node-rank", rank, "--nproc-per-node", 1,
@@ -233,12 +234,6 @@ def test_two_nnodes_launches_on_loopback_form_one_run(two_rank_run, probe_home, 
     assert record["launch"]["nnodes"] == 2
     assert len(_steps(tmp_path, 0)) == len(_steps(tmp_path, 1)) == STEPS_PER_EPOCH
     assert not set(sum(_steps(tmp_path, 0), [])) & set(sum(_steps(tmp_path, 1), []))
-
-
-def _free_port() -> int:
-    from trainlab.launch import free_port
-
-    return free_port()
 
 
 

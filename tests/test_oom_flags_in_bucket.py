@@ -9,15 +9,9 @@ their own goes out.
 from __future__ import annotations
 
 import copy
-import multiprocessing
 import os
-import socket
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from two_ranks import run_two_ranks
 
 
 def _rank(rank: int, port: int, queue) -> None:
@@ -81,16 +75,7 @@ def _rank(rank: int, port: int, queue) -> None:
 
 
 def test_the_flags_travel_with_the_gradients_which_stay_the_ranks_mean():
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    port = _free_port()
-    procs = [context.Process(target=_rank, args=(rank, port, queue)) for rank in (0, 1)]
-    for proc in procs:
-        proc.start()
-    got = dict(queue.get(timeout=120) for _ in procs)
-    for proc in procs:
-        proc.join(timeout=60)
-        assert proc.exitcode == 0
+    got = run_two_ranks(_rank)
     for rank in (0, 1):
         results = got[rank]
         assert results["ranks 0"] == [1]  # rank 1's flag, read on both

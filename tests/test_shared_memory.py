@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import platform
-import socket
 from pathlib import Path
 
 import pytest
 
 from trainlab.engine.shared_memory import SHARED_FOLDER, SharedArrays
+from two_ranks import run_two_ranks
 
 pytestmark = pytest.mark.skipif(
     platform.machine().lower() not in ("x86_64", "amd64") or not SHARED_FOLDER.is_dir(),
@@ -18,13 +17,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _rank(rank: int, port: int, fits: list[bool], queue, machines: int = 1) -> None:
+def _rank(rank: int, port: int, fits: list[bool], machines: int, queue) -> None:
     # machines=2: each process is the one rank of its own machine (node), as in --nnodes 2
     local_rank, local_world = (0, 1) if machines == 2 else (rank, 2)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1",
@@ -54,17 +47,7 @@ def _rank(rank: int, port: int, fits: list[bool], queue, machines: int = 1) -> N
 
 
 def _run(fits: list[bool], machines: int = 1) -> dict[int, object]:
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    port = _free_port()
-    procs = [context.Process(target=_rank, args=(rank, port, fits, queue, machines)) for rank in (0, 1)]
-    for proc in procs:
-        proc.start()
-    got = dict(queue.get(timeout=120) for _ in procs)
-    for proc in procs:
-        proc.join(timeout=60)
-        assert proc.exitcode == 0
-    return got
+    return run_two_ranks(_rank, fits, machines)
 
 
 def _ours() -> set[str]:
