@@ -10,8 +10,11 @@ run:
 	echo "TrainLab is installed in $$venv: 'source $$venv/bin/activate' for the trainlab command (or run $$venv/bin/trainlab); next steps: README.md" >&2; \
 	"$$py" -m trainlab gui --task image-classification --data "$$("$$py" -c 'from trainlab.resources import sample_path; print(sample_path("image-classification"))')" --autostart
 
+# pytest-xdist workers, one per core up to four (tests/conftest.py keeps the
+# two-rank files on one of them); PYTEST_WORKERS=0 runs it all in one process.
+PYTEST_WORKERS ?= auto
 test:
-	@py=$$(scripts/setup.sh --system) && "$$py" -m pytest -q $(PYTEST_ARGS)
+	@py=$$(scripts/setup.sh --system) && "$$py" -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup $(PYTEST_ARGS)
 
 bench:
 	@py=$$(scripts/setup.sh) && for b in bench/*.py; do echo "== $$b"; "$$py" "$$b" --json | tail -n 1; done

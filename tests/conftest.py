@@ -36,7 +36,21 @@ def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run exhaustive @pytest.mark.slow tests")
 
 
+# Files whose tests start two ranks at once. Under pytest-xdist (``make test``
+# runs two workers) they share one worker, one test at a time: two rank pairs
+# on two cores would quadruple-book them, and test_shared_memory checks that
+# /dev/shm holds no new trainlab-* entry afterwards, which another worker's
+# two-rank image run would make true or false by chance.
+RANK_PAIR_FILES = frozenset({
+    "test_distributed.py", "test_distributed_recovery.py", "test_gui_distributed.py",
+    "test_shared_memory.py", "test_oom_flags_in_bucket.py", "test_bench_ddp_scaling.py",
+})  # fmt: skip
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in RANK_PAIR_FILES:
+            item.add_marker(pytest.mark.xdist_group("rank-pairs"))
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="exhaustive check: run with --runslow")
