@@ -162,7 +162,9 @@ def test_one_rank_out_of_memory_makes_every_rank_split_the_same_way(two_rank_run
         _assert_both_ranks_in(sample)
 
 
-def test_out_of_memory_recovery_keeps_the_buffer_broadcasts_matched(two_rank_run, probe_home, tmp_path):
-    """A batch norm's statistics are broadcast by DDP before each step's first forward: the
-    stand-in of the rank that ran out inside that forward must not broadcast again."""
-    _oom_run(two_rank_run, probe_home, tmp_path, 10, "--set", "norm=batch", "--epochs", "1")  # 9 global batches of 20
+@pytest.mark.parametrize("norm", ["batch+count", "batch"])
+def test_out_of_memory_recovery_keeps_the_buffer_broadcasts_matched(two_rank_run, probe_home, tmp_path, norm):
+    """Buffers other than a batch norm's statistics are broadcast by DDP before each step's
+    first forward: the stand-in of the rank that ran out inside that forward must not
+    broadcast again.  A batch norm alone is not broadcast in training (RankGroup.wrap)."""
+    _oom_run(two_rank_run, probe_home, tmp_path, 10, "--set", f"norm={norm}", "--epochs", "1")  # 9 global batches of 20

@@ -21,10 +21,17 @@ What the engine asks of it:
   padding), each rank's ``MetricAccumulator.state()`` sent to every rank and
   merged in rank order, so all ranks compute the same report (best checkpoint
   and early stopping agree) and every example counts once.
-* ``agree``: the stop and pause flags combined (max) over a gloo group on
-  the CPU (no device sync), at steps the ranks choose together (about every
-  0.1 s of training) and after each epoch, so every rank stops or pauses
-  after the same step.
+* ``agree_if_due`` / ``agree``: the stop and pause flags combined (max)
+  over a gloo group on the CPU (no device sync).  During an epoch the
+  agreement travels while the steps compute: started after the same step on
+  every rank (about every 0.1 s of training) and acted on one interval later,
+  so no rank waits for it; after each epoch (and while paused) the ranks
+  agree at once.  Either way every rank stops or pauses after the same step.
+* ``wrap`` / ``before_step`` / ``sync_buffers``: DDP, without its broadcast
+  of batch-norm statistics before every forward when nobody reads them (a
+  model whose only buffers they are); every rank takes rank 0's before an
+  evaluation, and before a training step in which a batch norm in eval mode
+  reads them.  The ranks then meet once a step, in the gradients' all-reduce.
 * ``rank_rng_states`` / ``restore_rank_rng``: each rank's random generators
   in the last checkpoint, so a resume at the same world size is exact.
 * telemetry: rank 0 raises a flag in the agreement's collective every
@@ -169,6 +176,15 @@ class _FlagsInBucket:
 
 
 @dataclass
+class _Agreement:
+    """An agreement on its way: the flags the all-reduce fills in, and the step after which every rank acts on it."""
+
+    flags: Any
+    work: Any
+    apply_at: int
+
+
+@dataclass
 class RankGroup:
     rank: int
     world_size: int
@@ -181,12 +197,15 @@ class RankGroup:
     preflight: str = ""  # what the consumer-card preflight found (distributed_preflight)
     hosts: list[str] = field(default_factory=list)  # every rank's host, rank order (device_records)
     telemetry_records: list[dict[str, Any]] = field(default_factory=list)  # rank 0: the last telemetry gather
-    _next_agree_step: int = 0
     _last_agree: tuple[int, float] | None = None
+    _agree_interval: int = 1  # steps between agreements, as the ranks last agreed (agree_if_due)
+    _pending_agreement: "_Agreement | None" = None  # started, not yet acted on
     _telemetry: Any = None  # this rank's RankTelemetry, once start_telemetry ran
     _gather_seconds: float = 0.0  # rank 0: how often the ranks' telemetry is gathered (0: never)
     _last_gather: float = 0.0
     _flags_in_bucket: "_FlagsInBucket | None" = None  # the comm hook, on CPU groups (wrap)
+    _norms: list[Any] = field(default_factory=list)  # the batch norms, when their statistics are the model's only buffers (wrap)
+    _buffers_differ: bool = False  # those statistics may differ between the ranks (before_step, sync_buffers)
 
     @property
     def writer(self) -> bool:
@@ -224,16 +243,62 @@ class RankGroup:
         zeroes gradients with ``set_to_none`` and clips them in place, which
         that mode allows; the reduced values are the same.  On the CPU the
         out-of-memory flags ride in the first bucket (``_FlagsInBucket``).
+
+        A model whose only buffers are batch-norm statistics does not have
+        them broadcast before every forward (DDP's default): a batch norm in
+        training reads the batch's own statistics, so the broadcast would be
+        a collective per step for values nobody reads (about 3 % of a step of
+        the image workload on two CPU ranks).  ``before_step`` turns DDP's
+        broadcast back on for a step in which a batch norm in eval mode reads
+        statistics that may differ, and ``sync_buffers`` gives every rank
+        rank 0's before an evaluation: what every rank reads, and what rank 0
+        writes, is what DDP's default would give.  Any other buffer keeps
+        DDP's broadcast before every forward.
         """
         from torch.nn.parallel import DistributedDataParallel
 
+        self._norms = _batch_norms_if_only_buffers(model)
+        options: dict[str, Any] = {"gradient_as_bucket_view": True}
+        if self._norms:
+            options["forward_sync_buffers"] = False
         if self.device.startswith("cuda"):
-            return DistributedDataParallel(model, device_ids=[self.local_rank_device()], gradient_as_bucket_view=True)
-        wrapped = DistributedDataParallel(model, gradient_as_bucket_view=True)
+            return DistributedDataParallel(model, device_ids=[self.local_rank_device()], **options)
+        wrapped = DistributedDataParallel(model, **options)
         if self.backend == "gloo":
             self._flags_in_bucket = _FlagsInBucket(self.world_size)
             wrapped.register_comm_hook(None, self._flags_in_bucket.hook)
         return wrapped
+
+    def before_step(self, train_model: Any) -> None:
+        """Before a step's first forward (every rank): DDP broadcasts rank 0's batch-norm statistics
+        first if a batch norm in eval mode will read them and training may have changed them since
+        they were last the same on every rank (``wrap``)."""
+        if not self._norms:
+            return
+        reads = self._buffers_differ and any(not norm.training for norm in self._norms)
+        train_model.forward_sync_buffers = reads
+        self._buffers_differ = any(norm.training for norm in self._norms) or (self._buffers_differ and not reads)
+
+    def sync_buffers(self, model: Any) -> None:
+        """Every rank takes rank 0's batch-norm statistics, if training may have made them differ
+        (collective: every rank calls it at the same points, before an evaluation)."""
+        import torch
+        import torch.distributed as dist
+
+        if not self._norms or not self._buffers_differ:
+            return
+        by_type: dict[Any, list[Any]] = {}
+        for buffer in model.buffers():
+            by_type.setdefault(buffer.dtype, []).append(buffer)
+        with torch.no_grad():
+            for buffers in by_type.values():
+                flat = torch.cat([b.reshape(-1) for b in buffers])
+                dist.broadcast(flat, src=0)
+                offset = 0
+                for b in buffers:
+                    b.copy_(flat[offset : offset + b.numel()].view_as(b))
+                    offset += b.numel()
+        self._buffers_differ = False
 
     @staticmethod
     def no_sync(train_model: Any, last: bool):
@@ -264,33 +329,59 @@ class RankGroup:
         return merged
 
     def agree_if_due(self, control: Any, step: int) -> None:
-        """``agree`` at the steps the ranks chose together: about every AGREE_SECONDS of training.
+        """The agreement between steps, without waiting for it: about every AGREE_SECONDS of training.
 
-        A round trip per step would cost short steps much (on loaded cores a
-        peer waits for the scheduler); rank 0 proposes the next interval from
-        its step time, and every rank takes it from the same collective.
+        An agreement started after step ``s`` (every rank starts it after the
+        same step) travels while the next steps compute, and every rank acts
+        on it after step ``s + interval``, the interval it agreed before, and
+        starts the next one there.  A stop or pause asked for reaches every
+        rank within about two intervals, after the same step on each.  A
+        collective that every rank waited for after each step's all-reduce
+        cost about 4 % of a step of the image workload on two shared cores
+        (py-spy, docs/distributed.md): each wait was one rank catching up
+        with the other.  Rank 0 proposes the next interval from its step time.
         """
-        if step < self._next_agree_step:
-            return
+        pending = self._pending_agreement
+        if pending is not None:
+            if step < pending.apply_at:
+                return
+            self._apply_agreement(control)
+            if control.stop_requested or control.paused:
+                return  # the loop stops or holds here; what follows agrees in agree or hold_paused
         now = time.perf_counter()
         proposal = 0
         if self.writer and self._last_agree is not None and step > self._last_agree[0]:
             per_step = (now - self._last_agree[1]) / (step - self._last_agree[0])
             proposal = int(min(MAX_AGREE_INTERVAL, max(1, AGREE_SECONDS / max(per_step, 1e-6))))
-        interval = self.agree(control, proposal)
         self._last_agree = (step, now)
-        self._next_agree_step = step + max(1, interval)
+        self._start_agreement(control, proposal, apply_at=step + self._agree_interval)
 
     def agree(self, control: "AgreedControl", proposal: int = 0) -> int:
-        """Stop and pause as one: every rank's flags combined (max) into ``control``'s agreed
-        view (what the loop reads); returns rank 0's proposal."""
+        """Stop and pause as one, now: every rank's flags combined (max) into ``control``'s agreed
+        view (what the loop reads); returns rank 0's proposal.  An agreement still travelling
+        (``agree_if_due``) is acted on first, so every rank sees the same sequence."""
+        if self._pending_agreement is not None:
+            self._apply_agreement(control)
+        self._start_agreement(control, proposal, apply_at=0)
+        return self._apply_agreement(control)
+
+    def _start_agreement(self, control: "AgreedControl", proposal: int, *, apply_at: int) -> None:
         import torch
         import torch.distributed as dist
 
         real = control.own
         gather = 1 if self.writer and self._gather_due() else 0  # rank 0 alone says when
         flags = torch.tensor([1 if real.stop_requested else 0, 1 if real.paused else 0, proposal, gather], dtype=torch.int32)
-        dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.control_group)
+        work = dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.control_group, async_op=True)
+        self._pending_agreement = _Agreement(flags, work, apply_at)
+
+    def _apply_agreement(self, control: "AgreedControl") -> int:
+        """Wait for the agreement on its way (if it has not arrived yet) and act on it; rank 0's proposal."""
+        pending, self._pending_agreement = self._pending_agreement, None
+        assert pending is not None
+        pending.work.wait()
+        flags = pending.flags
+        real = control.own
         if flags[0]:
             if not real.stop_requested:
                 real.request_stop("stopped on another rank")
@@ -303,6 +394,7 @@ class RankGroup:
             control.paused = bool(flags[1])
         if flags[3]:
             self.gather_telemetry()
+        self._agree_interval = max(1, int(flags[2]) or self._agree_interval)
         return int(flags[2])
 
     # -- telemetry and out-of-memory, across the group -----------------------------
@@ -462,6 +554,16 @@ class RankGroup:
         parts = [torch.zeros(longest, dtype=torch.uint8) for _ in range(self.world_size)]
         dist.all_gather(parts, padded, group=self.control_group)
         return [part[: int(s.item())].numpy().tobytes() for part, s in zip(parts, sizes)]
+
+
+def _batch_norms_if_only_buffers(model: Any) -> list[Any]:
+    """The model's batch norms if their running statistics are all of its buffers, else []."""
+    from torch.nn.modules.batchnorm import _BatchNorm
+
+    norms = [m for m in model.modules() if isinstance(m, _BatchNorm) and m.track_running_stats]
+    owned = {id(b) for norm in norms for b in norm.buffers(recurse=False)}
+    buffers = list(model.buffers())
+    return norms if buffers and all(id(b) in owned for b in buffers) else []
 
 
 def _state_bytes(state: dict[str, Any]) -> bytes:

@@ -6,8 +6,9 @@ A child run in one process takes ``pause``/``resume``/``stop`` on its stdin
 machines).  So rank 0 watches ``RUN_DIR/control``: writing the word
 ``pause``, ``resume`` or ``stop`` into it (``echo pause > RUN_DIR/control``;
 the window's run controller can do the same) asks rank 0's ``RunControl``,
-and the ranks' agreement (``RankGroup.agree``, about every 0.1 s) makes
-every rank pause, resume or stop after the same step.
+and the ranks' agreement (``RankGroup.agree_if_due``, started about every
+0.1 s of training and acted on one interval later) makes every rank pause,
+resume or stop after the same step.
 
 A word is acted on when the file changes; what the file held when the run
 began is set aside (removed), so a ``pause`` left from an earlier session

@@ -230,6 +230,8 @@ class Trainer:
         finally:
             if counting is not None:  # gone before the export traces the model
                 counting.remove()
+        if self.group is not None:  # the final evaluations read every rank's batch-norm statistics
+            self.group.sync_buffers(self.model)
 
     def _count_forward(self, module: Any, args: Any) -> None:
         self._forwards += 1
@@ -375,6 +377,8 @@ class Trainer:
 
     def _try_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor, float]:
         splits = self.position.micro_splits
+        if self.group is not None:
+            self.group.before_step(self.train_model)
         pieces = []
         for batch in group:
             pieces.extend(split_batch(batch, splits) if splits > 1 else [batch])
@@ -546,6 +550,8 @@ class Trainer:
     # -- evaluation --------------------------------------------------------------
     def evaluate(self, split: str) -> dict[str, Any]:
         """The model's report on ``split`` (see ``Evaluator.evaluate``)."""
+        if self.group is not None:  # each rank scores its share with rank 0's batch-norm statistics
+            self.group.sync_buffers(self.model)
         return self.evaluator.evaluate(split)
 
     def _evaluate_epoch(self, epoch: int) -> None:
