@@ -67,6 +67,8 @@ def test_quick_dry_run_installs_from_a_wheel_and_runs_an_engine_check(tmp_path):
     assert tf32["engine: run completed"] is True and tf32["tf32_off: run completed"] is True
     assert tf32["torch's TF32 switches all readable after the engine's set-up"] is True
     assert (tmp_path / "out" / "logs" / "tf32.log").read_text().count("PASS") >= 3
+    group = report["checks"]["nccl_world_size_1"]["checks"]
+    assert group["a batch-norm model's group run completed"] is True and group["both evaluations ran, with an accuracy"] is True
 
 
 def test_a_budget_too_small_skips_checks_and_still_prints_the_line(tmp_path):

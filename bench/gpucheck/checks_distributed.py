@@ -56,6 +56,34 @@ def check_nccl_world_size_1(env: CheckEnv, out: Outcome) -> None:
         ranks = record.get("ranks") or [{}]
         out.expect("rank 0 trained on cuda:0 and names its GPU", ranks[0].get("device") == "cuda:0" and ranks[0].get("gpu"), ranks)
     _check_rank_telemetry(env, out, run_dir)
+    _check_batch_norm_group(env, out, data, launch)
+
+
+def _check_batch_norm_group(env: CheckEnv, out: Outcome, data, launch: list[str]) -> None:
+    """A model whose only buffers are batch-norm statistics (the DDP probe's norm=batch): DDP does
+    not broadcast them before each forward, and rank 0's reach every rank (an NCCL broadcast of
+    CUDA tensors, float and int64) before each evaluation (RankGroup.sync_buffers)."""
+    run_env = dict(os.environ)
+    plugins = [ROOT / "tests" / "fixtures" / "plugins", ROOT / "tests" / "fixtures" / "ddp_probe"]
+    run_env["PYTHONPATH"] = os.pathsep.join([*map(str, plugins), run_env.get("PYTHONPATH", "")])
+    run_dir = env.work / "run-norm"
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainlab", "train", "ddp-probe", "--data", str(data), "--epochs", "2", *launch,
+         "--set", "norm=batch", "--out", str(run_dir), "--json"],
+        capture_output=True, text=True, env=run_env, timeout=max(10.0, env.left() - 5),
+    )  # fmt: skip
+    out.expect("a batch-norm model's group run completed", proc.returncode == 0, proc.stderr[-800:] if proc.returncode else "")
+    evaluations = []
+    path = run_dir / "metrics.jsonl"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event") == "eval":
+            evaluations.append(event.get("accuracy"))
+    out.fact("batch_norm_run_accuracy", evaluations)
+    out.expect("both evaluations ran, with an accuracy", len(evaluations) == 2 and all(a is not None for a in evaluations), evaluations)
 
 
 def _check_rank_telemetry(env: CheckEnv, out: Outcome, run_dir) -> None:

@@ -60,8 +60,9 @@ CHECKS: tuple[Check, ...] = (
     Check("telemetry_overhead", "gpucheck.checks_telemetry:check_telemetry_overhead", True, 60,
           "bench/telemetry_overhead.py with the real NVML (its own bench too: last)"),  # ~14 s
     # -- Later issues add their GPU checks here ------------------------------------------------------
-    Check("nccl_world_size_1", "gpucheck.checks_distributed:check_nccl_world_size_1", True, 90,
-          "trainlab train --gpus 1: torchrun, an NCCL group of one, the all_reduce preflight, one run written by rank 0"),  # ~20 s
+    Check("nccl_world_size_1", "gpucheck.checks_distributed:check_nccl_world_size_1", True, 120,
+          "trainlab train --gpus 1: torchrun, an NCCL group of one, the all_reduce preflight, one run written by rank 0; "
+          "a batch-norm model's statistics broadcast over NCCL before evaluations"),  # ~35 s
     Check("p2p_preflight", "gpucheck.checks_distributed:check_p2p_preflight", False, 30,
           "the consumer-card preflight: NCCL_P2P_DISABLE=1 for two faked GeForce cards without P2P; the real NVML topology read"),  # ~2 s
     Check("lora", "gpucheck.checks_finetune:check_lora", True, 120,
