@@ -80,20 +80,13 @@ def test_the_agreement_travels_while_the_ranks_step_and_both_stop_after_the_same
 def _norm_model(extra_buffer: bool = False):
     import torch
     from torch import nn
-
-    class StepCounter(nn.Module):  # a buffer that is not a batch norm's: DDP must keep broadcasting it
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
-
-        def forward(self, x):
-            if self.training:
-                self.steps += 1
-            return x
+    from torch.nn.utils.parametrizations import spectral_norm
 
     torch.manual_seed(0)  # the same weights on both ranks
-    layers = [nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3)]
-    return nn.Sequential(*layers, *([StepCounter()] if extra_buffer else []))
+    head = nn.Linear(16, 3)
+    # spectral norm: buffers (its power iteration's vectors) that a training forward reads and
+    # updates, not a batch norm's; DDP must keep broadcasting them
+    return nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), spectral_norm(head) if extra_buffer else head)
 
 
 def _buffers_rank(rank: int, port: int, queue) -> None:

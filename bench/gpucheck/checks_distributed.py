@@ -59,6 +59,20 @@ def check_nccl_world_size_1(env: CheckEnv, out: Outcome) -> None:
     _check_batch_norm_group(env, out, data, launch)
 
 
+def _events(run_dir, kind: str) -> list[dict]:
+    """The run's ``metrics.jsonl`` events of one kind, as written (a damaged line is skipped)."""
+    path = run_dir / "metrics.jsonl"
+    events = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event") == kind:
+            events.append(event)
+    return events
+
+
 def _check_batch_norm_group(env: CheckEnv, out: Outcome, data, launch: list[str]) -> None:
     """A model whose only buffers are batch-norm statistics (the DDP probe's norm=batch): DDP does
     not broadcast them before each forward, and rank 0's reach every rank (an NCCL broadcast of
@@ -73,15 +87,7 @@ def _check_batch_norm_group(env: CheckEnv, out: Outcome, data, launch: list[str]
         capture_output=True, text=True, env=run_env, timeout=max(10.0, env.left() - 5),
     )  # fmt: skip
     out.expect("a batch-norm model's group run completed", proc.returncode == 0, proc.stderr[-800:] if proc.returncode else "")
-    evaluations = []
-    path = run_dir / "metrics.jsonl"
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if event.get("event") == "eval":
-            evaluations.append(event.get("accuracy"))
+    evaluations = [event.get("accuracy") for event in _events(run_dir, "eval")]
     out.fact("batch_norm_run_accuracy", evaluations)
     out.expect("both evaluations ran, with an accuracy", len(evaluations) == 2 and all(a is not None for a in evaluations), evaluations)
 
@@ -89,15 +95,7 @@ def _check_batch_norm_group(env: CheckEnv, out: Outcome, data, launch: list[str]
 def _check_rank_telemetry(env: CheckEnv, out: Outcome, run_dir) -> None:
     """Every system sample carries rank 0's own entry (the ranks' gather); on CUDA its torch
     memory, and the GPU entry NVML matched to it by UUID names rank 0."""
-    samples = []
-    path = run_dir / "metrics.jsonl"
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if event.get("event") == "system":
-            samples.append(event)
+    samples = _events(run_dir, "system")
     out.expect("system samples written", bool(samples), len(samples))
     if not samples:
         return
