@@ -272,7 +272,12 @@ class RankGroup:
     def before_step(self, train_model: Any) -> None:
         """Before a step's first forward (every rank): DDP broadcasts rank 0's batch-norm statistics
         first if a batch norm in eval mode will read them and training may have changed them since
-        they were last the same on every rank (``wrap``)."""
+        they were last the same on every rank (``wrap``).
+
+        The modes are read here, before the task's ``train_step``: a task that puts a batch norm
+        in eval mode inside its own step is seen from the next step on (its statistics, not
+        updated in eval mode, stay the same on every rank from then).
+        """
         if not self._norms:
             return
         reads = self._buffers_differ and any(not norm.training for norm in self._norms)
