@@ -15,7 +15,7 @@ where the step's gradient all-reduce has just lined them up).  What a run pays:
 * the out-of-memory flag's own all-reduce: once per optimizer step on GPU
   groups (on the gloo control group, while the backward computes).  CPU
   groups send the flags in the gradients' first bucket instead
-  (``_FlagsInBucket``) and pay no collective for them.
+  (``FlagsInBucket``) and pay no collective for them.
 
     python bench/ddp_collectives.py [--calls 2000] [--json]
 """

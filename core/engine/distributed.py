@@ -45,7 +45,7 @@ What the engine asks of it:
   (``Trainer._run_group``).  The flags are given (``send_out_of_memory_flag``)
   just before the step's synchronising backward.  On the CPU (gloo) they
   travel in the gradients' own all-reduce, appended to DDP's first bucket by
-  a communication hook (``_FlagsInBucket``): no collective of their own.  On
+  a communication hook (``FlagsInBucket``): no collective of their own.  On
   GPUs they go in a small all-reduce on the gloo control group that runs
   while the backward computes (appended to an NCCL bucket, reading them would
   wait for the device every step).
@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainlab.api import UsageError
+from trainlab.engine.ddp_hooks import FlagsInBucket, batch_norms_if_only_buffers
 from trainlab.engine.records import RunRecorder
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -131,50 +132,6 @@ class PendingFlags:
     work: Any
 
 
-class _FlagsInBucket:
-    """A DDP communication hook that carries the step's out-of-memory flags in the gradients' all-reduce.
-
-    The first bucket (index 0: every synchronising backward reduces it) goes
-    out as one tensor with the flags appended; the reply is split again, the
-    gradients averaged as DDP's own all-reduce hook does, the flags summed
-    (rank ``r`` alone sets element ``r``, so each is 0 or 1 in any float
-    type).  The other buckets go through DDP's default hook.  A backward
-    that nobody gave flags to sends zeros, so every rank's bucket has the
-    same length.  It costs one copy of the first bucket each way instead of a
-    collective per step, which on shared CPU cores cost 2.4 % of a step of the
-    image workload (docs/distributed.md).
-    """
-
-    def __init__(self, world_size: int):
-        self.world_size = world_size
-        self.outgoing: Any = None  # this step's flags, until the first bucket takes them
-        self.arrived: Any = None  # every rank's, once the first bucket's all-reduce ended
-
-    # Unannotated: DDP refuses a hook whose annotations are not its own types,
-    # and this module's are strings (``from __future__ import annotations``).
-    def hook(self, state, bucket):  # noqa: ANN001, ANN201
-        import torch
-        import torch.distributed as dist
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-        if bucket.index() != 0:
-            return default_hooks.allreduce_hook(None, bucket)
-        gradients = bucket.buffer()
-        flags, self.outgoing = self.outgoing, None
-        if flags is None:
-            flags = torch.zeros(self.world_size)
-        count = gradients.numel()
-        combined = torch.cat([gradients.div_(self.world_size), flags.to(gradients.dtype)])
-
-        def split(future: Any) -> Any:
-            reduced = future.value()[0]
-            self.arrived = reduced[count:]
-            gradients.copy_(reduced[:count])
-            return gradients
-
-        return dist.all_reduce(combined, async_op=True).get_future().then(split)
-
-
 @dataclass
 class _Agreement:
     """An agreement on its way: the flags the all-reduce fills in, and the step after which every rank acts on it."""
@@ -203,7 +160,7 @@ class RankGroup:
     _telemetry: Any = None  # this rank's RankTelemetry, once start_telemetry ran
     _gather_seconds: float = 0.0  # rank 0: how often the ranks' telemetry is gathered (0: never)
     _last_gather: float = 0.0
-    _flags_in_bucket: "_FlagsInBucket | None" = None  # the comm hook, on CPU groups (wrap)
+    _flags_in_bucket: "FlagsInBucket | None" = None  # the comm hook, on CPU groups (wrap)
     _norms: list[Any] = field(default_factory=list)  # the batch norms, when their statistics are the model's only buffers (wrap)
     _buffers_differ: bool = False  # those statistics may differ between the ranks (before_step, sync_buffers)
 
@@ -242,7 +199,7 @@ class RankGroup:
         the gradients take no memory beside the buckets.  The engine only
         zeroes gradients with ``set_to_none`` and clips them in place, which
         that mode allows; the reduced values are the same.  On the CPU the
-        out-of-memory flags ride in the first bucket (``_FlagsInBucket``).
+        out-of-memory flags ride in the first bucket (``FlagsInBucket``).
 
         A model whose only buffers are batch-norm statistics does not have
         them broadcast before every forward (DDP's default): a batch norm in
@@ -257,7 +214,7 @@ class RankGroup:
         """
         from torch.nn.parallel import DistributedDataParallel
 
-        self._norms = _batch_norms_if_only_buffers(model)
+        self._norms = batch_norms_if_only_buffers(model)
         options: dict[str, Any] = {"gradient_as_bucket_view": True}
         if self._norms:
             options["forward_sync_buffers"] = False
@@ -265,7 +222,7 @@ class RankGroup:
             return DistributedDataParallel(model, device_ids=[self.local_rank_device()], **options)
         wrapped = DistributedDataParallel(model, **options)
         if self.backend == "gloo":
-            self._flags_in_bucket = _FlagsInBucket(self.world_size)
+            self._flags_in_bucket = FlagsInBucket(self.world_size)
             wrapped.register_comm_hook(None, self._flags_in_bucket.hook)
         return wrapped
 
@@ -432,7 +389,7 @@ class RankGroup:
         The loop gives it just before the step's synchronising backward, when
         every recoverable out-of-memory of the step is known (one in that
         backward fails the run).  On a CPU group it goes with that backward's
-        gradients (``_FlagsInBucket``); otherwise, or with ``in_bucket=False``
+        gradients (``FlagsInBucket``); otherwise, or with ``in_bucket=False``
         (no backward follows), the small all-reduce starts now on the control
         group's thread and runs while the backward computes.
         """
@@ -559,16 +516,6 @@ class RankGroup:
         parts = [torch.zeros(longest, dtype=torch.uint8) for _ in range(self.world_size)]
         dist.all_gather(parts, padded, group=self.control_group)
         return [part[: int(s.item())].numpy().tobytes() for part, s in zip(parts, sizes)]
-
-
-def _batch_norms_if_only_buffers(model: Any) -> list[Any]:
-    """The model's batch norms if their running statistics are all of its buffers, else []."""
-    from torch.nn.modules.batchnorm import _BatchNorm
-
-    norms = [m for m in model.modules() if isinstance(m, _BatchNorm) and m.track_running_stats]
-    owned = {id(b) for norm in norms for b in norm.buffers(recurse=False)}
-    buffers = list(model.buffers())
-    return norms if buffers and all(id(b) in owned for b in buffers) else []
 
 
 def _state_bytes(state: dict[str, Any]) -> bytes:
