@@ -30,18 +30,23 @@ def _toy_data(env: CheckEnv):
     return data
 
 
+def _launched_run(env: CheckEnv, task: str, data, run_dir, launch: list[str], *extra: str) -> subprocess.CompletedProcess:
+    """``trainlab train TASK`` for two epochs through the launcher, with the test fixture plugins (the toy task, the DDP probe)."""
+    run_env = dict(os.environ)
+    plugins = [ROOT / "tests" / "fixtures" / "plugins", ROOT / "tests" / "fixtures" / "ddp_probe"]
+    run_env["PYTHONPATH"] = os.pathsep.join([*map(str, plugins), run_env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "trainlab", "train", task, "--data", str(data), "--epochs", "2", *launch, *extra, "--out", str(run_dir), "--json"],
+        capture_output=True, text=True, env=run_env, timeout=max(10.0, env.left() - 5),
+    )  # fmt: skip
+
+
 def check_nccl_world_size_1(env: CheckEnv, out: Outcome) -> None:
     """trainlab train --gpus 1 (torchrun, NCCL, one rank); on the CPU dry run --nproc-per-node 1 (gloo)."""
     data = _toy_data(env)
-    run_env = dict(os.environ)
-    run_env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests" / "fixtures" / "plugins"), run_env.get("PYTHONPATH", "")])
     run_dir = env.work / "run"
     launch = ["--gpus", "1"] if env.cuda else ["--nproc-per-node", "1", "--device", "cpu"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainlab", "train", "toy-classification", "--data", str(data), "--epochs", "2", *launch,
-         "--set", "telemetry_every=0.5", "--out", str(run_dir), "--json"],
-        capture_output=True, text=True, env=run_env, timeout=max(10.0, env.left() - 5),
-    )  # fmt: skip
+    proc = _launched_run(env, "toy-classification", data, run_dir, launch, "--set", "telemetry_every=0.5")
     out.expect("the launched run completed", proc.returncode == 0, proc.stderr[-800:] if proc.returncode else "")
     try:
         printed = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -77,15 +82,8 @@ def _check_batch_norm_group(env: CheckEnv, out: Outcome, data, launch: list[str]
     """A model whose only buffers are batch-norm statistics (the DDP probe's norm=batch): DDP does
     not broadcast them before each forward, and rank 0's reach every rank (an NCCL broadcast of
     CUDA tensors, float and int64) before each evaluation (RankGroup.sync_buffers)."""
-    run_env = dict(os.environ)
-    plugins = [ROOT / "tests" / "fixtures" / "plugins", ROOT / "tests" / "fixtures" / "ddp_probe"]
-    run_env["PYTHONPATH"] = os.pathsep.join([*map(str, plugins), run_env.get("PYTHONPATH", "")])
     run_dir = env.work / "run-norm"
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainlab", "train", "ddp-probe", "--data", str(data), "--epochs", "2", *launch,
-         "--set", "norm=batch", "--out", str(run_dir), "--json"],
-        capture_output=True, text=True, env=run_env, timeout=max(10.0, env.left() - 5),
-    )  # fmt: skip
+    proc = _launched_run(env, "ddp-probe", data, run_dir, launch, "--set", "norm=batch")
     out.expect("a batch-norm model's group run completed", proc.returncode == 0, proc.stderr[-800:] if proc.returncode else "")
     evaluations = [event.get("accuracy") for event in _events(run_dir, "eval")]
     out.fact("batch_norm_run_accuracy", evaluations)
