@@ -1,0 +1,126 @@
+"""How long TrainLab takes to answer: ``trainlab --help`` and the window's first paint.
+
+In fresh processes, alternating the two measurements, median of ``--starts``:
+
+* ``help_s``: ``python -m trainlab --help`` from process start to exit (the
+  command line's import path: the root package and the CLI, no torch);
+* ``window_painted_s``: from process start until the main window has painted
+  once (its first ``Paint`` event, through the ``after_show`` hook every
+  layout of the window has);
+* ``window_ready_s``: until the window has set itself up (plugins found,
+  pages built: its ``ready`` signal).
+
+    python bench/startup.py [--starts 9] [--json]
+    python bench/before_after.py --base REV startup -- --starts 9
+
+It runs against the package layout of either tree (the window as
+``trainlab_desktop`` or, in older trees, ``trainlab.desktop``), so
+before_after.py can compare two revisions in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from pairs import load_average
+
+WINDOW_SCRIPT = """
+import os
+try:
+    from trainlab_desktop import app
+except ImportError:  # the layout before the window was a package of its own
+    from trainlab.desktop import app
+from PySide6.QtCore import QEvent, QObject
+
+class FirstPaint(QObject):
+    def eventFilter(self, watched, event):
+        if event.type() == QEvent.Type.Paint:
+            print("PAINTED", flush=True)
+            watched.removeEventFilter(self)
+        return False
+
+first_paint = FirstPaint()
+
+def shown(window):
+    window.installEventFilter(first_paint)
+    window.ready.connect(lambda: (print("READY", flush=True), os._exit(0)))
+
+app.after_show.append(shown)
+app.run_app()
+"""
+
+
+def time_help(env: dict) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "trainlab", "--help"], capture_output=True, text=True, env=env, timeout=120)
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0 or "usage" not in proc.stdout.lower():
+        raise RuntimeError(f"trainlab --help failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return elapsed
+
+
+def time_window(env: dict) -> tuple[float, float]:
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", WINDOW_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    painted = ready = None
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.strip() == "PAINTED" and painted is None:
+            painted = time.perf_counter() - started
+        elif line.strip() == "READY":
+            ready = time.perf_counter() - started
+            break
+    proc.wait(60)
+    if painted is None or ready is None:
+        raise RuntimeError(f"the window never painted or never became ready: {proc.stderr.read()[-2000:]}")
+    return painted, ready
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--starts", type=int, default=9)
+    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
+    args = parser.parse_args()
+    home = tempfile.mkdtemp(prefix="trainlab-startup-bench-")
+    # An installed app starts from cached bytecode (pip compiles it): keep writing it.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(TRAINLAB_HOME=home, QT_QPA_PLATFORM=env.get("QT_QPA_PLATFORM", "offscreen"))
+    time_help(env)  # warm the file and bytecode caches
+    time_window(env)
+    helps, painted, ready = [], [], []
+    for index in range(args.starts):
+        first_help = index % 2 == 0
+        if first_help:
+            helps.append(time_help(env))
+        p, r = time_window(env)
+        painted.append(p)
+        ready.append(r)
+        if not first_help:
+            helps.append(time_help(env))
+    med = statistics.median
+    figures = {
+        "help_s": round(med(helps), 3),
+        "help_range_s": [round(min(helps), 3), round(max(helps), 3)],
+        "window_painted_s": round(med(painted), 3),
+        "window_painted_range_s": [round(min(painted), 3), round(max(painted), 3)],
+        "window_ready_s": round(med(ready), 3),
+        "starts": args.starts,
+        "load_average": load_average(),
+    }
+    if not args.json:
+        for key, value in figures.items():
+            print(f"  {key:24s} {value}", file=sys.stderr)
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
