@@ -8,7 +8,7 @@
 run:
 	@py=$$(scripts/setup.sh) || exit $$?; venv=$${py%/bin/python}; \
 	echo "TrainLab is installed in $$venv: 'source $$venv/bin/activate' for the trainlab command (or run $$venv/bin/trainlab); next steps: README.md" >&2; \
-	"$$py" -m trainlab gui --task image-classification --data "$$("$$py" -c 'from trainlab.resources import sample_path; print(sample_path("image-classification"))')" --autostart
+	"$$py" -m trainlab gui --task image-classification --data "$$("$$py" -c 'from trainlab.pluginhost.host import sample_path; print(sample_path("image-classification"))')" --autostart
 
 # pytest-xdist workers, one per core up to four (tests/conftest.py keeps the
 # two-rank files on one of them); PYTEST_WORKERS=0 runs it all in one process.

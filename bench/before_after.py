@@ -3,7 +3,7 @@
 "No regression" is a claim about two trees measured under the same load, not
 two numbers read hours apart on a shared machine. This driver lays out an
 older revision as the installed package would be (``core/`` as ``trainlab``,
-``desktop/`` as ``trainlab.desktop``, ``plugins/`` and ``resources/``: the
+``desktop/`` as ``trainlab_desktop``, ``plugins/`` and ``resources/``: the
 ``package-dir`` of pyproject.toml) in a temporary folder, then runs the same
 bench script of *this* checkout alternately against that tree (through
 ``PYTHONPATH``, which comes before the editable install) and against this

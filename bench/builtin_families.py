@@ -16,11 +16,11 @@ model, data, seed, batch order, optimizer and schedule:
 * texts: a BERT built here from a tiny config (no hub) and saved as a model
   folder, which both sides load, so both start from the same weights; texts
   tokenised once, batches from the task's own length-grouped order
-  (``trainlab.plugins.text.batching``, imported: the order is what is
+  (``trainlab_plugins.text.batching``, imported: the order is what is
   compared, not re-derived), padded per batch to the longest text.
 
 Both sides take their recipe from one place, ``recipe(task_id, overrides)``:
-the task's parameters resolved by ``trainlab.params.resolve`` (engine
+the task's parameters resolved by ``trainlab.api.params.resolve`` (engine
 defaults < task defaults < model preset < the bench's overrides), so the
 script's learning rate, batch size, warmup, weight decay and clipping are the
 task's defaults, not numbers written twice.
@@ -205,8 +205,8 @@ def write_text_model(folder: Path, family: str, label_names: list[str]) -> Path:
 
 def recipe(task_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """The task's parameters as a run resolves them (defaults, preset, then ``overrides``)."""
-    from trainlab.params import ENGINE_PARAMS, resolve
-    from trainlab.pluginhost import registry
+    from trainlab.api.params import ENGINE_PARAMS, resolve
+    from trainlab.pluginhost.host import registry
 
     values = resolve(registry().task(task_id).spec, ENGINE_PARAMS, {}, overrides)
     # what the scripts below implement; a changed default must change them too
@@ -240,7 +240,7 @@ def _optimizer_and_schedule(model: torch.nn.Module, values: dict[str, Any], step
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": float(values["weight_decay"])}, {"params": no_decay, "weight_decay": 0.0}],
         lr=float(values["lr"]),
-        fused=True,  # as the engine's (core/engine/loop.py), on the CPU too
+        fused=True,  # as the engine's (core/trainlab/engine/loop.py), on the CPU too
     )
     total = steps_per_epoch * int(values["epochs"])
     warmup = int(round(total * float(values["warmup_ratio"])))
@@ -328,7 +328,7 @@ def plain_image_script(family: str, data: Path, values: dict[str, Any], out_dir:
     from safetensors.torch import save_file
     from torchvision.transforms import v2
 
-    from trainlab.plugins.image.models import SmallCNN
+    from trainlab_plugins.image.models import SmallCNN
 
     start, cpu_start = time.perf_counter(), time.process_time()
     seed, batch, size = int(values["seed"]), int(values["batch_size"]), int(values["image_size"])
@@ -372,7 +372,7 @@ def plain_text_script(family: str, data: Path, values: dict[str, Any], out_dir: 
     """The tiny BERT folder on the text tables, by hand (transformers, no Trainer)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from trainlab.plugins.text.batching import length_grouped_batches, sorted_batches
+    from trainlab_plugins.text.batching import length_grouped_batches, sorted_batches
 
     _quiet_transformers()
     start, cpu_start = time.perf_counter(), time.process_time()

@@ -3,7 +3,7 @@
 For each size (default 100 MB and 1 GB of float32 tensors) it writes the
 file three ways, side by side in one run: plain ``safetensors.torch.save_file``
 (no fsync), ``atomic_write`` around it (TrainLab before checksums: temporary
-file, fsync, rename) and ``trainlab.fileio.save_safetensors`` (the same plus
+file, fsync, rename) and ``trainlab.system.fileio.save_safetensors`` (the same plus
 the checksum: one more read of the file to hash it); then
 it times ``verify_safetensors`` on the first open (the whole file hashed) and
 on a second open (the cached verdict: a stat and a small file read).  The
@@ -45,7 +45,7 @@ def main() -> None:
         import torch
         from safetensors.torch import save_file
 
-        from trainlab import fileio
+        from trainlab.system import fileio
 
         results = []
         for size_mb in (int(s) for s in args.sizes_mb.split(",")):

@@ -155,9 +155,9 @@ class Battery:
 
     # -- the checks -----------------------------------------------------------------------------
     def check(self, out: Path, reference: Path) -> dict:
-        from trainlab.api import UsageError
+        from trainlab.api.errors import UsageError
         from trainlab.engine.checkpoint import read_checkpoint
-        from trainlab.runs import RunDir
+        from trainlab.runfolder.index import RunDir
 
         result: dict = {}
         loads = True
@@ -246,7 +246,8 @@ def _where_it_landed(out: Path) -> str:
 
 
 def _resumed_from(out: Path) -> str:
-    from trainlab.events import Log, Started, read_events
+    from trainlab.api.events import Log, Started
+    from trainlab.runfolder.tail import read_events
 
     events = list(read_events(out / "metrics.jsonl"))
     started = [e for e in events if isinstance(e, Started)]

@@ -36,7 +36,7 @@ def _rank(rank: int, port: int, calls: int, queue) -> None:
     import torch.distributed as dist
 
     from trainlab.engine import distributed
-    from trainlab.engine.callbacks import RunControl
+    from trainlab.api.callbacks import RunControl
     from trainlab.engine.distributed import AgreedControl, RankGroup
 
     torch.set_num_threads(1)
@@ -75,7 +75,7 @@ def main() -> int:
     args = parser.parse_args()
     import torch.multiprocessing as mp
 
-    from trainlab.launch import free_port
+    from trainlab.engine.torchrun import free_port
 
     context = mp.get_context("spawn")
     queue = context.Queue()

@@ -86,7 +86,7 @@ def write_rows(path: Path, rows: int, features: int, classes: int = 3) -> Path:
 def prepare(args, root: Path) -> tuple[Path, list[str], int]:
     """(data, the command's task and options, training samples per epoch) for ``args.workload``."""
     if args.workload == "image":
-        from trainlab.plugins.image.sample import make_shapes_dataset
+        from trainlab_plugins.image.sample import make_shapes_dataset
 
         data = make_shapes_dataset(root / "images", classes=IMAGE_CLASSES, size=IMAGE_SIZE,
                                    splits={"train": args.images, "val": max(1, args.images // 8)})  # fmt: skip
@@ -175,7 +175,7 @@ def peer_child(model_json: Path, steps: int, batch: int, ready: Path | None = No
     import torch.distributed as dist
     import torch.nn.functional as F
 
-    from trainlab.plugins.image.models import SmallCNN, stem_stride
+    from trainlab_plugins.image.models import SmallCNN, stem_stride
 
     torch.set_num_threads(1)
     meta = json.loads(model_json.read_text(encoding="utf-8"))

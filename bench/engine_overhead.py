@@ -6,7 +6,7 @@ schedule and gradient clipping, through
 
   (a) a hand-written loop: train, evaluate each epoch, save the final weights
       as safetensors;
-  (b) ``trainlab.engine.runner.run_training`` with its default callbacks
+  (b) ``trainlab.engine.scripting.run_training`` with its default callbacks
       (metrics.jsonl, run.json and index, last/best checkpoints, eval.json,
       the exported model).
 
@@ -56,10 +56,10 @@ import trainlab
 from pairs import Clock, callgrind_region_instructions, count_region, instruction_counter, load_average, order, ratio_summary
 from trainlab import ClassificationTask, DataSummary, TaskSpec
 
-# ``trainlab.engine.callbacks.Callback`` rather than the public
+# ``trainlab.api.callbacks.Callback`` rather than the public
 # ``trainlab.Callback``: the older name also exists in trees from before the
 # architecture issue (11), which bench/before_after.py runs this script against.
-from trainlab.engine.callbacks import Callback
+from trainlab.api.callbacks import Callback
 
 N_TRAIN, N_VAL, SIZE, CLASSES = 4096, 1024, 32, 10
 EPOCHS, BATCH, LR, SEED = 3, 64, 2e-3, 1234
@@ -173,7 +173,7 @@ def raw_loop(out_dir: Path):
     model = make_model()
     decay = [p for n, p in model.named_parameters() if p.ndim > 1 and not n.endswith(".bias")]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and not n.endswith(".bias"))]
-    # fused, as the engine's (core/engine/loop.py: one kernel over every tensor, on the CPU too)
+    # fused, as the engine's (core/trainlab/engine/loop.py: one kernel over every tensor, on the CPU too)
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=LR, fused=True)
     steps_per_epoch = math.ceil(N_TRAIN / BATCH)
     total = steps_per_epoch * EPOCHS
@@ -221,9 +221,10 @@ def raw_loop(out_dir: Path):
 def engine_run(out_dir: Path):
     from safetensors.torch import load_file
 
-    from trainlab.engine.runner import RunRequest, run_training
-    from trainlab.events import EvalResult, read_events
-    from trainlab.runs import RunDir
+    from trainlab.engine.scripting import RunRequest, run_training
+    from trainlab.api.events import EvalResult
+    from trainlab.runfolder.tail import read_events
+    from trainlab.runfolder.index import RunDir
 
     params = {"epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED, "device": "cpu", "precision": "fp32", "final_weights": "last"}  # fp32 as the raw loop
     data = out_dir / "in-memory.txt"  # the task keeps its data in memory; this only names it
@@ -252,7 +253,7 @@ def child(side: str) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["TRAINLAB_HOME"] = str(Path(tmp) / "home")
         if side == "engine":
-            from trainlab.pluginhost import registry
+            from trainlab.pluginhost.host import registry
 
             assert registry().add_plugin(BenchPlugin(), "bench").status == "ok"
             engine_run(Path(tmp))
@@ -319,7 +320,7 @@ def main() -> int:
         return count_instructions(args)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("TRAINLAB_HOME", str(Path(tmp) / "home"))
-        from trainlab.pluginhost import registry
+        from trainlab.pluginhost.host import registry
 
         record = registry().add_plugin(BenchPlugin(), "bench")
         assert record.status == "ok", record.message

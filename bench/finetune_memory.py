@@ -4,7 +4,7 @@ One BERT-base-shaped classifier (12 layers, hidden 768, vocabulary 30,522:
 110M parameters, random weights, built from a config) trains the same
 batches each way: batch 8, sequence length 64, fp32, AdamW, one torch
 thread; 2 warm-up steps, then ``--steps`` timed ones.  LoRA is TrainLab's
-own (``trainlab.plugins.text.finetune.apply_finetune``: rank 8 on query,
+own (``trainlab_plugins.text.finetune.apply_finetune``: rank 8 on query,
 key and value, the head and the new pooler in ``modules_to_save``).
 
 Each way runs in its own process, so that its peak resident memory
@@ -51,7 +51,7 @@ def child(way: str, steps: int) -> dict:
     import transformers  # noqa: F401 - part of the baseline, as in a run
     import peft  # noqa: F401
 
-    from trainlab.plugins.text.finetune import FinetunePlan, apply_finetune
+    from trainlab_plugins.text.finetune import FinetunePlan, apply_finetune
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -128,8 +128,8 @@ class Ticker:
 def measure_run(seconds: float, mode: str = "thread") -> dict:
     from PySide6.QtCore import QTimer
 
-    from trainlab.desktop.app import make_application
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.app import make_application
+    from trainlab_desktop.main_window import MainWindow
 
     app, _, _ = make_application(language="en", theme="light")
     window = MainWindow(resolved_theme="light")
@@ -261,8 +261,8 @@ def measure_refresh(points: int = 100_000, repeats: int = 20) -> float:
 
     from PySide6.QtWidgets import QApplication
 
-    from trainlab.desktop.plots import LivePlots
-    from trainlab.events import TrainStep
+    from trainlab_desktop.plots.live_plots import LivePlots
+    from trainlab.api.events import TrainStep
 
     app = QApplication.instance()
     plots = LivePlots()
@@ -289,7 +289,7 @@ def measure_refresh(points: int = 100_000, repeats: int = 20) -> float:
 
 WINDOW_SCRIPT = """
 import os
-from trainlab.desktop import app
+from trainlab_desktop import app
 app.after_show.append(lambda w: (print("SHOWN", flush=True), os._exit(0)))
 app.run_app()
 """
@@ -373,7 +373,7 @@ def main() -> int:
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     if args.niceness is not None:
-        import trainlab.desktop.worker as worker_module
+        import trainlab_desktop.run.training_thread as worker_module
 
         worker_module.TRAINING_NICENESS = args.niceness
     say(f"gui_latency: a {args.seconds:.0f} s run in the window (TRAINLAB_HOME={home})")

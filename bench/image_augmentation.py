@@ -23,13 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainlab.plugins.image.sample import make_shapes_dataset
+from trainlab_plugins.image.sample import make_shapes_dataset
 
 AUGMENTATIONS = ("none", "light", "standard", "auto")
 
 
 def run(data: Path, out: Path, augmentation: str, epochs: int, seed: int) -> float:
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     # Default checkpointing: the reported accuracy is that of the best epoch, as a user gets it.
     params = {"model": "small-cnn", "augmentation": augmentation, "epochs": epochs, "seed": seed, "image_size": 32,
@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--augmentations", nargs="+", default=list(AUGMENTATIONS), choices=AUGMENTATIONS)
     parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
     args = parser.parse_args()
-    from trainlab.plugins.image.transforms import resolve_augmentation
+    from trainlab_plugins.image.transforms import resolve_augmentation
 
     results: dict[str, dict[str, list[float]]] = {}
     started = time.perf_counter()

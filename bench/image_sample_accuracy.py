@@ -2,7 +2,7 @@
 
 Runs exactly what a user's quick start runs, as a subprocess:
 
-    trainlab train image-classification --data <trainlab.resources>/samples/images/shapes --json
+    trainlab train image-classification --data <trainlab_resources>/samples/images/shapes --json
 
 (extra ``--set key=value`` arguments are passed through, for tuning) and
 reports the validation accuracy and the wall time of the whole command
@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainlab.plugins.image import SAMPLE_DATA
-from trainlab.resources import resource_path
+from trainlab_plugins.image import SAMPLE_DATA
+from trainlab_resources import resource_path
 
 GOAL_ACCURACY, GOAL_SECONDS = 0.90, 120.0
 

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainlab.plugins.image.folder import read_dataset
-from trainlab.plugins.image.sample import make_shapes_dataset
+from trainlab_plugins.image.folder import read_dataset
+from trainlab_plugins.image.sample import make_shapes_dataset
 
 
 def main() -> None:

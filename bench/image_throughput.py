@@ -5,7 +5,7 @@ small-cnn preset, batch 64, 2 epochs, augmentation none, the loader settings
 the plugin picks (``num_workers`` auto; 0 on two cores).  Two ways, in
 alternating pairs (which goes first alternates too):
 
-  (a) ``trainlab.engine.runner.run_training`` on the task, with every default
+  (a) ``trainlab.engine.scripting.run_training`` on the task, with every default
       callback (metrics file, run record, telemetry, checkpoints, export);
   (b) a hand-written loop, as a careful person writes it: torchvision
       ``ImageFolder`` with resize, centre crop, ToDtype and Normalize in the
@@ -43,7 +43,7 @@ from pathlib import Path
 import torch
 
 from pairs import Clock, order, spread
-from trainlab.plugins.image.sample import make_shapes_dataset
+from trainlab_plugins.image.sample import make_shapes_dataset
 
 CLASSES, PER_CLASS, SIZE = 8, 150, 64
 EPOCHS, BATCH, LR, SEED, VAL_FRACTION = 2, 64, 0.003, 1234, 0.2
@@ -57,7 +57,7 @@ def say(*args) -> None:
 
 
 def engine_run(data: Path, out: Path, params: dict) -> dict:
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     result = run_training(RunRequest(task="image-classification", data=str(data), params=params, out=str(out)))
     if result.status != "completed":
@@ -73,7 +73,7 @@ def hand_loop(data: Path, num_workers: int) -> dict:
     from torchvision import datasets
     from torchvision.transforms import v2
 
-    from trainlab.plugins.image.models import SmallCNN
+    from trainlab_plugins.image.models import SmallCNN
 
     random.seed(SEED)
     np.random.seed(SEED)
@@ -129,7 +129,7 @@ def hand_loop(data: Path, num_workers: int) -> dict:
 
 
 def cpu_mode(pairs: int) -> dict:
-    from trainlab.plugins.image.task import auto_workers, usable_cores
+    from trainlab_plugins.image.task import auto_workers, usable_cores
 
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     with tempfile.TemporaryDirectory() as tmp:
@@ -140,7 +140,7 @@ def cpu_mode(pairs: int) -> dict:
         params = {"model": "small-cnn", "memory_cache": "off", "epochs": EPOCHS, "batch_size": BATCH, "lr": LR, "seed": SEED,
                   "image_size": SIZE, "device": "cpu", "precision": "fp32", "augmentation": "none", "val_fraction": VAL_FRACTION}  # fmt: skip
         # what "auto" picks for these files on this machine (measured as in the plugin)
-        from trainlab.plugins.image.decode import load_rgb
+        from trainlab_plugins.image.decode import load_rgb
 
         files = sorted(data.rglob("*.jpg"))[:32]
         load_rgb(str(files[0]))

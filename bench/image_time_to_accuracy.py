@@ -80,7 +80,7 @@ BACKBONE_CLASSES, BACKBONE_TRAIN, BACKBONE_VAL, BACKBONE_SIZE = 4, 24, 6, 256
 
 
 def make_data(root: Path) -> Path:
-    from trainlab.plugins.image.sample import make_shapes_dataset
+    from trainlab_plugins.image.sample import make_shapes_dataset
 
     return make_shapes_dataset(root, classes=CLASSES, size=SIZE, seed=SEED, splits={"train": TRAIN_PER_CLASS, "val": VAL_PER_CLASS})
 
@@ -127,8 +127,8 @@ def plain_script(data: Path, epochs: int) -> dict:
 
 def trainlab_run(data: Path, out: Path, target: float, sets: dict[str, str]) -> dict:
     import trainlab
-    from trainlab.engine.callbacks import RunControl
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.api.callbacks import RunControl
+    from trainlab.engine.scripting import RunRequest, run_training
 
     control = RunControl()
     epochs_out: list[dict] = []
@@ -193,7 +193,7 @@ def time_to(epochs: list[dict], target: float) -> tuple[float | None, float | No
 
 def backbone_mode(pairs: int, sets: dict[str, str], say) -> dict:
     """resnet18 at 224 px (random weights), the defaults before the levers against now; seconds per epoch after the first."""
-    from trainlab.plugins.image.sample import make_shapes_dataset
+    from trainlab_plugins.image.sample import make_shapes_dataset
 
     configs = {"before": {**BACKBONE, **BEFORE, "model": "resnet18", **sets}, "now": {**BACKBONE, **sets}}
     results: dict[str, list[dict]] = {name: [] for name in configs}

@@ -1,4 +1,4 @@
-"""What trying new plugins in a child process costs at start-up (trainlab.pluginprobe).
+"""What trying new plugins in a child process costs at start-up (trainlab.pluginhost.probe).
 
 In fresh processes, alternating, with the toy fixture plugin installed:
 
@@ -35,7 +35,7 @@ FIXTURE_PLUGINS = ROOT / "tests" / "fixtures" / "plugins"
 
 WINDOW_SCRIPT = """
 import os, sys, time
-from trainlab.desktop import app
+from trainlab_desktop import app
 def shown(window):
     print("SHOWN", flush=True)
     window.ready.connect(lambda: (print("READY", flush=True), os._exit(0)))

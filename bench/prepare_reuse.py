@@ -1,6 +1,6 @@
 """Time saved at Start when a run takes over the data check's preparation.
 
-On the bundled text sample (resources/samples/text: 600/160/160 rows), in
+On the bundled text sample (resources/trainlab_resources/samples/text: 600/160/160 rows), in
 alternating pairs:
 
   (a) ``plan_run(request)``: the run prepares the data itself (reads every
@@ -39,7 +39,7 @@ def main() -> int:
         os.environ.setdefault("TRAINLAB_HOME", str(Path(tmp) / "home"))
         from trainlab.engine.plan import RunRequest, plan_run
         from trainlab.engine.prepare import prepare_task
-        from trainlab.resources import resource_path
+        from trainlab_resources import resource_path
 
         data = args.data or str(resource_path("samples", "text"))
         params = {"device": "cpu", "epochs": "3"}

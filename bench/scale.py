@@ -51,7 +51,7 @@ BATCH = 32
 
 # -- data ------------------------------------------------------------------------------
 def make_text(path: Path, rows: int, seed: int = 0) -> Path:
-    from trainlab.resources import resource_path
+    from trainlab_resources import resource_path
 
     vocab = resource_path("vocab", "tiny-bert", "vocab.txt").read_text(encoding="utf-8").split()
     words = [w for w in vocab if w.isalpha()]
@@ -101,7 +101,7 @@ def child(args: argparse.Namespace) -> int:
     import torch  # noqa: F401 - imported before the clock: the figure is the task's preparation
     import transformers  # noqa: F401
 
-    from trainlab.engine.callbacks import Callback, RunControl
+    from trainlab.api.callbacks import Callback, RunControl
     from trainlab.engine.execute import execute
     from trainlab.engine.plan import RunRequest, plan_run
     from trainlab.engine.prepare import prepare_task

@@ -14,7 +14,7 @@ In fresh processes, alternating the two measurements, median of ``--starts``:
     python bench/before_after.py --base REV startup -- --starts 9
 
 It runs against the package layout of either tree (the window as
-``trainlab_desktop`` or, in older trees, ``trainlab.desktop``), so
+``trainlab_desktop`` or, in older trees, ``trainlab_desktop``), so
 before_after.py can compare two revisions in one run.
 """
 
@@ -36,7 +36,7 @@ import os
 try:
     from trainlab_desktop import app
 except ImportError:  # the layout before the window was a package of its own
-    from trainlab.desktop import app
+    from trainlab_desktop import app
 from PySide6.QtCore import QEvent, QObject
 
 class FirstPaint(QObject):

@@ -6,7 +6,7 @@ run through
 
   (a) a plain PyTorch script written in the bench: train, evaluate each
       epoch, save the final weights;
-  (b) ``trainlab.engine.runner.run_training`` on a task of that family: its
+  (b) ``trainlab.engine.scripting.run_training`` on a task of that family: its
       evaluation through the family's accumulator (torchmetrics), run.json
       and the index, the checkpoints, eval.json, the fitted state and the
       exported model.
@@ -253,8 +253,8 @@ class PassTimer(trainlab.Callback):
 def trainlab_run(task_id: str, quality_metric: str, out_dir: Path, data: Path | None = None, params: dict | None = None) -> SideFigures:
     from safetensors.torch import load_file
 
-    from trainlab.engine.runner import RunRequest, run_training
-    from trainlab.runs import RunDir
+    from trainlab.engine.scripting import RunRequest, run_training
+    from trainlab.runfolder.index import RunDir
 
     if data is None:  # the bench-only tasks keep their data in memory; this only names it
         data = out_dir / "in-memory.txt"
@@ -297,7 +297,7 @@ def _always() -> str:
 
 def _installed(task_id: str) -> Callable[[], str]:
     def check() -> str:
-        from trainlab.pluginhost import registry
+        from trainlab.pluginhost.host import registry
 
         return "" if task_id in registry().tasks else f"task {task_id} is not in this TrainLab"
 
@@ -322,8 +322,8 @@ class BuiltInEntry:
             # small-cnn's preset (lr, batch size) at a small image size; one loader process on both sides
             self.overrides = {**common, "model": "small-cnn", "image_size": builtin.IMAGE_SIDE, "num_workers": "0"}
         else:
-            from trainlab.params import ENGINE_PARAMS, resolve
-            from trainlab.pluginhost import registry
+            from trainlab.api.params import ENGINE_PARAMS, resolve
+            from trainlab.pluginhost.host import registry
 
             self.data = builtin.write_text_data(root / "data", self.family, SIZES)
             labels = builtin.label_names_of(self.data / "train.csv")
@@ -347,7 +347,7 @@ class BuiltInEntry:
         order = (
             "identical: torch.randperm seeded as Task.batch_order seeds it; validation in file order"
             if self.modality == "image"
-            else "identical: the task's length-grouped batches (trainlab.plugins.text.batching); validation sorted by length"
+            else "identical: the task's length-grouped batches (trainlab_plugins.text.batching); validation sorted by length"
         )
         return FamilyEntry(
             self.task_id, self.family, metric, self.plain, lambda out: self.trainlab(out, metric), _installed(self.task_id),
@@ -480,7 +480,7 @@ TIMED_PARAMS = {"log_interval": 0.25, "telemetry_every": 5.0, "checkpoint_every_
 def callgrind_params() -> dict[str, str]:
     """The engine's timed intervals (--set values, else the defaults) scaled by
     CALLGRIND_SLOWDOWN, within each parameter's maximum (telemetry_every: 3600 s)."""
-    from trainlab.params import ENGINE_PARAMS
+    from trainlab.api.params import ENGINE_PARAMS
 
     declared = {p.name: p for p in ENGINE_PARAMS if p.name in TIMED_PARAMS}
     defaults = {name: p.default for name, p in declared.items()}
@@ -551,7 +551,7 @@ def main() -> int:
     summary: dict[str, Any] = {"families": {}, "skipped": {}, "load_average_start": list(os.getloadavg())}
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("TRAINLAB_HOME", str(Path(tmp) / "home"))
-        from trainlab.pluginhost import registry
+        from trainlab.pluginhost.host import registry
 
         record = registry().add_plugin(BenchPlugin(), "bench")
         assert record.status == "ok", record.message

@@ -87,9 +87,9 @@ def make_task(data: Path, model_dir: Path):
     import torch
 
     from trainlab import RunContext
-    from trainlab.params import ENGINE_PARAMS, resolve
-    from trainlab.plugins.text import TEXT_CLASSIFICATION
-    from trainlab.plugins.text.task import TextClassificationTask
+    from trainlab.api.params import ENGINE_PARAMS, resolve
+    from trainlab_plugins.text import TEXT_CLASSIFICATION
+    from trainlab_plugins.text.task import TextClassificationTask
 
     params = resolve(TEXT_CLASSIFICATION, ENGINE_PARAMS, {}, {"model": str(model_dir), "batch_size": BATCH, "seed": SEED, "max_length": MAX_LENGTH})
     task = TextClassificationTask(TEXT_CLASSIFICATION, params)
@@ -156,8 +156,8 @@ class HandLoop:
 
 def engine_epoch(data: Path, model_dir: Path, out: Path) -> tuple[float, float]:
     """One epoch through ``run_training``: (samples/s, samples per CPU second), epoch start to evaluation."""
-    from trainlab.engine.callbacks import Callback
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.api.callbacks import Callback
+    from trainlab.engine.scripting import RunRequest, run_training
 
     class EpochClock(Callback):
         def on_epoch_start(self, state):
@@ -209,7 +209,7 @@ def main() -> int:
     import torch
     from transformers.utils import logging as hf_logging
 
-    from trainlab.plugins.text.batching import PadCollator, random_batches
+    from trainlab_plugins.text.batching import PadCollator, random_batches
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 """Does tiny-bert learn the bundled text sample on a CPU, in under two minutes?
 
 Trains the ``text-classification`` task with its defaults (the ``tiny-bert``
-preset) on ``resources/samples/text`` through the real engine, on the CPU,
+preset) on ``resources/trainlab_resources/samples/text`` through the real engine, on the CPU,
 and compares validation and test accuracy with chance (the share of the most
 common label).  Goal: accuracy clearly above chance (at least twice it) in
 under 120 s of wall time.
@@ -36,8 +36,8 @@ def main() -> int:
     home = tempfile.mkdtemp(prefix="trainlab-bench-")
     os.environ["TRAINLAB_HOME"] = home  # keep the bench run out of the user's history
 
-    from trainlab.engine.runner import RunRequest, run_training
-    from trainlab.resources import resource_path
+    from trainlab.engine.scripting import RunRequest, run_training
+    from trainlab_resources import resource_path
 
     sample = resource_path("samples", "text")
     params = {"device": "cpu", "seed": str(args.seed)}

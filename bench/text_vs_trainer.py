@@ -234,8 +234,8 @@ def debian_texts(n_train: int, n_val: int) -> dict[str, list[tuple[str, str]]]:
 
 def recipe(workspace: dict[str, str], overrides: dict[str, Any]) -> dict[str, Any]:
     """TrainLab's parameters for this run, as the task resolves them (what the Trainer is given too)."""
-    from trainlab.params import ENGINE_PARAMS, resolve
-    from trainlab.plugins.text import TEXT_CLASSIFICATION
+    from trainlab.api.params import ENGINE_PARAMS, resolve
+    from trainlab_plugins.text import TEXT_CLASSIFICATION
 
     params = resolve(TEXT_CLASSIFICATION, ENGINE_PARAMS, {}, {"model": workspace["model"], "seed": SEED, "max_length": MAX_LENGTH, **overrides})
     keys = ("epochs", "batch_size", "lr", "weight_decay", "warmup_ratio", "schedule", "clip_grad_norm", "seed", "max_length", "grad_accum", "precision")
@@ -252,9 +252,9 @@ def read_split(path: Path) -> tuple[list[str], list[str]]:
 def side_trainlab(workspace: dict[str, str], rec: dict[str, Any], out: Path) -> dict[str, Any]:
     import torch
 
-    from trainlab.engine.callbacks import Callback
+    from trainlab.api.callbacks import Callback
     from trainlab.engine.device import resolve_precision
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     class PassClock(Callback):
         """Training passes only: from each epoch's start to its evaluation."""
@@ -284,7 +284,7 @@ def side_trainlab(workspace: dict[str, str], rec: dict[str, Any], out: Path) -> 
     end_to_end = time.perf_counter() - start
     if result.status != "completed":
         raise SystemExit(f"TrainLab run {result.status}: {result.error}")
-    from trainlab.plugins.text.models import load_trained
+    from trainlab_plugins.text.models import load_trained
 
     attention = getattr(load_trained(out / "run" / "model").config, "_attn_implementation", None)
     return {

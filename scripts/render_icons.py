@@ -1,4 +1,4 @@
-"""Render the TrainLab icon SVGs in resources/icons/ into the PNG, ICO and ICNS files beside them.
+"""Render the TrainLab icon SVGs in resources/trainlab_resources/icons/ into the PNG, ICO and ICNS files beside them.
 
 Run after editing an SVG, then commit the outputs::
 

@@ -75,15 +75,15 @@ def settle(seconds: float = 0.3) -> None:
 
 
 def sample(path: str) -> Path:
-    from trainlab.resources import resource_path
+    from trainlab_resources import resource_path
 
     return resource_path(path)
 
 
 def train_runs(log) -> dict[str, str]:
     """The runs the pictures show, trained once per work folder."""
-    from trainlab.engine.runner import RunRequest, run_training
-    from trainlab.runs import RunStore
+    from trainlab.engine.scripting import RunRequest, run_training
+    from trainlab.runfolder.index import RunStore
 
     store = RunStore()
     existing = {r.get("name"): r for r in store.list() if r.get("status") == "completed"}
@@ -107,9 +107,9 @@ def train_runs(log) -> dict[str, str]:
 
 def train_family_runs(log, wanted) -> dict[str, str]:
     """The regression and multi-label runs, on a built-in sample or the toy tasks; by picture."""
-    from trainlab.engine.runner import RunRequest, run_training
-    from trainlab.pluginhost import registry
-    from trainlab.runs import RunStore
+    from trainlab.engine.scripting import RunRequest, run_training
+    from trainlab.pluginhost.host import registry
+    from trainlab.runfolder.index import RunStore
 
     store = RunStore()
     existing = {r.get("name"): r for r in store.list() if r.get("status") == "completed"}
@@ -141,7 +141,7 @@ def toy_data(task: str, folder: Path) -> Path:
     for path in (tests, tests / "fixtures" / "plugins"):
         if str(path) not in sys.path:
             sys.path.insert(0, str(path))
-    import trainlab.pluginhost as host
+    import trainlab.pluginhost.host as host
     from conftest import write_toy_multilabel_csv, write_toy_regression_csv
 
     host.registry(refresh=True)
@@ -157,7 +157,7 @@ def demo_registry(folder: Path):
     A plugin needing a package this machine lacks (a real ModuleNotFoundError)
     and one built for another plugin API: what the dialog is for.
     """
-    from trainlab.pluginhost import GROUP, PluginRegistry
+    from trainlab.pluginhost.host import GROUP, PluginRegistry
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "trainlab_audio_demo.py").write_text(
@@ -208,8 +208,8 @@ class Shooter:
 
 
 def make_window(language: str, theme: str):
-    from trainlab.desktop.app import make_application
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.app import make_application
+    from trainlab_desktop.main_window import MainWindow
 
     app, used, resolved = make_application(language=language, theme=theme)
     if used != language:
@@ -264,7 +264,7 @@ def shoot_window(shooter: Shooter, runs: dict[str, str], family_runs: dict[str, 
             shooter.save(window, f"tryit-{suffix}")
 
         if shooter.wants("plugins"):
-            from trainlab.desktop.plugins_dialog import PluginsDialog
+            from trainlab_desktop.dialogs.plugins import PluginsDialog
 
             registry = demo_registry(Path(tempfile.mkdtemp(prefix="trainlab-demo-plugins-")))
             dialog = PluginsDialog(registry, window)
@@ -306,7 +306,7 @@ def shoot_live_run(shooter: Shooter, window, suffix: str) -> None:
     window.stop_run()
     wait(lambda: not window.running, 120, "the live run to stop")
     # A prop, not a result: keep the next pictures' run lists to the real runs.
-    from trainlab.runs import RunStore
+    from trainlab.runfolder.index import RunStore
 
     store = RunStore()
     row = store.get(window.current_run_dir) if window.current_run_dir else None

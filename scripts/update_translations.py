@@ -5,7 +5,7 @@
     python scripts/update_translations.py --check  # also fail on untranslated strings
 
 Runs ``pyside6-lupdate`` over every ``desktop/*.py`` into
-``resources/translations/trainlab_<lang>.ts`` (existing translations are
+``resources/trainlab_resources/translations/trainlab_<lang>.ts`` (existing translations are
 kept, new strings arrive marked unfinished, strings no longer in the code are
 dropped), then ``pyside6-lrelease`` into the ``.qm`` files the app loads.
 Translate the ``.ts`` with Qt Linguist (``pyside6-linguist``) or any editor.

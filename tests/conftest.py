@@ -101,7 +101,7 @@ def _block_network(monkeypatch):
 
 @pytest.fixture(scope="session")
 def fixture_plugin_verdicts(tmp_path_factory) -> Path | None:
-    """TrainLab's verdicts on the fixture plugins (``trainlab.pluginprobe``), made once.
+    """TrainLab's verdicts on the fixture plugins (``trainlab.pluginhost.probe``), made once.
 
     A new plugin is first loaded in a child process; every test has a new
     home, so without these each one would try the fixture plugins again (a
@@ -129,7 +129,7 @@ def tmp_home(tmp_path_factory, monkeypatch, fixture_plugin_verdicts):
     monkeypatch.setenv("TRAINLAB_HOME", str(home))
     monkeypatch.delenv("TRAINLAB_DISABLE_PLUGINS", raising=False)
     monkeypatch.delenv("TRAINLAB_BLOCK_PLUGINS", raising=False)
-    import trainlab.pluginhost as host
+    import trainlab.pluginhost.host as host
 
     monkeypatch.setattr(host, "_registry", None)
     return home
@@ -206,8 +206,8 @@ def toy_csv(tmp_path):
 @pytest.fixture
 def window(qtbot, toy_plugin):
     """The real main window, set up (plugins found, pages built), with the toy task."""
-    from trainlab.desktop.app import make_application
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.app import make_application
+    from trainlab_desktop.main_window import MainWindow
 
     make_application(language="en", theme="light")
     win = MainWindow(resolved_theme="light")
@@ -237,7 +237,7 @@ def make_worker(qtbot):
     """
     from PySide6.QtCore import QCoreApplication, QEvent
 
-    from trainlab.desktop.worker import TrainingWorker
+    from trainlab_desktop.run.training_thread import TrainingWorker
 
     made = []
 

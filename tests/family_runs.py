@@ -11,7 +11,7 @@ from conftest import FIXTURE_PLUGINS, write_toy_csv, write_toy_multilabel_csv, w
 
 def train_toy(root: Path, task: str, **params: str) -> str:
     """Train the toy fixture task ``task`` under ``root`` and return its run folder."""
-    import trainlab.pluginhost as host
+    import trainlab.pluginhost.host as host
 
     root.mkdir(parents=True, exist_ok=True)
     if task == "toy-regression":
@@ -24,7 +24,7 @@ def train_toy(root: Path, task: str, **params: str) -> str:
         mp.setenv("TRAINLAB_HOME", str(root / "home"))
         mp.syspath_prepend(str(FIXTURE_PLUGINS))
         mp.setattr(host, "_registry", None)
-        from trainlab.engine.runner import RunRequest, run_training
+        from trainlab.engine.scripting import RunRequest, run_training
 
         result = run_training(RunRequest(task=task, data=str(data), params=dict(params), out=str(root / "run")))
     assert result.status == "completed", result.error

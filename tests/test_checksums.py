@@ -13,7 +13,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from conftest import FIXTURE_PLUGINS, subprocess_env
-from trainlab import DataError, UsageError, fileio
+from trainlab import DataError, UsageError
+from trainlab.system import fileio
 from trainlab.engine.checkpoint import (
     FORMAT,
     DamagedCheckpoint,
@@ -21,7 +22,7 @@ from trainlab.engine.checkpoint import (
     save_checkpoint,
     verify_checkpoint,
 )
-from trainlab.fileio import DamagedFileError, add_checksum, save_safetensors, verify_safetensors
+from trainlab.system.fileio import DamagedFileError, add_checksum, save_safetensors, verify_safetensors
 
 
 def data_offset(path: Path) -> int:

@@ -181,7 +181,7 @@ def test_bad_input_found_once_the_run_began_is_exit_2_in_process_and_isolated(cl
 
 
 def test_runs_shows_the_time_trained_not_the_time_between_sessions(cli, toy_csv, tmp_path):
-    from trainlab.formats import format_duration
+    from trainlab.runfolder.display import format_duration
 
     out = tmp_path / "run"
     first = cli("train", "toy-classification", "--data", toy_csv, "--epochs", "1", "--out", out, "--json", extra_path=[FIXTURE_PLUGINS])

@@ -27,7 +27,7 @@ def js(result):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """A toy regression run and a toy multi-label run, trained once for this module."""
-    import trainlab.pluginhost as host
+    import trainlab.pluginhost.host as host
 
     root = tmp_path_factory.mktemp("families-cli")
     reg_data = write_toy_regression_csv(root / "reg.csv")
@@ -36,7 +36,7 @@ def runs(tmp_path_factory):
         mp.setenv("TRAINLAB_HOME", str(root / "home"))
         mp.syspath_prepend(str(FIXTURE_PLUGINS))
         mp.setattr(host, "_registry", None)
-        from trainlab.engine.runner import RunRequest, run_training
+        from trainlab.engine.scripting import RunRequest, run_training
 
         reg = run_training(RunRequest(task="toy-regression", data=str(reg_data), params={"epochs": "12"}, out=str(root / "reg")))
         ml = run_training(RunRequest(task="toy-multilabel", data=str(ml_data), params={"epochs": "12"}, out=str(root / "ml")))

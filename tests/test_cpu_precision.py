@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from trainlab.api import UsageError
+from trainlab.api.errors import UsageError
 from trainlab.engine.device import cpu_has_native_bf16, resolve_precision
 
 CPU = torch.device("cpu")

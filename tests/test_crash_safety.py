@@ -13,12 +13,13 @@ import torch
 from safetensors.torch import load_file
 
 from conftest import FIXTURE_PLUGINS, subprocess_env
-from trainlab.api import UsageError
-from trainlab.engine.callbacks import Callback, RunControl
+from trainlab.api.errors import UsageError
+from trainlab.api.callbacks import Callback, RunControl
 from trainlab.engine.child import ChildRun
-from trainlab.engine.runner import RunRequest, run_training
-from trainlab.events import Log, Started, TrainStep, read_events
-from trainlab.runs import RunDir, RunStore
+from trainlab.engine.scripting import RunRequest, run_training
+from trainlab.api.events import Log, Started, TrainStep
+from trainlab.runfolder.tail import read_events
+from trainlab.runfolder.index import RunDir, RunStore
 
 
 def train(toy_csv, tmp_path, name="run", callbacks=(), control=None, **params):
@@ -121,7 +122,7 @@ def test_checkpoints_are_also_written_by_time_between_steps(toy_plugin, toy_csv,
 
 
 def test_by_default_a_run_checkpoints_every_10_minutes(toy_plugin):
-    from trainlab.params import ENGINE_PARAMS
+    from trainlab.api.params import ENGINE_PARAMS
 
     assert {p.name: p.default for p in ENGINE_PARAMS}["checkpoint_every_minutes"] == 10.0
 

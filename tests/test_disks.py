@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURE_PLUGINS, subprocess_env
-from trainlab.engine.runner import RunRequest, run_training
-from trainlab.events import TrainStep, read_events
-from trainlab.runs import RunDir, RunStore
+from trainlab.engine.scripting import RunRequest, run_training
+from trainlab.api.events import TrainStep
+from trainlab.runfolder.tail import read_events
+from trainlab.runfolder.index import RunDir, RunStore
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_mount = pytest.mark.skipif(not IS_ROOT or sys.platform != "linux", reason="mounting a tmpfs needs root on Linux")
@@ -171,7 +172,7 @@ def test_when_run_json_itself_cannot_be_written_the_outcome_and_index_say_so(toy
 
 
 def test_a_metrics_write_that_fails_on_the_loop_fails_the_run_naming_the_folder(toy_plugin, toy_csv, tmp_path, monkeypatch):
-    import trainlab.runs as runs
+    import trainlab.runfolder.index as runs
 
     real_write = os.write
     calls = {"n": 0}
@@ -212,7 +213,7 @@ EXPORT_ON_A_FULL_DISK = textwrap.dedent(
     import gc, sys
     from pathlib import Path
     import torch
-    from trainlab.plugins.image.export import export_torch_program
+    from trainlab_plugins.image.export import export_torch_program
 
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 64, 3), torch.nn.Flatten(), torch.nn.LazyLinear(10)).eval()
     model(torch.randn(2, 3, 16, 16))

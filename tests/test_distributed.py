@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURE_PLUGINS, TESTS, subprocess_env, write_toy_csv
-from trainlab.launch import free_port
+from trainlab.engine.torchrun import free_port
 
 PROBE_PLUGIN = TESTS / "fixtures" / "ddp_probe"
 ROWS, VAL_FRACTION, BATCH = 240, 0.25, 8  # 180 training rows: 12 global batches of 16 (8 per rank) an epoch
@@ -240,7 +240,7 @@ def test_two_nnodes_launches_on_loopback_form_one_run(two_rank_run, probe_home, 
 def test_two_ranks_keep_one_copy_of_the_decoded_images(probe_home, tmp_path):
     # image-classification on two ranks: train (no random crop) and val in one shared array
     from trainlab.engine.shared_memory import SHARED_FOLDER, _usable
-    from trainlab.plugins.image.sample import make_shapes_dataset
+    from trainlab_plugins.image.sample import make_shapes_dataset
 
     if not _usable():
         pytest.skip("no shared arrays on this machine (x86-64 with /dev/shm)")

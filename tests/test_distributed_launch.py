@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 
 from fixtures.fake_nvml import FakeNvml, rtx_4090
-from trainlab.api import UsageError
-from trainlab.cli import main
+from trainlab.api.errors import UsageError
+from trainlab.cli.main import main
 from trainlab.engine.distributed import RankGroup, _state_bytes, _state_from_bytes, map_slurm
 from trainlab.engine.distributed_preflight import p2p_advice
-from trainlab.launch import LaunchOptions, options_from, parse_gpus, rank_environment, strip_launch_options, torchrun_command
+from trainlab.engine.torchrun import LaunchOptions, options_from, parse_gpus, rank_environment, strip_launch_options, torchrun_command
 
 
 def _args(**given) -> Namespace:
@@ -162,7 +162,7 @@ def test_the_all_reduce_check_passes_at_world_size_one_on_gloo(monkeypatch):
     import torch.distributed as dist
 
     from trainlab.engine import distributed
-    from trainlab.launch import free_port
+    from trainlab.engine.torchrun import free_port
 
     for key, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():
         monkeypatch.setenv(key, value)

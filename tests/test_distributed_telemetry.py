@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from fixtures import fake_nvml
 
-from trainlab.engine.callbacks import RunControl
+from trainlab.api.callbacks import RunControl
 from trainlab.engine.distributed_control import ControlFileWatcher, request
-from trainlab.events import event_from_json
+from trainlab.api.events import event_from_json
 from trainlab.telemetry import GPU_FIELDS, RANK_FIELDS, RankTelemetry, TelemetrySampler, with_ranks
 
 GiB = fake_nvml.GiB

@@ -7,7 +7,7 @@ import json
 import pytest
 from fixtures import fake_nvml
 
-from trainlab import doctor
+from trainlab.cli import doctor
 
 ARCHS = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
 
@@ -154,7 +154,7 @@ def test_unwritable_data_folder_means_cannot_train(tmp_path, monkeypatch):
 
 
 def test_no_usable_task_means_cannot_train(monkeypatch):
-    from trainlab.pluginhost import registry
+    from trainlab.pluginhost.host import registry
 
     names = ",".join(p.name for p in registry(refresh=True).plugins)
     monkeypatch.setenv("TRAINLAB_BLOCK_PLUGINS", names)
@@ -169,7 +169,7 @@ def test_a_failed_plugin_is_a_warning(monkeypatch):
     from conftest import BROKEN_PLUGINS
 
     monkeypatch.syspath_prepend(str(BROKEN_PLUGINS))
-    from trainlab.pluginhost import registry
+    from trainlab.pluginhost.host import registry
 
     registry(refresh=True)
     report = doctor.collect(nvml=fake_nvml.library_not_found())

@@ -8,11 +8,12 @@ import torch
 from safetensors.torch import load_file
 
 from conftest import FIXTURE_PLUGINS, subprocess_env
-from trainlab.api import UsageError
-from trainlab.engine.callbacks import Callback, RunControl
-from trainlab.engine.runner import RunRequest, run_training
-from trainlab.events import EvalResult, Finished, Log, Progress, Started, TrainStep, read_events
-from trainlab.runs import RunDir, RunStore
+from trainlab.api.errors import UsageError
+from trainlab.api.callbacks import Callback, RunControl
+from trainlab.engine.scripting import RunRequest, run_training
+from trainlab.api.events import EvalResult, Finished, Log, Progress, Started, TrainStep
+from trainlab.runfolder.tail import read_events
+from trainlab.runfolder.index import RunDir, RunStore
 
 
 class Recorder(Callback):
@@ -299,7 +300,7 @@ def test_run_index_uses_wal(tmp_path):
 
 
 def test_run_index_falls_back_from_wal_on_network_filesystems(tmp_path, monkeypatch):
-    import trainlab.runs as runs
+    import trainlab.runfolder.index as runs
 
     monkeypatch.setattr(runs, "_on_network_fs", lambda path: True)
     store = RunStore(tmp_path / "index.sqlite3")
@@ -381,7 +382,7 @@ def test_total_steps_come_from_the_tasks_own_batch_order(toy_plugin, toy_csv, tm
     """A task whose batches are not ceil(rows / batch_size): every event counts the steps the loop makes."""
     import toy_task
 
-    from trainlab.api import Task
+    from trainlab.api.taskbase import Task
 
     def half_size_batches(self, split, epoch, batch_size, seed):
         return Task.batch_order(self, split, epoch, max(1, batch_size // 2), seed)
@@ -397,8 +398,8 @@ def test_total_steps_come_from_the_tasks_own_batch_order(toy_plugin, toy_csv, tm
 
 def test_one_outcome_type_with_one_exit_code(toy_plugin, toy_csv, tmp_path):
     from trainlab.engine.outcome import RunOutcome
-    from trainlab.engine.runner import RunResult
-    from trainlab.events import event_from_json
+    from trainlab.engine.scripting import RunResult
+    from trainlab.api.events import event_from_json
 
     assert RunResult is RunOutcome  # the old name still works
     rec = Recorder()
@@ -454,7 +455,7 @@ def test_bad_input_found_late_is_an_outcome_with_exit_code_2(toy_plugin, toy_csv
 
 
 def test_evaluating_a_run_builds_no_optimizer(toy_plugin, toy_csv, tmp_path, monkeypatch):
-    from trainlab.engine.runner import evaluate_run
+    from trainlab.engine.scripting import evaluate_run
 
     result = train(toy_csv, tmp_path, epochs=2)
 
@@ -470,7 +471,7 @@ def test_evaluating_a_run_builds_no_optimizer(toy_plugin, toy_csv, tmp_path, mon
 
 def test_a_broken_plugin_callback_is_reported_in_metrics_jsonl(toy_plugin, toy_csv, tmp_path):
     import trainlab
-    from trainlab.pluginhost import registry
+    from trainlab.pluginhost.host import registry
 
     class Broken(Callback):
         def on_event(self, event):
@@ -499,7 +500,7 @@ def test_the_engine_modules_import_without_torch():
 
     code = (
         "import sys\n"
-        "from trainlab.engine.runner import RunRequest, run_training, evaluate_run, predict, RunResult\n"
+        "from trainlab.engine.scripting import RunRequest, run_training, evaluate_run, predict, RunResult\n"
         "from trainlab.engine.plan import plan_run\nfrom trainlab.engine.execute import execute\n"
         "from trainlab.engine.prepare import prepare_task\n"
         "print('torch' in sys.modules)\n"

@@ -14,12 +14,12 @@ import pytest
 import torch
 
 from conftest import FIXTURE_PLUGINS, TESTS
-from trainlab.api import UsageError
-from trainlab.engine.callbacks import Callback
+from trainlab.api.errors import UsageError
+from trainlab.api.callbacks import Callback
 from trainlab.engine.device import resolve_precision
 from trainlab.engine.loop import scaled_step
-from trainlab.engine.runner import RunRequest, run_training
-from trainlab.events import EvalResult, Log
+from trainlab.engine.scripting import RunRequest, run_training
+from trainlab.api.events import EvalResult, Log
 
 PROBE_PLUGIN = TESTS / "fixtures" / "ddp_probe"
 

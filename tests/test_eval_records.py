@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from trainlab.records import EvalRecord, LabelSetExample, RegressionExample, RunFileError
+from trainlab.runfolder.records import EvalRecord, LabelSetExample, RegressionExample, RunFileError
 
 REGRESSION = {
     "family": "regression",

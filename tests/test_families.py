@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from trainlab import InputSpec, Metric, TaskSpec
-from trainlab.api import EvalBatch
-from trainlab.families import ClassificationTask, MultiLabelTask, RegressionTask, accumulator_for
-from trainlab.predictions import LabelScores, LabelSet, Number, as_prediction
+from trainlab.api.taskbase import EvalBatch
+from trainlab.api.families import ClassificationTask, MultiLabelTask, RegressionTask, accumulator_for
+from trainlab.api.predictions import LabelScores, LabelSet, Number, as_prediction
 
 
 def _spec(family: str, **extra) -> TaskSpec:
@@ -111,7 +111,7 @@ def test_accumulators_merge_as_one_pass():
 
 
 def test_a_plain_task_of_an_unknown_family_must_bring_its_accumulator():
-    from trainlab.api import Task
+    from trainlab.api.taskbase import Task
 
     task = Task(_spec("segmentation", metrics=(Metric("iou"),)), {})
     with pytest.raises(NotImplementedError, match="metric_accumulator"):

@@ -17,7 +17,7 @@ def families(monkeypatch):
 
 
 def _run(task, data, out, **params):
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     return run_training(RunRequest(task=task, data=str(data), params={k: str(v) for k, v in params.items()}, out=str(out)))
 
@@ -44,7 +44,7 @@ def test_a_regression_run_reports_its_own_metrics_and_monitors_r2(families, tmp_
 
 
 def test_a_regression_run_evaluates_again_from_its_folder(families, tmp_path):
-    from trainlab.engine.runner import evaluate_run
+    from trainlab.engine.scripting import evaluate_run
 
     data = write_toy_regression_csv(tmp_path / "reg.csv")
     outcome = _run("toy-regression", data, tmp_path / "run", epochs=10)

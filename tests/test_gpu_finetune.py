@@ -26,7 +26,7 @@ pytestmark = [
 
 
 def train(params: dict, data, out):
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     return run_training(RunRequest(task="text-classification", data=str(data), params=params, out=str(out)))
 

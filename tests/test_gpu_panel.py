@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fixtures import fake_nvml
 
-from trainlab.desktop.gpu_panel import CPU_KEY, GB, GpuPanel, TelemetryHistory, status_text
+from trainlab_desktop.run.gpu_panel import CPU_KEY, GB, GpuPanel, TelemetryHistory, status_text
 from trainlab.telemetry import TelemetrySampler
 
 T0 = 1_800_000_000.0

@@ -7,7 +7,7 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtGui import QColor, QImage, QPainter
 
-from trainlab.desktop.axes import GridAxis, SteadyViewBox, blend, grid_below
+from trainlab_desktop.plots.axes import GridAxis, SteadyViewBox, blend, grid_below
 
 BACKGROUNDS = ("#ffffff", "#1e2227")
 

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from trainlab.desktop.curves import RunCurves, Smoother
-from trainlab.events import TrainStep
+from trainlab.viewmodel.curves import RunCurves, Smoother
+from trainlab.api.events import TrainStep
 
 T0 = 1_800_000_000.0
 LOSSES = [2.0, 1.8, math.nan, 1.5, math.inf, -math.inf, 1.2, 1.1]
@@ -35,7 +35,7 @@ def test_inf_becomes_a_gap_and_the_average_skips_it():
 
 
 def test_plots_keep_finite_ranges_and_draw_around_the_gaps(qtbot):
-    from trainlab.desktop.plots import LivePlots
+    from trainlab_desktop.plots.live_plots import LivePlots
 
     plots = LivePlots()
     qtbot.addWidget(plots)

@@ -36,8 +36,8 @@ def open_window(qtbot, monkeypatch, nvml):
     """The real window, on a machine whose NVML is ``nvml`` (None: this machine's own)."""
     if nvml is not None:
         monkeypatch.setitem(sys.modules, "pynvml", nvml)
-    from trainlab.desktop.app import make_application
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.app import make_application
+    from trainlab_desktop.main_window import MainWindow
 
     make_application(language="en", theme="light")
     win = MainWindow(resolved_theme="light")
@@ -149,9 +149,9 @@ def test_four_gpus_two_of_them_or_one_as_the_device(qtbot, windows, toy_csv):
     assert not win.findChild(QCheckBox, "gpu_all").isChecked()
 
     # the GPU panel draws the run's GPUs: rank 0 samples the whole machine, the window keeps GPUs 0 and 2
-    from trainlab.desktop.group_run import GroupRun
+    from trainlab.engine.group_run import GroupRun
     from trainlab.engine.plan import RunRequest
-    from trainlab.events import SystemSample
+    from trainlab.api.events import SystemSample
 
     group = GroupRun(RunRequest(task="toy-classification", data=str(toy_csv)), choice)
     sample = SystemSample(time=1.0, gpus=tuple({"index": n, "name": f"GPU {n}", "uuid": f"u{n}"} for n in range(4)))

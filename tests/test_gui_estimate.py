@@ -4,7 +4,7 @@ The toy task of the fixtures (an MLP on a CSV) for the figure, its staleness,
 a failing estimate and the "does not fit" advice; a tiny BERT folder built
 from a config (as tests/test_lora.py does) for what a LoRA run writes.  The
 machine has no GPU: "does not fit" fakes the RAM at the hardware boundary,
-``trainlab.memory.device_memory_bytes``.
+``trainlab.engine.memory.device_memory_bytes``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from trainlab.desktop.estimate_view import format_size
+from trainlab_desktop.run.estimate_view import format_size
 
 ESTIMATE_TIMEOUT_MS = 180_000
 RUN_TIMEOUT_MS = 180_000
@@ -40,9 +40,9 @@ def estimate(qtbot, win):
 
 
 def engine_estimate(win, task: str, data: Path):
-    """``trainlab.memory``'s own estimate of the plan the form describes (what train --dry-run prints)."""
+    """``trainlab.engine.memory``'s own estimate of the plan the form describes (what train --dry-run prints)."""
     from trainlab.engine.plan import RunRequest, plan_run
-    from trainlab.memory import estimate_memory
+    from trainlab.engine.memory import estimate_memory
 
     values = win.params_form.param_values
     plan = plan_run(RunRequest(task=task, data=str(data), params=values.explicit(), remembered=values.remembered()))
@@ -95,7 +95,7 @@ def test_a_changed_batch_size_marks_the_figure_stale_and_a_new_one_grows(qtbot, 
 
 
 def test_a_failing_estimate_says_why_and_start_still_runs(qtbot, window, toy_csv, monkeypatch):
-    import trainlab.desktop.estimate as estimate_module
+    import trainlab.viewmodel.estimate as estimate_module
 
     monkeypatch.setattr(estimate_module, "ESTIMATE_TIMEOUT_S", 0.01)  # the probe "times out"
     prepare(qtbot, window, toy_csv, epochs=1, batch_size=8, device="cpu")
@@ -124,7 +124,7 @@ def test_start_without_an_estimate_does_not_wait_and_counts_the_weights_once_the
     result = estimates.result()
     assert result.error == "" and not result.measured
     from trainlab.engine.plan import RunRequest, plan_run
-    from trainlab.memory import meta_model, static_bytes
+    from trainlab.engine.memory import meta_model, static_bytes
 
     values = window.params_form.param_values
     plan = plan_run(RunRequest(task="toy-classification", data=str(toy_csv), params=values.explicit(), remembered=values.remembered()))
@@ -149,9 +149,9 @@ def test_start_ends_a_probe_still_running_and_counts_the_weights_instead(qtbot, 
 
 
 def test_does_not_fit_says_so_offers_what_helps_and_never_blocks_start(qtbot, window, toy_csv, monkeypatch):
-    import trainlab.memory
+    import trainlab.engine.memory
 
-    monkeypatch.setattr(trainlab.memory, "device_memory_bytes", lambda device: 50_000_000)  # 50 MB of free RAM
+    monkeypatch.setattr(trainlab.engine.memory, "device_memory_bytes", lambda device: 50_000_000)  # 50 MB of free RAM
     prepare(qtbot, window, toy_csv, epochs=1, batch_size=8, device="cpu")
     result = estimate(qtbot, window)
     view = window.controls.estimate
@@ -178,7 +178,7 @@ def bert_folder(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from trainlab.plugins.text.models import tiny_bert_vocab_dir
+    from trainlab_plugins.text.models import tiny_bert_vocab_dir
 
     folder = tmp_path_factory.mktemp("bert")
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_vocab_dir()))
@@ -191,7 +191,7 @@ def bert_folder(tmp_path_factory):
 
 
 def test_a_lora_run_shows_what_it_writes_and_the_free_space(qtbot, window, bert_folder, tmp_path):
-    from trainlab.resources import resource_path
+    from trainlab_resources import resource_path
 
     data = tmp_path / "texts"
     data.mkdir()

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from trainlab.events import EvalResult, Finished, Log, Progress, Started, TrainStep
+from trainlab.api.events import EvalResult, Finished, Log, Progress, Started, TrainStep
 
 
 def append(path, *events):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from trainlab.desktop.formatting import format_duration, format_offset
+from trainlab_desktop.common.formatting import format_duration, format_offset
 
 
 def test_durations():

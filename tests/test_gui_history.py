@@ -38,7 +38,7 @@ def toy(monkeypatch, tmp_path):
 
 
 def train(data: Path, **params) -> str:
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     result = run_training(RunRequest(task="toy-classification", data=str(data), params={k: str(v) for k, v in params.items()}))
     assert result.status == "completed", result.error
@@ -48,7 +48,7 @@ def train(data: Path, **params) -> str:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """Two real toy runs, trained once for this module."""
-    import trainlab.pluginhost as host
+    import trainlab.pluginhost.host as host
 
     root = tmp_path_factory.mktemp("history-runs")
     with pytest.MonkeyPatch.context() as mp:
@@ -64,7 +64,7 @@ def two_runs(trained, tmp_home):
     """Copies of the trained runs, in this test's own home and index."""
     import shutil
 
-    from trainlab.runs import RunStore
+    from trainlab.runfolder.index import RunStore
 
     store = RunStore()
     copies = []
@@ -78,8 +78,8 @@ def two_runs(trained, tmp_home):
 
 @pytest.fixture
 def history(qtbot):
-    from trainlab.desktop.history import RunHistoryView
-    from trainlab.runs import RunStore
+    from trainlab_desktop.history.page import RunHistoryView
+    from trainlab.runfolder.index import RunStore
 
     view = RunHistoryView(RunStore())
     qtbot.addWidget(view)
@@ -98,7 +98,7 @@ def row_of(view, run_dir):
 
 
 def cell_text(view, run_dir, column):
-    from trainlab.desktop.history import COLUMNS
+    from trainlab_desktop.history.page import COLUMNS
 
     return view.proxy.index(row_of(view, run_dir), COLUMNS.index(column)).data()
 
@@ -150,7 +150,7 @@ def test_history_lists_runs_and_opens_one(qtbot, two_runs, history):
 
 
 def test_rename_in_place_updates_index_and_run_json(qtbot, two_runs, history):
-    from trainlab.runs import RunStore
+    from trainlab.runfolder.index import RunStore
 
     first, _ = two_runs
     history.table.selectRow(row_of(history, first))
@@ -240,8 +240,8 @@ def test_follows_a_run_started_from_the_command_line(qtbot, history, toy, tmp_pa
 
 
 def test_metrics_tail_holds_back_a_half_written_line(tmp_path):
-    from trainlab.tail import MetricsTail
-    from trainlab.events import EvalResult, TrainStep
+    from trainlab.runfolder.tail import MetricsTail
+    from trainlab.api.events import EvalResult, TrainStep
 
     path = tmp_path / "metrics.jsonl"
     first = TrainStep(step=1, loss=1.0).to_json()
@@ -260,9 +260,9 @@ def test_metrics_tail_holds_back_a_half_written_line(tmp_path):
 
 def test_an_interrupted_or_damaged_run_reads_the_same_in_every_view(qtbot, two_runs, history):
     """One status vocabulary; a damaged run.json is named, never raised into the event loop."""
-    from trainlab.desktop.welcome import describe_run
-    from trainlab.runs import RunStore
-    from trainlab.status import INTERRUPTED_ERROR
+    from trainlab_desktop.run.welcome import describe_run
+    from trainlab.runfolder.index import RunStore
+    from trainlab.runfolder.status import INTERRUPTED_ERROR
 
     first, second = two_runs
     record = json.loads((Path(first) / "run.json").read_text())

@@ -12,17 +12,17 @@ from PySide6.QtWidgets import QApplication, QDialogButtonBox, QMessageBox  # noq
 
 @pytest.fixture
 def app(qapp):
-    from trainlab.desktop.i18n import install_translator
+    from trainlab_desktop.common.i18n import install_translator
 
     yield qapp
     install_translator(qapp, "en")  # later tests expect English
 
 
 def test_chinese_translation_loads_for_our_widgets_and_qts_own(qtbot, app):
-    from trainlab.desktop.i18n import current_language, install_translator
-    from trainlab.desktop.plugins_dialog import PluginsDialog
-    from trainlab.desktop.results import ResultsView
-    from trainlab.pluginhost import PluginRegistry
+    from trainlab_desktop.common.i18n import current_language, install_translator
+    from trainlab_desktop.dialogs.plugins import PluginsDialog
+    from trainlab_desktop.results.page import ResultsView
+    from trainlab.pluginhost.host import PluginRegistry
 
     assert install_translator(app, "zh_CN") == "zh_CN"
     assert current_language() == "zh_CN"
@@ -56,7 +56,7 @@ def test_every_window_string_has_a_chinese_translation(tmp_path):
     """Re-extracts the strings of desktop/*.py: a new string without a translation fails.
 
     Fix: ``python scripts/update_translations.py``, translate the new entries
-    of resources/translations/trainlab_zh_CN.ts (Qt Linguist), run it again.
+    of resources/trainlab_resources/translations/trainlab_zh_CN.ts (Qt Linguist), run it again.
     """
     import shutil
     import subprocess
@@ -99,13 +99,13 @@ def test_every_window_string_has_a_chinese_translation(tmp_path):
     ],
 )
 def test_language_names_are_normalised(given, expected):
-    from trainlab.desktop.i18n import normalize_language
+    from trainlab_desktop.common.i18n import normalize_language
 
     assert normalize_language(given) == expected
 
 
 def test_none_follows_the_system_locale():
-    from trainlab.desktop.i18n import system_language
+    from trainlab_desktop.common.i18n import system_language
 
     assert system_language(QLocale(QLocale.Language.Chinese, QLocale.Country.China)) == "zh_CN"
     assert system_language(QLocale(QLocale.Language.German, QLocale.Country.Germany)) == "en"
@@ -113,16 +113,16 @@ def test_none_follows_the_system_locale():
 
 
 def test_an_unknown_language_falls_back_to_english(app):
-    from trainlab.desktop.i18n import install_translator
+    from trainlab_desktop.common.i18n import install_translator
 
     assert install_translator(app, "xx_YY") == "en"
     assert QApplication.translate("PluginsDialog", "Plugins") == "Plugins"
 
 
 def test_run_lines_and_gpu_reasons_are_translated_too(app):
-    from trainlab.desktop.gpu_panel import localized_gpu_status
-    from trainlab.desktop.i18n import install_translator
-    from trainlab.desktop.welcome import describe_run
+    from trainlab_desktop.run.gpu_panel import localized_gpu_status
+    from trainlab_desktop.common.i18n import install_translator
+    from trainlab_desktop.run.welcome import describe_run
 
     row = {"name": "topics", "task": "text-classification", "status": "completed", "best_metric": 0.994,
            "monitor": "accuracy"}

@@ -20,7 +20,7 @@ def regression_run(tmp_path_factory):
 
 @pytest.fixture
 def plots(qtbot):
-    from trainlab.desktop.plots import LivePlots
+    from trainlab_desktop.plots.live_plots import LivePlots
 
     widget = LivePlots()
     qtbot.addWidget(widget)
@@ -36,7 +36,7 @@ def evals(run) -> list[dict]:
 
 
 def open_run(plots, run, task=""):
-    from trainlab.desktop.curves import RunCurves
+    from trainlab.viewmodel.curves import RunCurves
 
     plots.reset(RunCurves.from_metrics(Path(run) / "metrics.jsonl"))
     plots.show_run_metrics(str(run), task)
@@ -61,8 +61,8 @@ def test_a_regression_run_draws_r2_apart_from_its_errors_with_the_best_epoch_on_
 
 
 def test_a_plugins_metrics_draw_with_their_titles_and_displays(qtbot, plots, tmp_path):
-    from trainlab.events import EvalResult
-    from trainlab.runs import MetricsWriter
+    from trainlab.api.events import EvalResult
+    from trainlab.runfolder.index import MetricsWriter
 
     run = tmp_path / "run"
     run.mkdir()
@@ -116,9 +116,9 @@ def test_a_run_in_the_window_draws_its_tasks_metrics_live(qtbot, window, tmp_pat
 def test_the_best_star_at_a_perfect_score_is_drawn_whole(qtbot, plots, tmp_path, height):
     from PySide6.QtCore import QPointF
 
-    from trainlab.desktop.metric_plots import STAR_SIZE
-    from trainlab.events import EvalResult
-    from trainlab.runs import MetricsWriter
+    from trainlab_desktop.plots.metric_plots import STAR_SIZE
+    from trainlab.api.events import EvalResult
+    from trainlab.runfolder.index import MetricsWriter
 
     run = tmp_path / "run"
     run.mkdir()
@@ -143,7 +143,7 @@ def test_the_best_star_at_a_perfect_score_is_drawn_whole(qtbot, plots, tmp_path,
 def test_opening_a_run_of_the_same_declarations_again_keeps_the_plots_and_shows_only_its_data(qtbot, plots, regression_run, tmp_path):
     # Rebuilding the plots costs the GUI thread ~40 ms (pyqtgraph PlotItems): the
     # largest stall of a run's start in bench/gui_latency.py before it was skipped.
-    from trainlab.desktop.curves import RunCurves
+    from trainlab.viewmodel.curves import RunCurves
 
     open_run(plots, regression_run)
     built = list(plots.metrics.plots)
@@ -161,7 +161,7 @@ def test_opening_a_run_of_the_same_declarations_again_keeps_the_plots_and_shows_
 
 def test_a_run_of_the_classification_family_starts_on_the_plots_already_built(qtbot, plots, tmp_path):
     # What run.json records of a metric (no help text) must not count as other declarations.
-    from trainlab.desktop.curves import RunCurves
+    from trainlab.viewmodel.curves import RunCurves
 
     run = train_toy(tmp_path, "toy-classification", epochs="1")
     built = list(plots.metrics.plots)  # the classification family's, before any run

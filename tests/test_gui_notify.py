@@ -22,9 +22,9 @@ pytest.importorskip("jeepney")
 from conftest import TESTS
 from test_gui_window import prepare, start_and_finish
 
-from trainlab.desktop import notify as notify_module
-from trainlab.desktop.notify import KeepAwake, notify
-from trainlab.formats import format_metric
+from trainlab_desktop.common import notify as notify_module
+from trainlab_desktop.common.notify import KeepAwake, notify
+from trainlab.runfolder.display import format_metric
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="D-Bus desktops are Linux's")
 

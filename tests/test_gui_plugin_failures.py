@@ -59,8 +59,8 @@ def test_the_window_comes_up_beside_plugins_that_hang_exit_or_crash_at_import(qt
     monkeypatch.syspath_prepend(str(AT_IMPORT_PLUGINS))
     monkeypatch.syspath_prepend(str(BROKEN_PLUGINS))
     monkeypatch.setenv("TRAINLAB_PLUGIN_IMPORT_TIMEOUT", "3")
-    from trainlab.desktop.app import make_application
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.app import make_application
+    from trainlab_desktop.main_window import MainWindow
 
     make_application(language="en", theme="light")
     win = MainWindow(resolved_theme="light")

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from trainlab import pluginhost  # noqa: E402
-from trainlab.pluginhost import PluginRegistry  # noqa: E402
+from trainlab.pluginhost import host as pluginhost  # noqa: E402
+from trainlab.pluginhost.host import PluginRegistry  # noqa: E402
 
 GOOD = '''
 from trainlab import hookimpl, TaskSpec
@@ -66,7 +66,7 @@ def _row(dialog, name):
 
 
 def test_dialog_lists_every_plugin_and_shows_the_traceback_of_a_broken_one(qtbot, registry):
-    from trainlab.desktop.plugins_dialog import PluginsDialog
+    from trainlab_desktop.dialogs.plugins import PluginsDialog
 
     dialog = PluginsDialog(registry)
     qtbot.addWidget(dialog)
@@ -98,7 +98,7 @@ def test_dialog_lists_every_plugin_and_shows_the_traceback_of_a_broken_one(qtbot
 
 
 def test_blocking_a_plugin_is_saved_and_takes_effect_at_the_next_discovery(qtbot, registry, tmp_path):
-    from trainlab.desktop.plugins_dialog import PluginsDialog
+    from trainlab_desktop.dialogs.plugins import PluginsDialog
 
     dialog = PluginsDialog(registry)
     qtbot.addWidget(dialog)
@@ -132,7 +132,7 @@ def test_blocking_a_plugin_is_saved_and_takes_effect_at_the_next_discovery(qtbot
 def test_copy_details_puts_the_traceback_on_the_clipboard(qtbot, registry):
     from PySide6.QtGui import QGuiApplication
 
-    from trainlab.desktop.plugins_dialog import PluginsDialog
+    from trainlab_desktop.dialogs.plugins import PluginsDialog
 
     dialog = PluginsDialog(registry)
     qtbot.addWidget(dialog)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainlab.runs import RunDir
+from trainlab.runfolder.index import RunDir
 
 pytest.importorskip("pytestqt")
 

@@ -33,7 +33,7 @@ def click(qtbot, widget):
 
 
 def test_a_queued_run_goes_on_when_the_window_closes_and_a_new_window_shows_it(qtbot, window, toy_csv, tmp_home):
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.main_window import MainWindow
 
     win = window
     fill_form(qtbot, win, toy_csv, epochs=2, step_delay=0.02)
@@ -95,7 +95,7 @@ def test_the_queue_view_pauses_continues_cancels_and_moves(qtbot, window, toy_cs
     assert rows(win)[-1] == (2, "cancelled", "")
     assert not any(view.buttons[k].isEnabled() for k in ("pause", "continue", "cancel", "up", "down"))
     # the CLI sees what the window did
-    from trainlab.queue.store import QueueStore
+    from trainlab.scheduling.queue.store import QueueStore
 
     assert [(e.id, e.state) for e in QueueStore().entries()] == [(3, "queued"), (1, "queued"), (2, "cancelled")]
 
@@ -117,7 +117,7 @@ def click_header(qtbot, table, column: int):
 
 
 def test_the_trials_table_sorts_dims_pruned_curves_and_trains_the_best(qtbot, window, study):
-    from trainlab.desktop.sweep_view import DIM_ALPHA
+    from trainlab_desktop.scheduling.sweep_view import DIM_ALPHA
 
     win = window
     win.queue_page.queue.board.start_scheduler = False
@@ -162,7 +162,7 @@ def test_the_trials_table_sorts_dims_pruned_curves_and_trains_the_best(qtbot, wi
     view.best_epochs.setValue(5)
     click(qtbot, view.train_best_button)
     assert "Queued 1" in view.best_message.text()
-    from trainlab.queue.store import QueueStore
+    from trainlab.scheduling.queue.store import QueueStore
 
     (entry,) = QueueStore().entries()
     assert entry.kind == "run" and entry.task == "toy-classification" and entry.request["params"]["epochs"] == 5

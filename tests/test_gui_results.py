@@ -94,7 +94,7 @@ def metric(view, name):
 
 @pytest.fixture
 def results(qtbot):
-    from trainlab.desktop.results import ResultsView
+    from trainlab_desktop.results.page import ResultsView
 
     view = ResultsView()
     qtbot.addWidget(view)

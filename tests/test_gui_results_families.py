@@ -30,7 +30,7 @@ def multilabel_run(tmp_path_factory):
 @pytest.fixture
 def results(qtbot, monkeypatch):
     monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))  # the toy tasks are installed, as the runs' plugin was
-    from trainlab.desktop.results import ResultsView
+    from trainlab_desktop.results.page import ResultsView
 
     view = ResultsView()
     qtbot.addWidget(view)
@@ -162,8 +162,8 @@ def test_regression_image_examples_show_thumbnails(qtbot, results, tmp_path):
 
 
 def test_a_plugins_own_family_shows_every_declared_metric_per_split_and_its_curves(qtbot, results, tmp_path):
-    from trainlab.events import EvalResult
-    from trainlab.runs import MetricsWriter
+    from trainlab.api.events import EvalResult
+    from trainlab.runfolder.index import MetricsWriter
 
     run = tmp_path / "run"
     run.mkdir()

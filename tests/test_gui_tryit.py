@@ -25,7 +25,7 @@ from conftest import FIXTURE_PLUGINS  # noqa: E402
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):
     """One real toy run (red near (0, 0), green near (1, -1), blue near (2, -2))."""
-    import trainlab.pluginhost as host
+    import trainlab.pluginhost.host as host
 
     root = tmp_path_factory.mktemp("tryit")
     data = root / "rows.csv"
@@ -41,7 +41,7 @@ def trained_run(tmp_path_factory):
         mp.setenv("TRAINLAB_HOME", str(root / "home"))
         mp.syspath_prepend(str(FIXTURE_PLUGINS))
         mp.setattr(host, "_registry", None)
-        from trainlab.engine.runner import RunRequest, run_training
+        from trainlab.engine.scripting import RunRequest, run_training
 
         result = run_training(RunRequest(task="toy-classification", data=str(data), params={"epochs": "8", "lr": "0.05"}))
     assert result.status == "completed", result.error
@@ -51,7 +51,7 @@ def trained_run(tmp_path_factory):
 @pytest.fixture
 def panel(qtbot, monkeypatch):
     monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
-    from trainlab.desktop.tryit import TryItPanel
+    from trainlab_desktop.tryit.page import TryItPanel
 
     widget = TryItPanel()
     qtbot.addWidget(widget)
@@ -61,7 +61,7 @@ def panel(qtbot, monkeypatch):
 
 
 def test_typed_input_gets_its_top_predictions_from_a_worker_thread(qtbot, panel, trained_run, monkeypatch):
-    import trainlab.engine.runner as runner
+    import trainlab.engine.scripting as runner
 
     threads = []
     real_predict = runner.predict
@@ -129,8 +129,8 @@ def test_a_run_without_a_model_cannot_be_tried(qtbot, panel, tmp_path):
 def test_the_desktop_views_import_neither_torch_nor_pyqtgraph():
     code = (
         "import sys\n"
-        "import trainlab.desktop.tryit, trainlab.desktop.history, trainlab.desktop.results\n"
-        "import trainlab.desktop.plugins_dialog, trainlab.desktop.confusion, trainlab.desktop.i18n\n"
+        "import trainlab_desktop.tryit.page, trainlab_desktop.history.page, trainlab_desktop.results.page\n"
+        "import trainlab_desktop.dialogs.plugins, trainlab_desktop.results.confusion, trainlab_desktop.common.i18n\n"
         "print(sorted(m for m in ('torch', 'pyqtgraph', 'transformers') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -202,7 +202,7 @@ def test_a_multilabel_prediction_shows_the_chosen_labels_and_every_score(qtbot, 
 
 
 def test_the_input_widget_follows_the_declared_input_not_the_task_id(qtbot, panel, trained_run, monkeypatch, tmp_path):
-    import trainlab.desktop.tryit as tryit
+    import trainlab_desktop.tryit.page as tryit
     from PySide6.QtGui import QColor, QImage
 
     from trainlab import InputSpec, TaskSpec
@@ -246,9 +246,9 @@ def test_the_input_widget_follows_the_declared_input_not_the_task_id(qtbot, pane
 def test_a_row_input_with_named_columns_gets_a_field_per_column(qtbot, panel, regression_run, monkeypatch):
     from dataclasses import dataclass
 
-    import trainlab.desktop.tryit as tryit
+    import trainlab_desktop.tryit.page as tryit
     from trainlab import InputSpec
-    from trainlab.desktop.results_model import task_spec
+    from trainlab.viewmodel.results import task_spec
 
     @dataclass(frozen=True)
     class ColumnsInput(InputSpec):  # a plugin's row input that names its columns

@@ -17,7 +17,7 @@ def registry_with_a_plugin_sample(tmp_path, monkeypatch):
     """The built-ins plus a plugin shipping its own sample in its package, and one whose sample is missing."""
     import trainlab
     from trainlab import TaskSpec
-    from trainlab.pluginhost import PluginRegistry
+    from trainlab.pluginhost.host import PluginRegistry
 
     package = tmp_path / "trainlab_demo_rows"
     (package / "sample").mkdir(parents=True)
@@ -41,8 +41,8 @@ def registry_with_a_plugin_sample(tmp_path, monkeypatch):
 
 @pytest.fixture
 def welcome(qtbot):
-    from trainlab.desktop.app import make_application
-    from trainlab.desktop.welcome import WelcomeView
+    from trainlab_desktop.app import make_application
+    from trainlab_desktop.run.welcome import WelcomeView
 
     make_application(language="en", theme="light")
     view = WelcomeView()
@@ -54,7 +54,7 @@ def welcome(qtbot):
 
 
 def test_every_task_with_its_sample_here_gets_a_card_a_plugins_own_included(qtbot, welcome, registry_with_a_plugin_sample):
-    from trainlab.desktop.welcome import sample_data_path, sample_offers
+    from trainlab_desktop.run.welcome import sample_data_path, sample_offers
 
     registry, sample = registry_with_a_plugin_sample
     offers = sample_offers(registry)
@@ -75,7 +75,7 @@ def test_every_task_with_its_sample_here_gets_a_card_a_plugins_own_included(qtbo
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert asked.args == ["demo-rows"]
     # the cards and "Your own data" share rows of at most MAX_COLUMNS, equally wide
-    from trainlab.desktop.welcome import MAX_COLUMNS
+    from trainlab_desktop.run.welcome import MAX_COLUMNS
 
     cards = [*welcome.sample_cards.values(), welcome.new_card]
     qtbot.waitUntil(lambda: max(c.width() for c in cards) - min(c.width() for c in cards) <= 2, timeout=3000)

@@ -191,7 +191,7 @@ def test_closing_the_window_stops_a_data_check_still_running(qtbot, window, toy_
     import toy_task
 
     from trainlab import StopRequested
-    from trainlab.desktop import background
+    from trainlab_desktop.common import background
 
     scanning = threading.Event()
 
@@ -326,7 +326,7 @@ def test_a_model_preset_longer_than_its_box_shows_its_start(qtbot, window):
 
 
 def test_values_are_remembered_per_task_between_launches(qtbot, toy_plugin, toy_csv):
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.main_window import MainWindow
 
     first = MainWindow()
     qtbot.addWidget(first)
@@ -443,8 +443,8 @@ def test_gpu_status_reaches_the_status_bar(qtbot, window):
 
 
 def test_desktop_identity_matches_the_launcher():
-    from trainlab import launcher
-    from trainlab.desktop import app
+    from trainlab import shortcuts as launcher
+    from trainlab_desktop import app
 
     assert app.DESKTOP_ID == launcher.DESKTOP_ID
     assert app.WM_CLASS == launcher.WM_CLASS
@@ -473,7 +473,7 @@ def test_keyboard_shortcuts_reach_the_main_actions(qtbot, window, toy_csv):
 
 
 def test_a_broken_plugin_is_reported_and_the_plugins_dialog_opens(qtbot, toy_plugin, monkeypatch):
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.main_window import MainWindow
 
     monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS.parent / "broken_plugins"))
     win = MainWindow()
@@ -490,7 +490,7 @@ def test_a_broken_plugin_is_reported_and_the_plugins_dialog_opens(qtbot, toy_plu
 def test_system_theme_is_checked_with_the_desktop_once_shown(qtbot, window, monkeypatch):
     """At start-up "system" is judged from Qt's palette only; once the window
     shows it asks the desktop's colour scheme, and switches when they differ."""
-    from trainlab.desktop import style
+    from trainlab_desktop.common import style
 
     window.settings.theme = "system"
     assert window.resolved_theme == "light"
@@ -510,7 +510,7 @@ def test_log_panel_comes_back_where_it_was_left(qtbot, window):
     assert window.log_dock.isVisible() and window.log_action.isChecked()
     window._save_geometry()
 
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.main_window import MainWindow
 
     again = MainWindow(resolved_theme="light")
     qtbot.addWidget(again)

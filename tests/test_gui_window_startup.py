@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent(
     import json, sys
     from PySide6.QtCore import QCoreApplication, QTimer
     from PySide6.QtGui import QGuiApplication
-    from trainlab.desktop import app as appmod
+    from trainlab_desktop import app as appmod
 
     data = sys.argv[1] if len(sys.argv) > 1 else None
 

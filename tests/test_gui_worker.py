@@ -15,7 +15,8 @@ pytest.importorskip("pytestqt")
 
 from conftest import FIXTURE_PLUGINS
 
-from trainlab.events import Finished, Log, Progress, Started, SystemSample, TrainStep, read_events
+from trainlab.api.events import Finished, Log, Progress, Started, SystemSample, TrainStep
+from trainlab.runfolder.tail import read_events
 
 
 def write_rows(path: Path, rows: int, seed: int = 0) -> Path:
@@ -34,7 +35,7 @@ def toy_plugin(monkeypatch):
 
 
 def test_coalescer_keeps_every_event_and_one_batch_in_flight():
-    from trainlab.desktop.worker import EventCoalescer
+    from trainlab_desktop.run.training_thread import EventCoalescer
 
     coalescer = EventCoalescer()
     first = coalescer.add(Started(run_dir="r", total_steps=10))
@@ -58,8 +59,8 @@ def test_coalescer_keeps_every_event_and_one_batch_in_flight():
 
 def test_a_batch_keeps_the_order_the_events_happened_in():
     """The session reduces a batch in order: only a superseded progress event is left out."""
-    from trainlab.desktop.worker import EventCoalescer
-    from trainlab.events import EvalResult
+    from trainlab_desktop.run.training_thread import EventCoalescer
+    from trainlab.api.events import EvalResult
 
     coalescer = EventCoalescer()
     coalescer.add(Started(run_dir="r", total_steps=10))
@@ -84,7 +85,7 @@ def test_worker_coalesces_a_flood_of_events_from_another_thread(qtbot, make_work
     gets every one of them, in order, in a handful of batches."""
     import time
 
-    from trainlab.desktop.worker import DRAIN_INTERVAL_MS
+    from trainlab_desktop.run.training_thread import DRAIN_INTERVAL_MS
 
     worker = make_worker(request=None)
     received: list[int] = []
@@ -116,7 +117,7 @@ def test_worker_coalesces_a_flood_of_events_from_another_thread(qtbot, make_work
 
 def test_worker_delivers_a_fast_run_in_few_batches(qtbot, make_worker, toy_plugin, tmp_path):
     """A run logging every step: every train event reaches the GUI, coalesced."""
-    from trainlab.engine.runner import RunRequest
+    from trainlab.engine.scripting import RunRequest
 
     data = write_rows(tmp_path / "rows.csv", 400)
     request = RunRequest(task="toy-classification", data=str(data),
@@ -145,13 +146,13 @@ def test_worker_delivers_a_fast_run_in_few_batches(qtbot, make_worker, toy_plugi
     assert sum(1 for b in batches if b.started is not None) == 1
     # coalesced: never more than about one delivery per drain tick, however
     # fast the steps come (this machine's speed decides how many that is)
-    from trainlab.desktop.worker import DRAIN_INTERVAL_MS
+    from trainlab_desktop.run.training_thread import DRAIN_INTERVAL_MS
 
     assert len(batches) <= 2 * elapsed * 1000 / DRAIN_INTERVAL_MS + 4, (len(batches), elapsed)
 
 
 def test_worker_reports_a_usage_error_without_a_run(qtbot, make_worker, toy_plugin, tmp_path):
-    from trainlab.engine.runner import RunRequest
+    from trainlab.engine.scripting import RunRequest
 
     worker = make_worker(RunRequest(task="toy-classification", data=str(tmp_path / "missing.csv")))
     errors = []
@@ -165,7 +166,7 @@ def test_worker_reports_a_usage_error_without_a_run(qtbot, make_worker, toy_plug
 
 
 def test_stop_before_the_run_started_cancels_it(qtbot, make_worker, toy_plugin, tmp_path):
-    from trainlab.engine.runner import RunRequest
+    from trainlab.engine.scripting import RunRequest
 
     data = write_rows(tmp_path / "rows.csv", 100)
     worker = make_worker(RunRequest(task="toy-classification", data=str(data)))
@@ -184,8 +185,8 @@ def test_a_finished_worker_is_freed_as_soon_as_its_last_reference_goes(qtbot, ma
     import gc
     import weakref
 
-    from trainlab.desktop.worker import TrainingWorker
-    from trainlab.engine.runner import RunRequest
+    from trainlab_desktop.run.training_thread import TrainingWorker
+    from trainlab.engine.scripting import RunRequest
 
     def run_to_the_end(worker):
         with qtbot.waitSignal(worker.runFinished, timeout=60_000) as finished:
@@ -220,7 +221,7 @@ def test_torch_libraries_load_without_the_gil_before_torch_is_imported():
     script = textwrap.dedent(
         """
         import sys
-        from trainlab.desktop.worker import preload_torch_libraries
+        from trainlab_desktop.run.training_thread import preload_torch_libraries
         preload_torch_libraries()
         maps = open("/proc/self/maps").read()
         assert "torch" not in sys.modules
@@ -241,7 +242,7 @@ def test_stop_while_the_data_is_prepared_cancels_the_run(qtbot, make_worker, toy
     import toy_task
 
     from trainlab import StopRequested
-    from trainlab.engine.runner import RunRequest
+    from trainlab.engine.scripting import RunRequest
 
     preparing = threading.Event()
 

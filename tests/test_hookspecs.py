@@ -5,7 +5,7 @@ import inspect
 import re
 
 import trainlab
-from trainlab import hookspecs
+from trainlab.api import hookspecs
 
 
 def specs():

@@ -16,11 +16,13 @@ import torch
 
 from conftest import subprocess_env
 from fixtures.images.imagedata import cpu_ctx, make_task, shapes
-from trainlab import DataError, StopRequested, UsageError, modelstore, paths
-from trainlab.fileio import DamagedFileError
-from trainlab.plugins.image.folder import SEEN_BEFORE, read_dataset, scan_class_folders
-from trainlab.plugins.image.models import build_architecture, read_weights_file
-from trainlab.resources import resource_path
+from trainlab import DataError, StopRequested, UsageError
+from trainlab.models import catalog as modelstore
+from trainlab.system import paths
+from trainlab.system.fileio import DamagedFileError
+from trainlab_plugins.image.folder import SEEN_BEFORE, read_dataset, scan_class_folders
+from trainlab_plugins.image.models import build_architecture, read_weights_file
+from trainlab_resources import resource_path
 
 SYSTEM = f"{os.system.__module__}.system"  # posix.system here, nt.system on Windows
 
@@ -94,7 +96,7 @@ def test_image_training_with_hostile_weights_is_exit_2_and_leaves_no_run_folder(
 def tiny_text_model_folder(folder: Path) -> Path:
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from trainlab.plugins.text.models import tiny_bert_vocab_dir
+    from trainlab_plugins.text.models import tiny_bert_vocab_dir
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_vocab_dir()), local_files_only=True)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
@@ -145,7 +147,7 @@ def test_a_tensors_only_pytorch_model_bin_is_still_accepted(tmp_path):
     (folder / "model.safetensors").unlink()
     torch.save(tensors, folder / "pytorch_model.bin")
     modelstore.check_weights(folder)
-    from trainlab.plugins.text.models import load_trained
+    from trainlab_plugins.text.models import load_trained
 
     assert load_trained(folder).config.num_labels == 2
 
@@ -157,8 +159,8 @@ def test_a_tensors_only_pytorch_model_bin_is_still_accepted(tmp_path):
 def test_an_exported_text_model_carries_a_checksum_and_is_readable_by_colleagues(tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from trainlab.fileio import verify_safetensors
-    from trainlab.plugins.text import models
+    from trainlab.system.fileio import verify_safetensors
+    from trainlab_plugins.text import models
 
     source = tiny_text_model_folder(tmp_path / "src")
     tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
@@ -184,7 +186,7 @@ def test_an_exported_text_model_carries_a_checksum_and_is_readable_by_colleagues
 
 @pytest.fixture
 def image_model_folder(tmp_path):
-    from trainlab.plugins.image.export import save_model_folder
+    from trainlab_plugins.image.export import save_model_folder
 
     model = build_architecture("small-cnn", 2, 32)
     pre = {"image_size": 32, "crop_fraction": 1.0, "resize": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.5] * 3}
@@ -195,8 +197,8 @@ def image_model_folder(tmp_path):
 
 @pytest.mark.parametrize("where", ["parent", "absolute", "symlink"])
 def test_a_model_json_naming_weights_outside_its_folder_is_refused(image_model_folder, tmp_path, where):
-    from trainlab.plugins.image.export import load_model_folder
-    from trainlab.plugins.image.predictor import make_predictor
+    from trainlab_plugins.image.export import load_model_folder
+    from trainlab_plugins.image.predictor import make_predictor
 
     outside = tmp_path / "elsewhere" / "evil.safetensors"
     outside.parent.mkdir()
@@ -281,7 +283,7 @@ def test_a_symlink_to_its_own_folder_counts_each_image_once(tmp_path):
 SCAN_TWO_LOOPS = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # a regression must fail, not swamp the machine
-from trainlab.plugins.image.folder import scan_class_folders
+from trainlab_plugins.image.folder import scan_class_folders
 result = scan_class_folders(sys.argv[1])
 print(len(result.records), dict(result.skipped))
 """
@@ -323,7 +325,7 @@ def test_a_stop_request_ends_the_scan(tmp_path):
 
 
 def test_a_stop_request_during_header_reads_does_not_wait_for_every_header(tmp_path, monkeypatch):
-    from trainlab.plugins.image import folder
+    from trainlab_plugins.image import folder
 
     root = shapes(tmp_path / "d", classes=2, per_class=40)
     read = []
@@ -353,7 +355,7 @@ def test_a_stop_request_during_header_reads_does_not_wait_for_every_header(tmp_p
 def test_a_field_over_the_csv_limit_names_the_limit_the_file_and_the_row(tmp_path):
     import csv
 
-    from trainlab.plugins.text.data import Columns, read_data, read_texts
+    from trainlab_plugins.text.data import Columns, read_data, read_texts
 
     limit = csv.field_size_limit()
     rows = ["text,label", "fine,a", "also fine,b", f"{'x' * (limit + 10)},a", "after,b"]

@@ -9,7 +9,7 @@ import torch
 from PIL import Image
 
 from fixtures.images.imagedata import cpu_ctx, make_task, shapes
-from trainlab.plugins.image.models import SMALL_CNN_WIDTHS, auto_cnn_options, build_architecture
+from trainlab_plugins.image.models import SMALL_CNN_WIDTHS, auto_cnn_options, build_architecture
 
 
 def prepare(root, **overrides):
@@ -85,7 +85,7 @@ def test_an_auto_run_says_its_choice_records_it_and_its_model_reloads(cli, tmp_p
 
 
 def test_a_small_cnn_folder_without_options_reloads_as_the_fixed_small_cnn(tmp_path):
-    from trainlab.plugins.image.export import load_model_folder, save_model_folder
+    from trainlab_plugins.image.export import load_model_folder, save_model_folder
 
     model = build_architecture("small-cnn", 2, 32).eval()
     pre = {"image_size": 32, "crop_fraction": 1.0, "resize": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.5] * 3}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.images.imagedata import shapes, truncated_jpeg
-from trainlab.plugins.image import SAMPLE_DATA
-from trainlab.resources import resource_path
+from trainlab_plugins.image import SAMPLE_DATA
+from trainlab_resources import resource_path
 
 SAMPLE = resource_path(SAMPLE_DATA)
 
@@ -94,7 +94,7 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
 
 def test_eval_on_other_data_uses_all_of_it(tmp_path):
     from trainlab import DataError
-    from trainlab.engine.runner import RunRequest, evaluate_run, run_training
+    from trainlab.engine.scripting import RunRequest, evaluate_run, run_training
 
     data = shapes(tmp_path / "d", classes=2, per_class=10, size=24)
     out = str(tmp_path / "run")
@@ -128,7 +128,7 @@ def test_bad_input_is_exit_2_with_a_reason(cli, tmp_path, monkeypatch, args, rea
 
 
 def test_unreadable_files_during_training_are_skipped_and_listed(tmp_path):
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     data = shapes(tmp_path / "d", classes=2, per_class=8, size=24)
     broken = truncated_jpeg(data / "circle" / "zz_truncated.jpg")
@@ -143,7 +143,7 @@ def test_unreadable_files_during_training_are_skipped_and_listed(tmp_path):
 
 def test_training_from_a_thread_with_spawned_loader_workers(tmp_path):
     """What the window does: the engine in a non-main thread, workers started with spawn."""
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     data = shapes(tmp_path / "d", classes=2, per_class=6, size=20)
     request = RunRequest(
@@ -159,8 +159,8 @@ def test_training_from_a_thread_with_spawned_loader_workers(tmp_path):
 
 
 def test_a_stopped_run_resumes_on_the_same_split(tmp_path):
-    from trainlab.engine.callbacks import Callback
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.api.callbacks import Callback
+    from trainlab.engine.scripting import RunRequest, run_training
 
     class StopAfterFirstEpoch(Callback):
         def on_epoch_end(self, state):

@@ -10,10 +10,10 @@ from PIL import Image
 
 from fixtures.images.imagedata import corrupt, cpu_ctx, make_task, shapes, solid, truncated_jpeg
 from trainlab import DataError
-from trainlab.plugins.image.decode import UnreadableImage, load_rgb
-from trainlab.plugins.image.folder import read_dataset
-from trainlab.plugins.image.task import auto_workers
-from trainlab.plugins.image.transforms import resolve_augmentation, train_transform
+from trainlab_plugins.image.decode import UnreadableImage, load_rgb
+from trainlab_plugins.image.folder import read_dataset
+from trainlab_plugins.image.task import auto_workers
+from trainlab_plugins.image.transforms import resolve_augmentation, train_transform
 
 
 def prepare(root, **overrides):

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from fixtures.images.imagedata import shapes
-from trainlab.fileio import read_json
-from trainlab.plugins.image import MODELS
-from trainlab.plugins.image.export import load_model_folder, onnx_available, save_model_folder
-from trainlab.plugins.image.models import build_model
-from trainlab.plugins.image.predictor import make_predictor, normalise
-from trainlab.plugins.image.transforms import IMAGENET_MEAN, IMAGENET_STD, eval_transform
+from trainlab.system.fileio import read_json
+from trainlab_plugins.image import MODELS
+from trainlab_plugins.image.export import load_model_folder, onnx_available, save_model_folder
+from trainlab_plugins.image.models import build_model
+from trainlab_plugins.image.predictor import make_predictor, normalise
+from trainlab_plugins.image.transforms import IMAGENET_MEAN, IMAGENET_STD, eval_transform
 
 LABELS = ["circle", "square", "triangle"]
 
@@ -125,7 +125,7 @@ def test_predictions_come_from_the_model_folder_alone(tmp_path):
     results = predict(files, 2)
     assert len(results) == len(files) and all(len(r) == 2 for r in results)
     # the same numbers as the model on the same preprocessing
-    from trainlab.plugins.image.decode import load_rgb
+    from trainlab_plugins.image.decode import load_rgb
 
     pixels = torch.stack([eval_transform(32)(load_rgb(f)) for f in files])
     with torch.no_grad():

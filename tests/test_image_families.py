@@ -18,8 +18,8 @@ from safetensors.torch import load_file
 
 from fixtures.images.imagedata import cells, scenes, shapes, shapes_table
 from trainlab import LabelSet, Number
-from trainlab.engine.callbacks import Callback
-from trainlab.engine.runner import RunRequest, evaluate_run, run_training
+from trainlab.api.callbacks import Callback
+from trainlab.engine.scripting import RunRequest, evaluate_run, run_training
 
 SMALL = {"image_size": "24", "batch_size": "8", "device": "cpu", "keep_checkpoints": "last+best"}
 
@@ -31,7 +31,7 @@ def train(task, data, out, callbacks=(), **params):
 
 def predictor_of(run_dir):
     from trainlab.engine.context import trained_task
-    from trainlab.runs import RunDir
+    from trainlab.runfolder.index import RunDir
 
     rd = RunDir(run_dir)
     _, task, ctx = trained_task(rd, "cpu")
@@ -102,9 +102,9 @@ def test_the_regression_program_gives_the_targets_units_in_plain_torch(tmp_path)
     data = cells(tmp_path / "c", images=20, size=24)
     outcome = train("image-regression", data, tmp_path / "run", epochs=1)
     assert outcome.status == "completed", outcome.error
-    from trainlab.plugins.image.decode import load_rgb
-    from trainlab.plugins.image.predictor import normalise
-    from trainlab.plugins.image.transforms import IMAGENET_MEAN, IMAGENET_STD, eval_transform
+    from trainlab_plugins.image.decode import load_rgb
+    from trainlab_plugins.image.predictor import normalise
+    from trainlab_plugins.image.transforms import IMAGENET_MEAN, IMAGENET_STD, eval_transform
 
     files = sorted(str(p) for p in (tmp_path / "c").glob("*.jpg"))[:5]
     pixels = normalise(torch.stack([eval_transform(24)(load_rgb(f)) for f in files]), IMAGENET_MEAN, IMAGENET_STD)

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from fixtures.images.imagedata import cells, scenes, shapes_table, write_table
-from trainlab.plugins.image import MULTILABEL_SAMPLE_DATA, REGRESSION_SAMPLE_DATA
-from trainlab.resources import resource_path
+from trainlab_plugins.image import MULTILABEL_SAMPLE_DATA, REGRESSION_SAMPLE_DATA
+from trainlab_resources import resource_path
 
 SMALL = ["--epochs", "1", "--set", "image_size=24", "--batch-size", "8"]
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from trainlab import UsageError
-from trainlab.plugins.image import MODELS, PRESETS, SPEC
-from trainlab.plugins.image.models import HEADS, build_architecture, build_model, torchvision_checkpoint
-from trainlab.params import ENGINE_PARAMS, resolve
+from trainlab_plugins.image import MODELS, PRESETS, SPEC
+from trainlab_plugins.image.models import HEADS, build_architecture, build_model, torchvision_checkpoint
+from trainlab.api.params import ENGINE_PARAMS, resolve
 
 
 @pytest.mark.parametrize("arch", MODELS)
@@ -119,7 +119,7 @@ def test_the_plugin_module_imports_no_torch_torchvision_or_pil():
     import sys
 
     code = (
-        "import sys, trainlab.plugins.image as p\n"
+        "import sys, trainlab_plugins.image as p\n"
         "assert p.trainlab_api_version() == '2.0' and p.trainlab_tasks()[0].id == 'image-classification'\n"
         "heavy = [m for m in ('torch', 'torchvision', 'PIL', 'numpy') if m in sys.modules]\n"
         "assert not heavy, heavy\n"

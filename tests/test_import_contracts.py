@@ -2,7 +2,7 @@
 
 lint-imports reads a package from the one folder it is found in, and
 TrainLab's packages come from four (``package-dir`` in pyproject.toml: core/
-is ``trainlab``, desktop/ is ``trainlab.desktop``, ...).  So the check runs on
+is ``trainlab``, desktop/ is ``trainlab_desktop``, ...).  So the check runs on
 a copy of the modules laid out as pip installs them.  It runs in a
 subprocess: in this process ``trainlab`` is already imported from core/, and
 import-linter would find that one.
@@ -29,7 +29,7 @@ except ModuleNotFoundError:  # Python 3.10: import-linter depends on tomli there
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = ROOT / "pyproject.toml"
 
-WINDOW = "Nothing but the window imports trainlab.desktop"
+WINDOW = "Nothing but the window imports trainlab_desktop"
 QT = "Nothing but the window imports Qt or pyqtgraph"
 PUBLIC_API = "Plugins import only the public API: the root package trainlab"
 
@@ -40,7 +40,7 @@ def installed_layout(dest: Path) -> Path:
     package_dir = setup["package-dir"]
     for package in setup["packages"]:
         parts = package.split(".")
-        # the longest mapped prefix decides the folder (trainlab.plugins.image -> plugins/image)
+        # the longest mapped prefix decides the folder (trainlab_plugins.image -> plugins/trainlab_plugins/image)
         cut = max(i for i in range(len(parts) + 1) if i == 0 or ".".join(parts[:i]) in package_dir)
         source = ROOT / package_dir[".".join(parts[:cut])] if cut else ROOT
         source = source.joinpath(*parts[cut:])
@@ -91,7 +91,7 @@ def test_the_copy_holds_every_module_the_checkout_has(tree):
     }
     assert expected <= copied
     in_checkout = sum(1 for folder in ("core", "desktop", "plugins") for _ in (ROOT / folder).rglob("*.py"))
-    in_checkout += sum(1 for _ in (ROOT / "resources").glob("*.py"))  # resources/icons/ holds a dev script, not a module
+    in_checkout += sum(1 for _ in (ROOT / "resources").glob("*.py"))  # resources/trainlab_resources/icons/ holds a dev script, not a module
     assert len(copied) == in_checkout
 
 
@@ -100,9 +100,9 @@ def test_the_copy_holds_every_module_the_checkout_has(tree):
 VIOLATIONS = {
     "engine imports the window": (
         "trainlab/runs.py",
-        "from trainlab.desktop import formatting\n",
+        "from trainlab_desktop import formatting\n",
         WINDOW,
-        "trainlab.runs -> trainlab.desktop.formatting",
+        "trainlab.runfolder.index -> trainlab_desktop.common.formatting",
     ),
     "engine imports Qt": (
         "trainlab/engine/loop.py",
@@ -112,15 +112,15 @@ VIOLATIONS = {
     ),
     "plugin reaches an internal module from inside a function": (
         "trainlab/plugins/text/data.py",
-        "def _store():\n    from trainlab.paths import model_store_dir\n\n    return model_store_dir()\n",
+        "def _store():\n    from trainlab.system.paths import model_store_dir\n\n    return model_store_dir()\n",
         PUBLIC_API,
-        "trainlab.plugins.text.data -> trainlab.paths",
+        "trainlab_plugins.text.data -> trainlab.system.paths",
     ),
     "plugin imports an API module directly instead of the root package": (
         "trainlab/plugins/image/folder.py",
         "from trainlab.api import DataError as _DataError\n",
         PUBLIC_API,
-        "trainlab.plugins.image.folder -> trainlab.api",
+        "trainlab_plugins.image.folder -> trainlab.api",
     ),
 }
 

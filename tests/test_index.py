@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from conftest import FIXTURE_PLUGINS, subprocess_env
-from trainlab import paths
-from trainlab.runs import IndexUnavailable, RunDir, RunStore
+from trainlab.system import paths
+from trainlab.runfolder.index import IndexUnavailable, RunDir, RunStore
 
 
 def cli(*args, env=None):
@@ -194,8 +194,8 @@ def test_the_window_marks_the_history_unavailable_and_finishes_starting(qtbot, t
     monkeypatch.setenv("TRAINLAB_HOME", str(home))
     from PySide6.QtWidgets import QLabel
 
-    from trainlab.desktop.app import make_application
-    from trainlab.desktop.main_window import MainWindow
+    from trainlab_desktop.app import make_application
+    from trainlab_desktop.main_window import MainWindow
 
     make_application(language="en", theme="light")
     win = MainWindow(resolved_theme="light")

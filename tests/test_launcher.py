@@ -1,4 +1,4 @@
-"""Desktop launchers (trainlab.launcher) and the GUI script's output handling.
+"""Desktop launchers (trainlab.shortcuts) and the GUI script's output handling.
 
 Every test redirects HOME and the XDG base folders into its own temporary
 folder, so nothing touches the real menus or desktop. The entry is checked
@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 import trainlab
-from trainlab import launcher
-from trainlab.api import UsageError
+from trainlab import shortcuts as launcher
+from trainlab.api.errors import UsageError
 
 ENTRY_NAME = f"{launcher.DESKTOP_ID}.desktop"
 
@@ -292,7 +292,7 @@ _STDIO_SCRIPT = textwrap.dedent(
     """
     import sys
     assert sys.stdout is None and sys.stderr is None, "the test must start without stdio"
-    from trainlab import launcher
+    from trainlab import shortcuts as launcher
     launcher.configure_stdio()
     launcher.configure_stdio()  # a second call changes nothing
     print("hello from stdout")

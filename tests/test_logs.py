@@ -7,7 +7,7 @@ from conftest import subprocess_env
 
 
 def test_native_crash_is_written_to_the_crash_log(tmp_home):
-    code = "from trainlab.logs import setup_logging; setup_logging(); import faulthandler; faulthandler._sigsegv()"
+    code = "from trainlab.system.logs import setup_logging; setup_logging(); import faulthandler; faulthandler._sigsegv()"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env(), timeout=60)
     assert result.returncode != 0
     crash = (tmp_home / "logs" / "crash.log").read_text()

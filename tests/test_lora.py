@@ -15,9 +15,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from trainlab.engine.callbacks import Callback
-from trainlab.engine.runner import RunRequest, evaluate_run, predict, run_training
-from trainlab.resources import resource_path
+from trainlab.api.callbacks import Callback
+from trainlab.engine.scripting import RunRequest, evaluate_run, predict, run_training
+from trainlab_resources import resource_path
 
 SAMPLE = resource_path("samples", "text")
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
@@ -35,7 +35,7 @@ def make_bert_folder(folder, seed=0):
     """A 'pretrained' BERT (masked-LM head, no classifier), like a staged bert-base-chinese."""
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from trainlab.plugins.text.models import tiny_bert_vocab_dir
+    from trainlab_plugins.text.models import tiny_bert_vocab_dir
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_vocab_dir()))
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
@@ -105,10 +105,10 @@ def lora_params(model, **extra):
 
 def built_task(params, data):
     """The text task prepared on ``data`` and its model, as a run builds them."""
-    from trainlab.api import RunContext
-    from trainlab.params import ENGINE_PARAMS, resolve
-    from trainlab.plugins.text import TEXT_CLASSIFICATION
-    from trainlab.plugins.text.task import TextClassificationTask
+    from trainlab.api.taskbase import RunContext
+    from trainlab.api.params import ENGINE_PARAMS, resolve
+    from trainlab_plugins.text import TEXT_CLASSIFICATION
+    from trainlab_plugins.text.task import TextClassificationTask
 
     resolved = resolve(TEXT_CLASSIFICATION, ENGINE_PARAMS, {}, params)
     logs: list[str] = []

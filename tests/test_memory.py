@@ -9,7 +9,7 @@ import torch
 
 from test_lora import ONE_THREAD, built_task, lora_params, make_bert_folder, make_decoder_folder, small_copy
 from trainlab.engine.plan import RunRequest, plan_run
-from trainlab.memory import estimate_memory, fit_activations, meta_model, probe_batch, saved_activation_bytes, static_bytes
+from trainlab.engine.memory import estimate_memory, fit_activations, meta_model, probe_batch, saved_activation_bytes, static_bytes
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,10 @@ import os
 
 import pytest
 
-from trainlab.events import EvalResult, Finished, Log, TrainStep, read_events
-from trainlab.runs import RunDir
-from trainlab.tail import MetricsTail
+from trainlab.api.events import EvalResult, Finished, Log, TrainStep
+from trainlab.runfolder.tail import read_events
+from trainlab.runfolder.index import RunDir
+from trainlab.runfolder.tail import MetricsTail
 
 EVENTS = [
     TrainStep(time=1.0, step=1, epoch=1, loss=1.5, lr=0.01),

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from trainlab import modelstore
-from trainlab.modelformats import model_format
+from trainlab.models import catalog as modelstore
+from trainlab.models.formats import model_format
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILT_IN_TASK_IDS = (
@@ -76,8 +76,8 @@ def test_each_kind_of_model_has_its_format(tmp_path):
 
 def test_a_real_image_run_model_folder_is_trainlab_image(tmp_path):
     torch = pytest.importorskip("torch")
-    from trainlab.plugins.image.export import save_model_folder
-    from trainlab.plugins.image.models import build_architecture
+    from trainlab_plugins.image.export import save_model_folder
+    from trainlab_plugins.image.models import build_architecture
 
     model = build_architecture("small-cnn", 2, 32).eval()
     with torch.no_grad():
@@ -123,7 +123,7 @@ def test_an_image_model_folder_imports_into_the_store_and_the_image_task_takes_i
     assert entry["format"] == "trainlab-image" and entry["usable"]
     stored = {m["name"]: m for m in modelstore.available_models()}["cells"]
     assert "image-classification" in stored["tasks"] and "text-classification" not in stored["tasks"]
-    from trainlab.pluginhost import registry
+    from trainlab.pluginhost.host import registry
 
     assert modelstore.accepts(registry().task("image-classification").spec, stored)
     assert not modelstore.accepts(registry().task("text-classification").spec, stored)

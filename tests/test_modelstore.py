@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from trainlab import UsageError, modelstore
+from trainlab import UsageError
+from trainlab.models import catalog as modelstore
 
 
 def model_folder(path, *, weights="model.safetensors", tokenizer="vocab.txt", model_type="bert", extra=()):
@@ -173,7 +174,7 @@ def test_available_models_lists_store_cache_and_torch_checkpoints(hf_cache, tmp_
 
 def test_listing_models_does_not_import_torch(hf_cache):
     hf_cache_entry(hf_cache, "google-bert/bert-base-chinese")
-    code = "import sys, trainlab.modelstore as m; names = [x['name'] for x in m.available_models()]; print(names, 'torch' in sys.modules)"
+    code = "import sys, trainlab.models.catalog as m; names = [x['name'] for x in m.available_models()]; print(names, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['google-bert/bert-base-chinese'] False"

@@ -81,7 +81,7 @@ def write_the_old_way(run):
 @pytest.fixture(scope="module")
 def trained_old_way(tmp_path_factory):
     """One run of the API 1 plugin, trained once for this module and rewritten the old way."""
-    import trainlab.pluginhost as host
+    import trainlab.pluginhost.host as host
     from conftest import write_toy_csv
 
     root = tmp_path_factory.mktemp("old-runs")
@@ -92,7 +92,7 @@ def trained_old_way(tmp_path_factory):
         mp.syspath_prepend(str(plugins))
         mp.syspath_prepend(str(FIXTURE_PLUGINS))
         mp.setattr(host, "_registry", None)
-        from trainlab.engine.runner import RunRequest, run_training
+        from trainlab.engine.scripting import RunRequest, run_training
 
         outcome = run_training(RunRequest(task="old-toy", data=str(data), params={"epochs": "3"}, out=str(root / "run")))
         mp.setattr(host, "_registry", None)
@@ -104,7 +104,7 @@ def trained_old_way(tmp_path_factory):
 @pytest.fixture
 def old_run(trained_old_way, tmp_path):
     """A copy of the old run for one test, in this test's run index (the index is a cache of the folders)."""
-    from trainlab.runs import RunStore
+    from trainlab.runfolder.index import RunStore
 
     source, plugins, metrics = trained_old_way
     run = tmp_path / "run"
@@ -152,8 +152,8 @@ def test_an_old_run_is_listed_and_its_files_read(cli, old_run):
     run, plugins, trained = old_run
     (row,) = js(cli("runs", "--json", extra_path=[plugins, FIXTURE_PLUGINS]))["runs"]
     assert row["monitor"] == "accuracy" and row["best"] == f"accuracy {row['best_metric']:.1%}"
-    from trainlab.events import EvalResult
-    from trainlab.runs import RunDir
+    from trainlab.api.events import EvalResult
+    from trainlab.runfolder.index import RunDir
 
     rd = RunDir(run)
     evals = [e for e in rd.events() if isinstance(e, EvalResult)]

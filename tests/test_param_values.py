@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from trainlab.api import UsageError
-from trainlab.param_values import ENGINE, EXPLICIT, PRESET, REMEMBERED, TASK, ParamValues
+from trainlab.api.errors import UsageError
+from trainlab.viewmodel.param_values import ENGINE, EXPLICIT, PRESET, REMEMBERED, TASK, ParamValues
 
 
 @pytest.fixture
 def spec(toy_plugin):
-    from trainlab.pluginhost import registry
+    from trainlab.pluginhost.host import registry
 
     return registry().task("toy-classification").spec
 

@@ -5,9 +5,11 @@ import math
 
 import pytest
 
-from trainlab.api import Param, Preset, TaskSpec, UsageError
-from trainlab.events import EvalResult, Finished, SystemSample, TrainStep, event_from_json, read_events
-from trainlab.params import ENGINE_PARAMS, parse_assignments, resolve
+from trainlab.api.descriptors import Param, Preset, TaskSpec
+from trainlab.api.errors import UsageError
+from trainlab.api.events import EvalResult, Finished, SystemSample, TrainStep, event_from_json
+from trainlab.runfolder.tail import read_events
+from trainlab.api.params import ENGINE_PARAMS, parse_assignments, resolve
 
 SPEC = TaskSpec(
     id="demo-task",

@@ -13,8 +13,9 @@ import pytest
 
 from conftest import FAULTY_PLUGIN, write_toy_csv
 from trainlab.engine.plugin_calls import PluginCallError, failure_of
-from trainlab.events import Finished, read_events
-from trainlab.runs import RunDir
+from trainlab.api.events import Finished
+from trainlab.runfolder.tail import read_events
+from trainlab.runfolder.index import RunDir
 
 TASK = "faulty-classification"
 
@@ -31,7 +32,7 @@ def rows(tmp_path):
 
 
 def train(rows, out, **params):
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     return run_training(RunRequest(task=TASK, data=str(rows), params={k: str(v) for k, v in params.items()}, out=str(out)))
 
@@ -96,7 +97,7 @@ def test_a_failure_before_the_run_folder_exists_names_the_plugin(faulty, rows, t
 
 
 def test_the_engines_own_verdicts_and_other_plugins_failures_stay_theirs(toy_plugin, toy_csv, tmp_path):
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     def run(name, **params):
         request = RunRequest(task="toy-classification", data=str(toy_csv), params={"epochs": "1", **params}, out=str(tmp_path / name))

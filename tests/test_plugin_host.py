@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import BROKEN_PLUGINS, CARELESS_PLUGINS, FIXTURE_PLUGINS, subprocess_env
-from trainlab.pluginhost import PluginRegistry, set_blocked
+from trainlab.pluginhost.host import PluginRegistry, set_blocked
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def test_env_var_blocks_too(all_fixture_plugins, monkeypatch):
 def test_discovery_and_plugins_command_do_not_import_torch(tmp_home):
     code = (
         "import sys, json\n"
-        "from trainlab.cli import main\n"
+        "from trainlab.cli.main import main\n"
         "rc = main(['plugins', '--json'])\n"
         "main(['tasks', '--json'])\n"
         "heavy = [m for m in ('torch', 'torchvision', 'transformers', 'PySide6', 'pyqtgraph') if m in sys.modules]\n"
@@ -138,7 +138,7 @@ def test_builtin_plugins_are_registered_through_the_entry_point_group():
 def test_plugin_run_callbacks_are_isolated(tmp_path, monkeypatch, toy_plugin, toy_csv):
     (tmp_path / "cb_plugin.py").write_text(
         "import trainlab\n"
-        "from trainlab.engine.callbacks import Callback\n"
+        "from trainlab.api.callbacks import Callback\n"
         "SEEN = []\n"
         "class Counter(Callback):\n"
         "    def on_epoch_end(self, state):\n        SEEN.append(state.epoch)\n"
@@ -152,8 +152,8 @@ def test_plugin_run_callbacks_are_isolated(tmp_path, monkeypatch, toy_plugin, to
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cbp\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[trainlab.plugins]\ncbp = cb_plugin\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    from trainlab.engine.runner import RunRequest, run_training
-    from trainlab.events import Log
+    from trainlab.engine.scripting import RunRequest, run_training
+    from trainlab.api.events import Log
 
     logs = []
 
@@ -162,7 +162,7 @@ def test_plugin_run_callbacks_are_isolated(tmp_path, monkeypatch, toy_plugin, to
             if isinstance(event, Log):
                 logs.append(event.message)
 
-    from trainlab.engine.callbacks import Callback
+    from trainlab.api.callbacks import Callback
 
     class GrabCb(Callback):
         def on_event(self, event):

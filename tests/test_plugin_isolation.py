@@ -1,4 +1,4 @@
-"""Plugins that hang, exit or crash when imported do not stop TrainLab (trainlab.pluginprobe).
+"""Plugins that hang, exit or crash when imported do not stop TrainLab (trainlab.pluginhost.probe).
 
 The fixtures in tests/fixtures/broken_plugins/at_import sleep 120 s, call
 ``os._exit(3)`` or segfault (ctypes) at import.  With a 3 s limit, every
@@ -13,8 +13,8 @@ import shutil
 import sys
 
 from conftest import AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FIXTURE_PLUGINS
-from trainlab import pluginprobe
-from trainlab.pluginhost import PluginRegistry
+from trainlab.pluginhost import probe as pluginprobe
+from trainlab.pluginhost.host import PluginRegistry
 
 LIMIT = {"TRAINLAB_PLUGIN_IMPORT_TIMEOUT": "3"}
 PATHS = [AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FIXTURE_PLUGINS]

@@ -6,9 +6,9 @@ import inspect
 import re
 from pathlib import Path
 
-from trainlab import hookspecs
-from trainlab.families import ClassificationTask, MultiLabelTask, RegressionTask
-from trainlab.taskbase import Task
+from trainlab.api import hookspecs
+from trainlab.api.families import ClassificationTask, MultiLabelTask, RegressionTask
+from trainlab.api.taskbase import Task
 from trainlab.testing import pytest_plugin
 from trainlab.testing.checks import CHECKS
 

@@ -1,4 +1,4 @@
-"""The plugin template (resources/templates/plugin, a copier template) renders a package whose own tests pass.
+"""The plugin template (resources/trainlab_resources/templates/plugin, a copier template) renders a package whose own tests pass.
 
 Rendered with copier, installed offline into a venv chained to this one
 (``--no-index --no-build-isolation --no-deps``), then its own test suite (the

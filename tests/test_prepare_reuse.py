@@ -11,9 +11,10 @@ from safetensors.torch import load_file
 from trainlab.engine.execute import execute
 from trainlab.engine.plan import RunRequest, plan_run
 from trainlab.engine.prepare import prepare_task
-from trainlab.events import Log, read_events
-from trainlab.resources import resource_path
-from trainlab.runs import RunDir
+from trainlab.api.events import Log
+from trainlab.runfolder.tail import read_events
+from trainlab_resources import resource_path
+from trainlab.runfolder.index import RunDir
 
 SAMPLE = resource_path("samples", "text")
 
@@ -35,8 +36,8 @@ def encode_calls(monkeypatch):
     of a preparation in memory, which the disk cache would otherwise hide
     (tests/test_token_cache.py tests that one).
     """
-    import trainlab.plugins.text.base as text_task
-    from trainlab.cache import set_limit_gb
+    import trainlab_plugins.text.base as text_task
+    from trainlab.system.cache import set_limit_gb
 
     set_limit_gb(0)
 

@@ -41,7 +41,7 @@ def test_what_plugins_need_is_public(name):
 
 
 def test_scripts_keep_the_engine_path_of_the_callback_classes():
-    from trainlab.engine import callbacks
+    from trainlab.api import callbacks
 
     assert (trainlab.Callback, trainlab.RunState, trainlab.RunControl) == (callbacks.Callback, callbacks.RunState, callbacks.RunControl)
 

@@ -21,8 +21,8 @@ SCRIPT = textwrap.dedent(
     import json, sys, threading
     from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
-    from trainlab.desktop.worker import EventBatch, TrainingWorker
-    from trainlab.events import TrainStep
+    from trainlab_desktop.run.training_thread import EventBatch, TrainingWorker
+    from trainlab.api.events import TrainStep
 
     TOTAL = int(sys.argv[1])
     app = QCoreApplication([])

@@ -19,13 +19,13 @@ from types import SimpleNamespace
 import pytest
 
 from fixtures import fake_nvml
-from trainlab.api import UsageError
+from trainlab.api.errors import UsageError
 from trainlab.engine.plan import RunRequest
-from trainlab.queue import actions
-from trainlab.queue.execution import train_command, visible_devices_env
-from trainlab.queue.leases import LeaseTaken, gpu_states, hold_device_lease, holder_of, read_gpus
-from trainlab.queue.scheduler import Scheduler
-from trainlab.queue.store import DONE, QUEUED, RUNNING, QueueStore
+from trainlab.scheduling.queue import actions
+from trainlab.scheduling.queue.execution import train_command, visible_devices_env
+from trainlab.engine.gpu_leases import LeaseTaken, gpu_states, hold_device_lease, holder_of, read_gpus
+from trainlab.scheduling.queue.scheduler import Scheduler
+from trainlab.scheduling.queue.store import DONE, QUEUED, RUNNING, QueueStore
 
 MiB, GiB = fake_nvml.MiB, fake_nvml.GiB
 
@@ -35,15 +35,15 @@ MiB, GiB = fake_nvml.MiB, fake_nvml.GiB
 STAND_IN_RUNNER = r"""
 import os, subprocess, sys
 import psutil
-from trainlab.queue.leases import acquire
-from trainlab.queue.store import DONE, QueueStore
+from trainlab.engine.gpu_leases import acquire
+from trainlab.scheduling.queue.store import DONE, QueueStore
 
 entry_id, token, devices = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
 store = QueueStore()
 lease = acquire(devices, f"stand-in runner of entry {entry_id}")
 assert store.claim(entry_id, token, os.getpid(), psutil.Process().create_time()) is not None
 print("holding", flush=True)
-RANK = "import sys; from types import SimpleNamespace; from trainlab.queue.leases import hold_device_lease; " \
+RANK = "import sys; from types import SimpleNamespace; from trainlab.engine.gpu_leases import hold_device_lease; " \
        "hold_device_lease(SimpleNamespace(type='cuda', index=0), uuid_of=lambda i: sys.argv[1]); print('covered')"
 for line in sys.stdin:
     if line.strip() == "child":

@@ -33,7 +33,7 @@ def _agreement_rank(rank: int, port: int, zero_went_on, queue) -> None:
     import torch.distributed as dist
 
     from trainlab.engine import distributed
-    from trainlab.engine.callbacks import RunControl
+    from trainlab.api.callbacks import RunControl
     from trainlab.engine.distributed import AgreedControl
 
     group = _join(rank, port)

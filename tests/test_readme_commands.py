@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from trainlab.api import UsageError
-from trainlab.cli import _parser
+from trainlab.api.errors import UsageError
+from trainlab.cli.main import _parser
 
 ROOT = Path(__file__).resolve().parents[1]
 

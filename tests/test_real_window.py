@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from trainlab import launcher
+from trainlab import shortcuts as launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOT = ROOT / "docs" / "screenshots" / "real-window.png"

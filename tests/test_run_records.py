@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from trainlab.api import UsageError
-from trainlab.formats import MISSING, format_duration, format_metric
-from trainlab.records import EvalRecord, RunFileError, SplitReport
-from trainlab.runs import RunDir, RunStore
-from trainlab.status import INTERRUPTED_ERROR, shown_status, status_word
+from trainlab.api.errors import UsageError
+from trainlab.runfolder.display import MISSING, format_duration, format_metric
+from trainlab.runfolder.records import EvalRecord, RunFileError, SplitReport
+from trainlab.runfolder.index import RunDir, RunStore
+from trainlab.runfolder.status import INTERRUPTED_ERROR, shown_status, status_word
 
 # run.json as version 1 of the engine writes it, plus a key from a newer TrainLab
 RUN_JSON = {
@@ -256,8 +256,8 @@ def test_the_desktop_reads_run_folders_only_through_rundir():
                         found.append(f"{path.name}:{node.lineno} json.{node.func.attr}")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in READERS:
                 found.append(f"{path.name}:{node.lineno} {node.func.id}()")
-            if isinstance(node, ast.ImportFrom) and node.module in ("trainlab.fileio", "trainlab.events"):
+            if isinstance(node, ast.ImportFrom) and node.module in ("trainlab.system.fileio", "trainlab.api.events"):
                 names = {alias.name for alias in node.names}
                 if names & {"read_json", "event_from_json", "event_from_dict"}:
                     found.append(f"{path.name}:{node.lineno} imports {sorted(names)} from {node.module}")
-    assert found == [], "read run folders through trainlab.runs.RunDir / trainlab.tail:\n" + "\n".join(found)
+    assert found == [], "read run folders through trainlab.runfolder.index.RunDir / trainlab.runfolder.tail:\n" + "\n".join(found)

@@ -12,8 +12,8 @@ import math
 
 import pytest
 
-from trainlab.events import EvalResult, Finished, Log, Progress, Started, SystemSample, TrainStep
-from trainlab.session import LOG_LIMIT, RunSession
+from trainlab.api.events import EvalResult, Finished, Log, Progress, Started, SystemSample, TrainStep
+from trainlab.viewmodel.session import LOG_LIMIT, RunSession
 
 T0 = 1_800_000_000.0
 
@@ -261,7 +261,7 @@ def test_the_session_needs_neither_qt_nor_torch():
     import subprocess
     import sys
 
-    code = ("import sys; import trainlab.session, trainlab.param_values; "
+    code = ("import sys; import trainlab.viewmodel.session, trainlab.viewmodel.param_values; "
             "bad = [m for m in ('PySide6', 'torch', 'pyqtgraph') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import FIXTURE_PLUGINS, subprocess_env
 from fixtures.waiting import wait_until
-from trainlab.api import UsageError
+from trainlab.api.errors import UsageError
 
 SPACE = ["--space", "lr=1e-4:0.5:log", "--space", "hidden=4,16"]
 
@@ -109,9 +109,9 @@ def test_a_space_the_task_would_refuse_is_exit_2_naming_it(cli, toy_csv):
     ],
 )
 def test_space_items_are_checked_against_the_schema(toy_plugin, item, message):
-    from trainlab.params import full_schema
-    from trainlab.pluginhost import registry
-    from trainlab.sweep.space import parse_space
+    from trainlab.api.params import full_schema
+    from trainlab.pluginhost.host import registry
+    from trainlab.scheduling.sweep.space import parse_space
 
     with pytest.raises(UsageError) as caught:
         parse_space([item], full_schema(registry().task("toy-classification").spec))
@@ -119,9 +119,9 @@ def test_space_items_are_checked_against_the_schema(toy_plugin, item, message):
 
 
 def test_a_grid_takes_point_counts_and_lists_integer_ranges(toy_plugin, toy_csv):
-    from trainlab.params import full_schema
-    from trainlab.pluginhost import registry
-    from trainlab.sweep.space import grid_size, parse_space
+    from trainlab.api.params import full_schema
+    from trainlab.pluginhost.host import registry
+    from trainlab.scheduling.sweep.space import grid_size, parse_space
 
     schema = full_schema(registry().task("toy-classification").spec)
     lr, hidden, model = parse_space(["lr=1e-5:1e-3:log:3", "hidden=4:6", "model=mlp,wide-mlp"], schema)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from trainlab.api import UsageError
-from trainlab.queue.board import QueueBoard
-from trainlab.queue.store import QueueStore
-from trainlab.sweep.board import SweepBoard
-from trainlab.sweep.space import Dimension
+from trainlab.api.errors import UsageError
+from trainlab.scheduling.queue.board import QueueBoard
+from trainlab.scheduling.queue.store import QueueStore
+from trainlab.scheduling.sweep.board import SweepBoard
+from trainlab.scheduling.sweep.space import Dimension
 
 
 def summary(direction: str = "minimize") -> dict:

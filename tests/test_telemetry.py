@@ -10,8 +10,8 @@ import threading
 import pytest
 from fixtures import fake_nvml
 
-from trainlab.api import UsageError
-from trainlab.events import SystemSample, event_from_json
+from trainlab.api.errors import UsageError
+from trainlab.api.events import SystemSample, event_from_json
 from trainlab.telemetry import GPU_FIELDS, TelemetrySampler, check_interval
 
 GiB = fake_nvml.GiB

@@ -7,11 +7,12 @@ import threading
 import pytest
 from fixtures import fake_nvml
 
-from trainlab.api import UsageError
-from trainlab.engine.callbacks import Callback
-from trainlab.engine.runner import RunRequest, run_training
-from trainlab.events import Finished, Log, Started, SystemSample, read_events
-from trainlab.runs import RunDir
+from trainlab.api.errors import UsageError
+from trainlab.api.callbacks import Callback
+from trainlab.engine.scripting import RunRequest, run_training
+from trainlab.api.events import Finished, Log, Started, SystemSample
+from trainlab.runfolder.tail import read_events
+from trainlab.runfolder.index import RunDir
 from trainlab.telemetry import TelemetryCallback
 
 

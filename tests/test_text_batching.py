@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from trainlab.plugins.text.batching import PadCollator, length_grouped_batches, random_batches, sorted_batches
+from trainlab_plugins.text.batching import PadCollator, length_grouped_batches, random_batches, sorted_batches
 
 
 def lognormal_lengths(n=1024, seed=0):

@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from trainlab.engine.callbacks import Callback
-from trainlab.engine.runner import RunRequest, run_training
-from trainlab.runs import RunDir
-from trainlab.resources import resource_path
+from trainlab.api.callbacks import Callback
+from trainlab.engine.scripting import RunRequest, run_training
+from trainlab.runfolder.index import RunDir
+from trainlab_resources import resource_path
 
 SAMPLE = resource_path("samples", "text")
 # One torch thread: on the shared two-core test machine a two-thread OpenMP
@@ -112,7 +112,7 @@ def test_a_model_that_is_not_here_is_exit_2_with_staging_steps(cli, tmp_path):
 def test_import_a_model_folder_and_train_it_by_name(cli, tmp_path):
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from trainlab.plugins.text.models import tiny_bert_vocab_dir
+    from trainlab_plugins.text.models import tiny_bert_vocab_dir
 
     staged = tmp_path / "staged" / "mini-bert"
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_vocab_dir()))

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from trainlab import DataError
-from trainlab.plugins.text.data import Columns, check_labels, label_order, read_data, read_texts
+from trainlab_plugins.text.data import Columns, check_labels, label_order, read_data, read_texts
 
 COLS = Columns()
 
@@ -200,7 +200,7 @@ def test_discovery_and_data_reading_do_not_import_torch():
     import sys
 
     code = (
-        "import sys, trainlab.plugins.text as p, trainlab.plugins.text.data, trainlab.plugins.text.batching; "
+        "import sys, trainlab_plugins.text as p, trainlab_plugins.text.data, trainlab_plugins.text.batching; "
         "print(p.trainlab_tasks()[0].id, p.trainlab_api_version(), 'torch' in sys.modules, 'transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

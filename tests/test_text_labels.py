@@ -6,9 +6,9 @@ import json
 import pytest
 
 from trainlab import DataError
-from trainlab.plugins.text.data import Columns, check_labels, read_data
-from trainlab.plugins.text.labels import LabelSetKind, NumberLabel
-from trainlab.resources import resource_path
+from trainlab_plugins.text.data import Columns, check_labels, read_data
+from trainlab_plugins.text.labels import LabelSetKind, NumberLabel
+from trainlab_resources import resource_path
 
 NUMBER = NumberLabel()
 TAGS = LabelSetKind(";")
@@ -146,7 +146,7 @@ def test_a_rare_label_still_reaches_validation(tmp_path):
 
 
 def test_the_committed_samples_are_what_the_generator_writes(tmp_path):
-    from trainlab.plugins.text import make_family_samples
+    from trainlab_plugins.text import make_family_samples
 
     make_family_samples.main(["--samples", str(tmp_path)])
     for name in ("text-regression", "text-multilabel"):

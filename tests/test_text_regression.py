@@ -8,13 +8,13 @@ import torch
 from safetensors.torch import load_file
 
 from trainlab import DataError, Number, RunContext
-from trainlab.engine.callbacks import Callback
-from trainlab.engine.runner import RunRequest, evaluate_run, run_training
-from trainlab.params import ENGINE_PARAMS, resolve
-from trainlab.plugins.text import TEXT_REGRESSION
-from trainlab.plugins.text.regression import TextRegressionTask
-from trainlab.resources import resource_path
-from trainlab.runs import RunDir
+from trainlab.api.callbacks import Callback
+from trainlab.engine.scripting import RunRequest, evaluate_run, run_training
+from trainlab.api.params import ENGINE_PARAMS, resolve
+from trainlab_plugins.text import TEXT_REGRESSION
+from trainlab_plugins.text.regression import TextRegressionTask
+from trainlab_resources import resource_path
+from trainlab.runfolder.index import RunDir
 
 SAMPLE = resource_path("samples", "text-regression")
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from trainlab import DataError, RunContext, UsageError
-from trainlab.params import ENGINE_PARAMS, resolve
-from trainlab.plugins.text import TEXT_CLASSIFICATION
-from trainlab.plugins.text.task import TextClassificationTask
-from trainlab.resources import resource_path
+from trainlab.api.params import ENGINE_PARAMS, resolve
+from trainlab_plugins.text import TEXT_CLASSIFICATION
+from trainlab_plugins.text.task import TextClassificationTask
+from trainlab_resources import resource_path
 
 SAMPLE = resource_path("samples", "text")
 
@@ -43,7 +43,7 @@ def tiny_pretrained(tmp_path_factory):
     """A small 'pretrained' BERT folder (masked-LM head, no classifier), like a staged bert-base-chinese."""
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from trainlab.plugins.text.models import tiny_bert_vocab_dir
+    from trainlab_plugins.text.models import tiny_bert_vocab_dir
 
     folder = tmp_path_factory.mktemp("models") / "mini-bert"
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_vocab_dir()))
@@ -229,7 +229,7 @@ def test_expand_inputs_reads_strings_files_and_stdin(tmp_path, monkeypatch):
 def test_a_head_for_other_labels_is_replaced(tmp_path):
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from trainlab.plugins.text.models import tiny_bert_vocab_dir
+    from trainlab_plugins.text.models import tiny_bert_vocab_dir
 
     folder = tmp_path / "three-way"
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_vocab_dir()))

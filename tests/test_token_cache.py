@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from trainlab import cache
+from trainlab.system import cache
 from trainlab.engine.prepare import prepare_task
 from test_prepare_reuse import small_text_copy
 
@@ -168,8 +168,8 @@ def test_eval_of_a_finished_run_reads_the_ids_its_training_wrote(tmp_path):
 
 def test_rows_that_join_alike_key_apart(tmp_path):
     """Texts are hashed joined: a NUL inside a text must not make two different splits one entry."""
-    from trainlab.plugins.text.data import TextSplit
-    from trainlab.plugins.text.token_cache import split_key
+    from trainlab_plugins.text.data import TextSplit
+    from trainlab_plugins.text.token_cache import split_key
 
     one = TextSplit("train", tmp_path / "a.csv", texts=["a\0b", "c"])
     other = TextSplit("train", tmp_path / "a.csv", texts=["a", "b\0c"])

@@ -8,7 +8,7 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt
 
-from trainlab import cache
+from trainlab.system import cache
 from trainlab.engine.prepare import prepare_task
 from test_prepare_reuse import small_text_copy
 

@@ -105,7 +105,7 @@ def test_wheel_holds_every_resource_and_translation(wheel):
         if path.parts[0] == "resources" or (path.parts[0] == "desktop" and path.suffix in (".qm", ".ts")):
             expected.add(str(PurePosixPath(PACKAGE_DIRS[path.parts[0]], *path.parts[1:])))
     for icon in ("trainlab.svg", "trainlab.ico", "trainlab.icns", *(f"trainlab-{s}.png" for s in (16, 32, 48, 64, 128, 256, 512))):
-        assert f"trainlab/resources/icons/{icon}" in expected, f"resources/icons/{icon} is missing from the source tree"
+        assert f"trainlab/resources/icons/{icon}" in expected, f"resources/trainlab_resources/icons/{icon} is missing from the source tree"
     missing = sorted(expected - names)
     assert not missing, f"{len(missing)} resource files not in the wheel, e.g. {missing[:10]}"
     # The icon renderer is a developer tool (scripts/render_icons.py), not package data.
@@ -137,8 +137,8 @@ def test_wheel_build_prints_no_packaging_warning(wheel_build):
 def test_wheel_declares_the_commands_and_builtin_plugins(wheel):
     with zipfile.ZipFile(wheel) as archive:
         entry_points = archive.read(f"trainlab-{trainlab.__version__}.dist-info/entry_points.txt").decode()
-    assert "[console_scripts]\ntrainlab = trainlab.cli:main" in entry_points
-    assert "[gui_scripts]\ntrainlab-gui = trainlab.cli:gui_main" in entry_points
+    assert "[console_scripts]\ntrainlab = trainlab.cli.main:main" in entry_points
+    assert "[gui_scripts]\ntrainlab-gui = trainlab.cli.main:gui_main" in entry_points
     assert "[trainlab.plugins]" in entry_points
 
 
@@ -175,7 +175,7 @@ def _run(scripts: Path, command: str, *args: str, tmp_path: Path) -> subprocess.
 
 def test_installed_wheel_runs_from_its_own_files(installed, tmp_path):
     python = installed / ("python.exe" if os.name == "nt" else "python")
-    probe = "import trainlab, trainlab.launcher as l; print(trainlab.__file__); print(l.icon_file())"
+    probe = "import trainlab, trainlab.shortcuts as l; print(trainlab.__file__); print(l.icon_file())"
     done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     package, icon = (Path(line) for line in done.stdout.splitlines())

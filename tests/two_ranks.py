@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 
-from trainlab.launch import free_port
+from trainlab.engine.torchrun import free_port
 
 
 def run_two_ranks(target, *args) -> dict[int, object]:

@@ -35,9 +35,9 @@ def check_install(env: CheckEnv, out: Outcome) -> None:
         out.expect("the wheel was built from these sources (bench/gpu_bundle.sh after the last change)", wheel_stamp == tree_stamp,
                    f"wheel {wheel_stamp[:12]}, tree {tree_stamp[:12]}")  # fmt: skip
 
-    import trainlab.cli  # noqa: F401 - the CLI's module level must not need Qt
-    import trainlab.engine.runner  # noqa: F401
-    from trainlab.pluginhost import load_factory, registry
+    import trainlab.cli.main  # noqa: F401 - the CLI's module level must not need Qt
+    import trainlab.engine.scripting  # noqa: F401
+    from trainlab.pluginhost.host import load_factory, registry
 
     reg = registry()
     status = {p.name: p.status for p in reg.plugins}

@@ -22,7 +22,7 @@ def make_decoder_folder(folder: Path, hidden: int, layers: int, heads: int, kv_h
     import torch
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-    from trainlab.resources import resource_path
+    from trainlab_resources import resource_path
 
     tokenizer = AutoTokenizer.from_pretrained(str(resource_path("vocab", "tiny-bert")))
     config = Qwen2Config(
@@ -49,7 +49,7 @@ def _measured_run(env: CheckEnv, data: Path, params: dict[str, Any], out_dir: Pa
     """(estimate, outcome, the allocator's peak during the run) for one run of the text task."""
     from trainlab.engine.execute import execute
     from trainlab.engine.plan import RunRequest, plan_run
-    from trainlab.memory import estimate_memory
+    from trainlab.engine.memory import estimate_memory
 
     plan = plan_run(RunRequest(task="text-classification", data=str(data), params=params, out=str(out_dir)))
     estimate = estimate_memory(plan, use_cache=False)
@@ -126,7 +126,7 @@ def check_lora_decoder_fits_24gb(env: CheckEnv, out: Outcome) -> None:
 
 
 def _refused_without_bitsandbytes(env: CheckEnv, out: Outcome, params: dict[str, Any], what: str) -> None:
-    from trainlab.api import UsageError
+    from trainlab.api.errors import UsageError
     from trainlab.engine.plan import RunRequest, plan_run
 
     try:
@@ -148,7 +148,7 @@ def check_qlora(env: CheckEnv, out: Outcome) -> None:
         if env.cuda and not out.failed:
             raise Skipped("bitsandbytes is not installed here (pip install 'trainlab[qlora]'); TrainLab refused it with exit 2")
         return
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     outcome = run_training(RunRequest(task="text-classification", data=str(_texts(env)), params=params, out=str(env.work / "run")))
     out.expect("run completed", outcome.status == "completed", outcome.error)

@@ -109,7 +109,7 @@ class CheckEnv:
 
 def register_tasks() -> None:
     """The check's own tasks (synthetic data, probes) in this process's registry."""
-    from trainlab.pluginhost import registry
+    from trainlab.pluginhost.host import registry
 
     from gpucheck.tasks import GpuCheckPlugin
 
@@ -123,7 +123,7 @@ def register_tasks() -> None:
 
 def engine_run(task: str, data: Path | str, params: dict[str, Any], out: Path, callbacks: Iterable[Any] = ()):
     """``run_training`` on ``task``; returns (RunResult, run folder)."""
-    from trainlab.engine.runner import RunRequest, run_training
+    from trainlab.engine.scripting import RunRequest, run_training
 
     result = run_training(RunRequest(task=task, data=str(data), params=dict(params), out=str(out)), callbacks=list(callbacks))
     return result, Path(result.run_dir)
@@ -163,7 +163,7 @@ def free_cuda() -> None:
 
 
 def callback_base():
-    from trainlab.engine.callbacks import Callback
+    from trainlab.api.callbacks import Callback
 
     return Callback
 

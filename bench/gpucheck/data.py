@@ -57,7 +57,7 @@ def make_jpegs(root: Path, *, classes: int, train_per_class: int, val_per_class:
 
 
 def vocabulary_words() -> list[str]:
-    from trainlab.resources import resource_path
+    from trainlab_resources import resource_path
 
     words = []
     for line in (resource_path("vocab", "tiny-bert") / "vocab.txt").read_text(encoding="utf-8").splitlines():
@@ -89,7 +89,7 @@ def make_bert_folder(folder: Path, size: dict[str, Any], max_positions: int = 51
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
     from transformers.utils import logging as hf_logging
 
-    from trainlab.resources import resource_path
+    from trainlab_resources import resource_path
 
     hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(str(resource_path("vocab", "tiny-bert")))

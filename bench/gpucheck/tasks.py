@@ -54,7 +54,7 @@ class GpuCheckPlugin:
 
     @trainlab.hookimpl
     def trainlab_tasks(self) -> list[TaskSpec]:
-        from trainlab.pluginhost import registry
+        from trainlab.pluginhost.host import registry
 
         specs = [
             TaskSpec(id="gpu-check-tensors", title="GPU check: images on the device", factory="gpucheck.tasks:TensorImageTask",
@@ -416,7 +416,7 @@ def __getattr__(name: str) -> Any:
     # a module attribute, so that pickling (spawned loader workers) finds it.
     if name not in _PROBED:
         raise AttributeError(name)
-    from trainlab.pluginhost import load_factory, registry
+    from trainlab.pluginhost.host import load_factory, registry
 
     builtin, make = _PROBED[name]
     cls = make(load_factory(registry().task(builtin).spec.factory))

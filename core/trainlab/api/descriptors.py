@@ -1,0 +1,443 @@
+"""The descriptors a plugin declares: tasks, their parameters, presets and metrics.
+
+Plain frozen dataclasses, importable without torch: discovery reads and
+validates them cheaply (STYLE.md: no heavy plugin code at start-up).  The
+runtime side of a task (``trainlab.Task`` and the family base classes) is
+imported only when a run starts, through ``TaskSpec.factory``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+PARAM_TYPES = ("int", "float", "bool", "str", "choice", "path")
+TASK_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
+PARAM_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+METRIC_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+# The task families the engine and the window know how to evaluate and show.
+# A plugin may name another family: it then supplies its own metric
+# accumulator, and the window shows the table and curves of its declared
+# metrics (``docs/plugins.md``).
+FAMILIES = ("classification", "regression", "multilabel")
+INPUT_KINDS = ("image", "text", "row", "file")
+# How a metric reads (trainlab.runfolder.display); a Python format spec is accepted too.
+METRIC_DISPLAYS = ("percent", "loss", "score", "count", "number")
+
+
+_TRUE = {"1", "true", "yes", "on", "y"}
+_FALSE = {"0", "false", "no", "off", "n"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a task's schema.
+
+    ``type`` is one of int, float, bool, str, choice, path.  For ``choice``,
+    ``choices`` lists the allowed values; with ``open_choices`` other strings
+    are accepted too (a model preset list that also takes a folder).
+    ``minimum``/``maximum`` bound numbers (inclusive).
+    """
+
+    name: str
+    type: str
+    default: Any
+    help: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    open_choices: bool = False
+    title: str = ""
+    group: str = "task"
+    advanced: bool = False
+
+    def coerce(self, value: Any) -> Any:
+        """Return ``value`` as this parameter's type, or raise ValueError."""
+        if value is None:
+            if self.default is None:
+                return None
+            raise ValueError(f"{self.name}: a value is required")
+        if self.type == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            raise ValueError(f"{self.name}: expected true or false, got {value!r}")
+        if self.type == "int":
+            if isinstance(value, bool):
+                raise ValueError(f"{self.name}: expected an integer, got {value!r}")
+            try:
+                number = int(str(value).strip()) if not isinstance(value, int) else value
+            except ValueError:
+                raise ValueError(f"{self.name}: expected an integer, got {value!r}") from None
+            self._check_range(number)
+            return number
+        if self.type == "float":
+            if isinstance(value, bool):
+                raise ValueError(f"{self.name}: expected a number, got {value!r}")
+            try:
+                number = float(str(value).strip()) if not isinstance(value, (int, float)) else float(value)
+            except ValueError:
+                raise ValueError(f"{self.name}: expected a number, got {value!r}") from None
+            if not math.isfinite(number):
+                raise ValueError(f"{self.name}: expected a finite number, got {value!r}")
+            self._check_range(number)
+            return number
+        text = str(value)
+        if self.type == "choice":
+            if text in self.choices or (self.open_choices and text.strip()):
+                return text
+            raise ValueError(f"{self.name}: {text!r} is not one of {', '.join(self.choices)}")
+        if self.type == "path":
+            return text
+        return text
+
+    def _check_range(self, number: float) -> None:
+        if self.minimum is not None and number < self.minimum:
+            raise ValueError(f"{self.name}: {number} is below the minimum {self.minimum:g}")
+        if self.maximum is not None and number > self.maximum:
+            raise ValueError(f"{self.name}: {number} is above the maximum {self.maximum:g}")
+
+    def validate_declaration(self) -> list[str]:
+        """Problems with this declaration itself (used on plugin descriptors)."""
+        problems = []
+        if not isinstance(self.name, str) or not PARAM_NAME_RE.match(self.name):
+            problems.append(f"parameter name {self.name!r} is not lower_snake_case")
+        if self.type not in PARAM_TYPES:
+            problems.append(f"parameter {self.name!r}: unknown type {self.type!r}")
+            return problems
+        if self.type == "choice" and not self.choices and not self.open_choices:
+            problems.append(f"parameter {self.name!r}: a choice needs choices")
+        if self.default is not None:
+            try:
+                self.coerce(self.default)
+            except ValueError as exc:
+                problems.append(f"parameter {self.name!r}: bad default: {exc}")
+        return problems
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "type": self.type, "default": self.default, "help": self.help}
+        if self.title:
+            data["title"] = self.title
+        if self.minimum is not None:
+            data["minimum"] = self.minimum
+        if self.maximum is not None:
+            data["maximum"] = self.maximum
+        if self.choices:
+            data["choices"] = list(self.choices)
+            data["open_choices"] = self.open_choices
+        data["group"] = self.group
+        data["advanced"] = self.advanced
+        return data
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A model preset: choosing ``model=name`` applies ``overrides``."""
+
+    name: str
+    title: str = ""
+    description: str = ""
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title or self.name,
+            "description": self.description,
+            "overrides": dict(self.overrides),
+        }
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric a task computes on each evaluation.
+
+    ``name`` is its key in eval events, ``eval.json``, ``run.json`` and
+    ``train --json`` (lower_snake_case, never ``loss``: the engine computes
+    that).  ``higher_is_better`` decides the best checkpoint and early
+    stopping when it is the ``monitor``.  ``display`` is how it reads: one of
+    ``percent`` (a fraction shown as 92.5%), ``score`` (3 decimals), ``loss``
+    or ``number`` (4 significant digits), ``count``, or a Python format spec.
+    """
+
+    name: str
+    title: str = ""
+    higher_is_better: bool = True
+    display: str = "number"
+    help: str = ""
+
+    def validate(self) -> list[str]:
+        problems = []
+        if not isinstance(self.name, str) or not METRIC_NAME_RE.match(self.name) or self.name == "loss":
+            problems.append(f"metric name {self.name!r} is not lower_snake_case (and not 'loss', which the engine computes)")
+        if not isinstance(self.display, str) or not self.display:
+            problems.append(f"metric {self.name!r}: display must be a kind ({', '.join(METRIC_DISPLAYS)}) or a format spec")
+        elif self.display not in METRIC_DISPLAYS:
+            try:
+                format(0.5, self.display)
+            except (ValueError, TypeError):
+                problems.append(f"metric {self.name!r}: display {self.display!r} is neither a kind nor a format spec")
+        return problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title or self.name,
+            "higher_is_better": self.higher_is_better,
+            "display": self.display,
+            "help": self.help,
+        }
+
+
+# The metrics of each built-in family, and its default monitor: a task of a
+# family declares none of its own unless it computes others.
+FAMILY_METRICS: dict[str, tuple[tuple[Metric, ...], str]] = {
+    "classification": (
+        (
+            Metric("accuracy", "Accuracy", True, "percent", "Share of examples whose top label is right."),
+            Metric("macro_f1", "Macro-F1", True, "score", "F1 of each class present, averaged with equal weight."),
+        ),
+        "accuracy",
+    ),
+    "regression": (
+        (
+            Metric("r2", "R\u00b2", True, "score", "Share of the targets' variance the model explains (1 is perfect, 0 is the mean)."),
+            Metric("mae", "MAE", False, "number", "Mean absolute error, in the target's units."),
+            Metric("rmse", "RMSE", False, "number", "Root mean squared error, in the target's units."),
+        ),
+        "r2",
+    ),
+    "multilabel": (
+        (
+            Metric("micro_f1", "Micro-F1", True, "score", "F1 over every (example, label) decision."),
+            Metric("macro_f1", "Macro-F1", True, "score", "F1 of each label, averaged with equal weight."),
+        ),
+        "micro_f1",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """What one input to a trained model is, for try-it, ``predict`` and the data chooser.
+
+    ``kind``: ``image`` (an image file), ``text`` (a string), ``row`` (one
+    row of a table: a mapping of column to value, or a CSV line), or
+    ``file`` (a file of one of ``suffixes``).  ``title`` is how try-it asks
+    for one ("a photo of a cell", "a review").
+    """
+
+    kind: str = "text"
+    suffixes: tuple[str, ...] = ()
+    title: str = ""
+
+    def validate(self) -> list[str]:
+        problems = []
+        if self.kind not in INPUT_KINDS:
+            problems.append(f"input kind {self.kind!r} is not one of {', '.join(INPUT_KINDS)}")
+        if not all(isinstance(s, str) and s.startswith(".") for s in self.suffixes):
+            problems.append("input suffixes must be strings starting with a dot ('.wav')")
+        return problems
+
+    def accepts_path(self, path: str | Path) -> bool:
+        """Whether ``path`` names a file of this kind (by its suffix)."""
+        suffix = Path(path).suffix.lower()
+        return bool(self.suffixes) and suffix in {s.lower() for s in self.suffixes}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "suffixes": list(self.suffixes), "title": self.title}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What a plugin declares about one task; cheap to build, no torch.
+
+    ``factory`` is ``"package.module:Class"``; it is imported only when a run
+    starts and must produce a ``Task``.  ``defaults`` overrides engine
+    parameter defaults for this task (for example ``lr``).  ``data_kind`` tells
+    the window whether to offer a folder, a file, or both.
+
+    Plugin API 2 adds (each with a default that keeps an API 1 descriptor
+    meaning what it meant):
+
+    * ``family``: ``classification`` (default), ``regression``, ``multilabel``
+      or a plugin's own; it picks the results view and the prediction form.
+    * ``metrics``: what each evaluation computes; empty means the family's
+      (``FAMILY_METRICS``).  ``monitor``: the default ``monitor`` parameter,
+      a metric's name or ``loss``; empty means the family's.
+    * ``input``: what one input to the trained model is (``InputSpec``).
+    * ``model_formats``: the model folder formats the ``model`` parameter
+      accepts (``trainlab.models.catalog`` tells each folder's format:
+      ``transformers``, ``trainlab-image``, ``torchvision-checkpoint``, or a
+      plugin's own ``model.json`` format); the model store and the window
+      offer only those.
+    * ``sample_data``: a demo data set, ``"package:relative/path"`` inside the
+      plugin's own package (found without importing it), or a path inside
+      ``trainlab_resources`` (the built-ins).
+    """
+
+    id: str
+    title: str
+    factory: str
+    description: str = ""
+    params: tuple[Param, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    presets: tuple[Preset, ...] = ()
+    data_kind: str = "either"  # "folder", "file" or "either"
+    data_help: str = ""
+    sample_data: str = ""
+    family: str = "classification"
+    metrics: tuple[Metric, ...] = ()
+    monitor: str = ""
+    input: InputSpec = field(default_factory=InputSpec)
+    model_formats: tuple[str, ...] = ()
+
+    # -- the resolved declarations ------------------------------------------
+    def metric_specs(self) -> tuple[Metric, ...]:
+        """The metrics each evaluation computes (the family's when none are declared)."""
+        if self.metrics:
+            return tuple(self.metrics)
+        return FAMILY_METRICS.get(self.family, ((), "loss"))[0]
+
+    def metric(self, name: str) -> Metric | None:
+        return next((m for m in self.metric_specs() if m.name == name), None)
+
+    def default_monitor(self) -> str:
+        if self.monitor:
+            return self.monitor
+        if not self.metrics and self.family in FAMILY_METRICS:
+            return FAMILY_METRICS[self.family][1]
+        specs = self.metric_specs()
+        return specs[0].name if specs else "loss"
+
+    def monitor_choices(self) -> tuple[str, ...]:
+        return (*(m.name for m in self.metric_specs()), "loss")
+
+    def higher_is_better(self, metric: str) -> bool:
+        spec = self.metric(metric)
+        return spec.higher_is_better if spec is not None else False  # loss, or unknown: lower
+
+    def sample_path(self) -> Path | None:
+        """The folder or file of ``sample_data``, or None when there is none here."""
+        value = (self.sample_data or "").strip()
+        if not value:
+            return None
+        if ":" in value and not Path(value).is_absolute():
+            package, _, relative = value.partition(":")
+            path = _package_folder(package)
+            path = path / relative if path is not None else None
+        else:
+            from trainlab_resources import resource_path
+
+            path = resource_path(value)
+        return path if path is not None and path.exists() else None
+
+    # -- checks and listing -------------------------------------------------
+    def validate(self, engine_params: Sequence[Param] = ()) -> list[str]:
+        """Problems with this descriptor; empty when it is usable."""
+        problems: list[str] = []
+        if not isinstance(self.id, str) or not TASK_ID_RE.match(self.id):
+            return [f"task id {self.id!r} must be lower-case letters, digits and dashes"]
+        if not isinstance(self.title, str) or not self.title.strip():
+            problems.append(f"task {self.id!r}: title is empty")
+        if not isinstance(self.factory, str) or not re.match(r"^[\w.]+:[\w.]+$", self.factory):
+            problems.append(f"task {self.id!r}: factory {self.factory!r} is not 'module:attribute'")
+        if self.data_kind not in ("folder", "file", "either"):
+            problems.append(f"task {self.id!r}: data_kind {self.data_kind!r} is not folder, file or either")
+        if not isinstance(self.family, str) or not re.match(r"^[a-z][a-z0-9-]{0,62}$", self.family):
+            problems.append(f"task {self.id!r}: family {self.family!r} is not a lower-case name")
+        if not isinstance(self.metrics, (tuple, list)) or not all(isinstance(m, Metric) for m in self.metrics):
+            problems.append(f"task {self.id!r}: metrics must be a sequence of trainlab.Metric")
+        else:
+            seen: set[str] = set()
+            for metric in self.metrics:
+                problems += [f"task {self.id!r}: {msg}" for msg in metric.validate()]
+                if metric.name in seen:
+                    problems.append(f"task {self.id!r}: metric {metric.name!r} is declared twice")
+                seen.add(metric.name)
+            if not self.metrics and self.family not in FAMILY_METRICS:
+                problems.append(f"task {self.id!r}: family {self.family!r} is not built in, so the task must declare its metrics")
+            if self.monitor and self.monitor not in self.monitor_choices():
+                problems.append(f"task {self.id!r}: monitor {self.monitor!r} is not one of {', '.join(self.monitor_choices())}")
+        if not isinstance(self.input, InputSpec):
+            problems.append(f"task {self.id!r}: input must be a trainlab.InputSpec")
+        else:
+            problems += [f"task {self.id!r}: {msg}" for msg in self.input.validate()]
+        if not isinstance(self.model_formats, (tuple, list)) or not all(isinstance(f, str) and f for f in self.model_formats):
+            problems.append(f"task {self.id!r}: model_formats must be a sequence of format names")
+        if not isinstance(self.params, (tuple, list)) or not all(isinstance(p, Param) for p in self.params):
+            problems.append(f"task {self.id!r}: params must be a sequence of trainlab.Param")
+            return problems
+        names = [p.name for p in engine_params]
+        for param in self.params:
+            problems += [f"task {self.id!r}: {msg}" for msg in param.validate_declaration()]
+            if param.name in names:
+                problems.append(f"task {self.id!r}: parameter {param.name!r} is declared twice")
+            names.append(param.name)
+        schema = {p.name: p for p in (*engine_params, *self.params)}
+        if "monitor" in schema and not problems:
+            import dataclasses
+
+            schema["monitor"] = dataclasses.replace(schema["monitor"], choices=self.monitor_choices(), default=self.default_monitor())
+        for key, value in dict(self.defaults).items():
+            problems += _check_override(self.id, "defaults", schema, key, value)
+        if not all(isinstance(p, Preset) for p in self.presets):
+            problems.append(f"task {self.id!r}: presets must be trainlab.Preset")
+            return problems
+        for preset in self.presets:
+            for key, value in dict(preset.overrides).items():
+                problems += _check_override(self.id, f"preset {preset.name!r}", schema, key, value)
+        return problems
+
+    def to_json(self, engine_params: Sequence[Param] = ()) -> dict[str, Any]:
+        from trainlab.api.params import full_schema, resolve
+
+        schema = full_schema(self, engine_params)
+        return {
+            "id": self.id,
+            "title": self.title,
+            "description": self.description,
+            "family": self.family,
+            "data_kind": self.data_kind,
+            "data_help": self.data_help,
+            "input": self.input.to_json(),
+            "model_formats": list(self.model_formats),
+            "metrics": [m.to_json() for m in self.metric_specs()],
+            "monitor": self.default_monitor(),
+            "parameters": [p.to_json() for p in schema.values()],
+            "defaults": resolve(self, engine_params, {}, {}),
+            "presets": [p.to_json() for p in self.presets],
+        }
+
+
+def _package_folder(package: str) -> Path | None:
+    """The folder of ``package`` without importing it (its parent packages only)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    return Path(spec.origin).parent if spec.origin else None
+
+
+def _check_override(task_id: str, where: str, schema: Mapping[str, Param], key: str, value: Any) -> list[str]:
+    if key not in schema:
+        return [f"task {task_id!r}: {where} sets unknown parameter {key!r}"]
+    try:
+        schema[key].coerce(value)
+    except ValueError as exc:
+        return [f"task {task_id!r}: {where}: {exc}"]
+    return []

@@ -1,0 +1,127 @@
+"""The engine's parameters and how a run's parameter values are resolved.
+
+Precedence, lowest first (CONTRACT.md "Parameters"): engine defaults, task
+defaults, the chosen model preset's overrides, values remembered by the
+window, explicit ``--set``/flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterable, Mapping, Sequence
+
+from trainlab.api.descriptors import Param, TaskSpec
+from trainlab.api.errors import UsageError
+from trainlab.api.finetune import FINETUNE_PARAM
+
+ENGINE_PARAMS: tuple[Param, ...] = (
+    Param("epochs", "int", 3, "Passes over the training data.", minimum=1, maximum=100_000, group="training"),
+    Param("batch_size", "int", 32, "Examples per optimizer step (before accumulation).", minimum=1, maximum=65_536, group="training"),
+    Param("lr", "float", 1e-3, "Peak learning rate.", minimum=0.0, maximum=10.0, group="training"),
+    Param("weight_decay", "float", 0.01, "AdamW weight decay (not applied to biases and norms).", minimum=0.0, maximum=1.0, group="training"),
+    Param("optimizer", "choice", "adamw", "Optimizer.", choices=("adamw", "sgd", "adamw8bit"), group="training", advanced=True),
+    Param("schedule", "choice", "linear", "Learning-rate schedule after warmup.", choices=("linear", "cosine", "constant"), group="training"),
+    Param("warmup_ratio", "float", 0.06, "Fraction of the steps spent warming the learning rate up.", minimum=0.0, maximum=0.5, group="training", advanced=True),
+    Param(
+        "micro_batch_size",
+        "str",
+        "0",
+        "Examples per forward/backward pass: 0 (the whole batch), N, or auto (the largest that fits the memory "
+        "estimate with headroom); batch_size stays the effective batch, reached by gradient accumulation.",
+        group="hardware",
+        advanced=True,
+    ),
+    Param("grad_accum", "int", 1, "Micro-batches accumulated per optimizer step.", minimum=1, maximum=1024, group="training", advanced=True),
+    Param("clip_grad_norm", "float", 1.0, "Clip the gradient norm to this value (0: off).", minimum=0.0, maximum=1e6, group="training", advanced=True),
+    Param("early_stopping_patience", "int", 0, "Stop after this many evaluations without improvement (0: off).", minimum=0, maximum=10_000, group="training"),
+    Param("class_weighting", "bool", False, "Weight the loss by inverse class frequency (imbalanced data).", group="training"),
+    Param("device", "choice", "auto", "auto (cuda, then mps, then cpu), cpu, cuda or cuda:N.", choices=("auto", "cpu", "cuda"), open_choices=True, group="hardware"),
+    Param("precision", "choice", "auto", "auto: bf16 on GPUs of compute capability 8.0+, else fp16; on a CPU bf16 where it computes bfloat16 natively (AVX512-BF16, AMX), else fp32.", choices=("auto", "fp32", "bf16", "fp16"), group="hardware"),
+    Param("seed", "int", 42, "Seed for every random generator.", minimum=0, maximum=2**31 - 1, group="training"),
+    Param("checkpoint_every_steps", "int", 0, "Also checkpoint every N optimizer steps (0: at epoch ends only).", minimum=0, maximum=10**9, group="output", advanced=True),
+    Param("checkpoint_every_minutes", "float", 10.0, "Also checkpoint when this many minutes passed since the last checkpoint (0: off), so a long epoch is never all-or-nothing.", minimum=0.0, maximum=100_000.0, group="output", advanced=True),
+    Param("keep_checkpoints", "choice", "last+best", "Which checkpoints to keep.", choices=("last+best", "last", "best", "none"), group="output", advanced=True),
+    Param("final_weights", "choice", "best", "Weights of the exported model.", choices=("best", "last"), group="output", advanced=True),
+    Param("monitor", "choice", "accuracy", "Validation metric for the best checkpoint and early stopping (the task's metrics, or loss).", choices=("accuracy", "macro_f1", "loss"), group="training", advanced=True),
+    Param("telemetry_every", "float", 5.0, "Seconds between system/GPU samples written to metrics.jsonl (0: off; else at least 0.5).", minimum=0.0, maximum=3600.0, group="output", advanced=True),
+    Param("log_interval", "float", 0.25, "Seconds between loss read-backs from the device (no sync per step).", minimum=0.0, maximum=3600.0, group="output", advanced=True),
+)
+
+FLAG_SHORTHANDS = {
+    "epochs": "epochs",
+    "batch_size": "batch_size",
+    "lr": "lr",
+    "device": "device",
+    "precision": "precision",
+    "seed": "seed",
+    "model": "model",
+}
+
+
+def full_schema(spec: TaskSpec, engine_params: Sequence[Param] = ENGINE_PARAMS) -> dict[str, Param]:
+    """The engine's parameters and the task's own; ``monitor`` offers the
+    task's declared metrics and ``loss``, defaulting to the task's monitor."""
+    schema = {p.name: p for p in engine_params}
+    if "monitor" in schema:
+        schema["monitor"] = dataclasses.replace(
+            schema["monitor"], choices=spec.monitor_choices(), default=spec.default_monitor()
+        )
+    schema.update({p.name: p for p in spec.params})
+    # engine-wide, but each task declares the values it supports by declaring
+    # it itself; a task that does not supports full fine-tuning only
+    schema.setdefault(FINETUNE_PARAM.name, FINETUNE_PARAM)
+    return schema
+
+
+def preset_for(spec: TaskSpec, model: Any):
+    for preset in spec.presets:
+        if preset.name == model:
+            return preset
+    return None
+
+
+def resolve(
+    spec: TaskSpec,
+    engine_params: Sequence[Param] = ENGINE_PARAMS,
+    remembered: Mapping[str, Any] | None = None,
+    explicit: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The parameter values of a run, validated and typed.
+
+    Raises UsageError naming the first unknown key or bad value.
+    """
+    schema = full_schema(spec, engine_params)
+    remembered = dict(remembered or {})
+    explicit = dict(explicit or {})
+    for source in (remembered, explicit):
+        for key in source:
+            if key not in schema:
+                raise UsageError(f"unknown parameter {key!r} for task {spec.id} (known: {', '.join(sorted(schema))})")
+    values: dict[str, Any] = {name: p.default for name, p in schema.items()}
+    values.update(spec.defaults)
+    # The model decides the preset, so look at the highest-precedence value.
+    model = explicit.get("model", remembered.get("model", values.get("model")))
+    preset = preset_for(spec, model)
+    if preset is not None:
+        values.update(preset.overrides)
+    values.update({k: v for k, v in remembered.items() if k not in explicit})
+    values.update(explicit)
+    typed = {}
+    for name, value in values.items():
+        try:
+            typed[name] = schema[name].coerce(value)
+        except ValueError as exc:
+            raise UsageError(f"bad value for parameter {exc}") from None
+    return typed
+
+
+def parse_assignments(items: Iterable[str]) -> dict[str, str]:
+    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; UsageError names a bad item."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise UsageError(f"--set {item!r}: expected key=value")
+        out[key] = value
+    return out

@@ -1,0 +1,13 @@
+"""The ``trainlab`` command line: its commands, listings, ``doctor`` and reports.
+
+The top layer of the core: it may use every other package, and reaches the
+window only through the lazy import inside its ``gui`` command
+(``trainlab.cli.main``).
+"""
+
+
+def __getattr__(name: str):
+    # Names scripts imported when this package was one module (trainlab.system.moved).
+    from trainlab.system.moved import moved_name
+
+    return moved_name(__name__, name)

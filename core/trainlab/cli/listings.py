@@ -1,0 +1,176 @@
+"""The listing commands of the command line: ``trainlab tasks``, ``runs`` and ``models``.
+
+Apart from ``trainlab.cli.main`` so that the command-line module stays a size that
+reads; they only read (the plugin registry, the run index, the model store)
+and print, through the ``Output`` that ``trainlab.cli.main`` hands them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from trainlab.api.errors import UsageError
+from trainlab.engine.outcome import EXIT_OK
+
+if TYPE_CHECKING:
+    from trainlab.cli.main import Output
+
+
+def cmd_tasks(args, out: Output) -> int:
+    from trainlab.api.params import ENGINE_PARAMS
+    from trainlab.pluginhost.host import registry
+
+    reg = registry()
+    tasks = []
+    for task_id, entry in sorted(reg.tasks.items()):
+        data = entry.spec.to_json(ENGINE_PARAMS)
+        data["plugin"] = {"name": entry.plugin.name, "version": entry.plugin.version}
+        sample = entry.spec.sample_path()  # in the plugin's own package, or TrainLab's resources
+        data["sample_data"] = str(sample) if sample is not None else None
+        tasks.append(data)
+    # One set of column widths for every task, so that all the tables line up.
+    rows = {task["id"]: [_param_row(param, task["defaults"]) for param in task["parameters"]] for task in tasks}
+    every_row = [row for task_rows in rows.values() for row in task_rows]
+    widths = [max((len(row[column]) for row in every_row if len(row[column]) <= _LIMITS_COLUMN_MAX), default=0) for column in range(3)]
+    for task in tasks:
+        out.say(f"{task['id']}  ({task['title']}; plugin {task['plugin']['name']} {task['plugin']['version']})")
+        if task["description"]:
+            out.say(f"  {task['description']}")
+        out.say("  " + _task_declarations(task))
+        if task["sample_data"]:
+            out.say(f"  sample data: {task['sample_data']}")
+        for setting, kind, limits, help_text in rows[task["id"]]:
+            long_limits = len(limits) > _LIMITS_COLUMN_MAX
+            columns = [setting.ljust(widths[0]), kind.ljust(widths[1]), ("" if long_limits else limits).ljust(widths[2]), help_text]
+            out.say("  " + "  ".join(columns).rstrip())
+            if long_limits:  # a long list of choices gets its own line under the help text
+                out.say(" " * (2 + sum(widths) + 6) + limits)
+        if task["presets"]:
+            out.say("  presets: " + ", ".join(p["name"] for p in task["presets"]))
+        out.say()
+    out.result({"tasks": tasks})
+    return EXIT_OK
+
+
+def _task_declarations(task: dict[str, Any]) -> str:
+    """Family, metrics (the monitor first marked), input kind, model formats: one line of `trainlab tasks`."""
+    metrics = ", ".join(
+        m["name"] + (" (monitor)" if m["name"] == task["monitor"] else "") + ("" if m["higher_is_better"] else " (lower is better)")
+        for m in task["metrics"]
+    )
+    if task["monitor"] == "loss":
+        metrics += ", loss (monitor)"
+    kind = task["input"]["kind"] + (f" ({', '.join(task['input']['suffixes'])})" if task["input"]["suffixes"] else "")
+    formats = ", ".join(task["model_formats"]) or "its own presets only"
+    return f"family {task['family']}; metrics {metrics or '-'}; input {kind}; model formats {formats}"
+
+
+# Choices longer than this go on a line of their own rather than widen the table.
+_LIMITS_COLUMN_MAX = 36
+
+
+def _param_row(param: dict[str, Any], defaults: dict[str, Any]) -> tuple[str, str, str, str]:
+    """`--set name=default`, type, range or choices, help: one row of `trainlab tasks`."""
+    if "choices" in param:
+        limits = "{" + ", ".join(_value_text(c) for c in param["choices"]) + (", ..." if param.get("open_choices") else "") + "}"
+    elif "minimum" in param or "maximum" in param:
+        limits = f"[{_value_text(param.get('minimum'))}..{_value_text(param.get('maximum'))}]"
+    else:
+        limits = ""
+    return f"--set {param['name']}={_value_text(defaults.get(param['name']))}", param["type"], limits, param["help"]
+
+
+def _value_text(value: Any) -> str:
+    """A value as it is typed after --set: booleans as true/false, as the docs write them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+def cmd_runs(args, out: Output) -> int:
+    from trainlab.runfolder.display import MISSING, format_duration
+    from trainlab.cli.reporting import declared_metrics, metric_text, task_spec
+    from trainlab.runfolder.index import RunStore
+    from trainlab.runfolder.status import status_word
+
+    store = RunStore()  # IndexUnavailable (exit 2, one line naming the index) when it cannot be opened
+    runs = store.list()
+    for note in store.notes:
+        out.note(f"trainlab: {note}")
+    if args.limit:
+        runs = runs[: args.limit]
+    rows = []
+    specs_by_task: dict[str, tuple] = {}
+    for r in runs:
+        if r["task"] not in specs_by_task:  # each task's declared metrics, for their display
+            specs_by_task[r["task"]] = declared_metrics(task_spec(str(r["task"] or "")))
+        best = MISSING
+        if r["best_metric"] is not None and r["monitor"]:
+            best = f"{r['monitor']} {metric_text(r['monitor'], r['best_metric'], specs_by_task[r['task']])}"
+        rows.append(
+            {
+                "id": r["id"],
+                "name": r["name"],
+                "task": r["task"],
+                "status": r["status"],
+                "start": r["started"],
+                "duration": _training_seconds(r),  # seconds trained, summed over the run's sessions
+                "wall_seconds": r["duration"],  # first start to last end, idle time between sessions included
+                "best_metric": r["best_metric"],
+                "monitor": r["monitor"],
+                "best": best if r["best_metric"] is not None else None,
+                "run_dir": r["run_dir"],
+            }
+        )
+        start = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r["started"] else MISSING
+        duration = format_duration(rows[-1]["duration"], missing=MISSING)
+        status = status_word(r["status"], r.get("error"))
+        out.say(f"{r['id']:<44} {status:<11} {start:<17} {duration:>8}  {best:<20} {r['run_dir']}")
+    if not rows:
+        out.say("no runs yet")
+    out.result({"runs": rows})
+    return EXIT_OK
+
+
+def _training_seconds(row: dict[str, Any]) -> float | None:
+    """How long a run trained: its sessions' training time (``timings.train_seconds``),
+    not the index's wall time, which counts the days between a run and its --more-epochs."""
+    from trainlab.runfolder.index import RunDir
+
+    if row.get("status") != "running":
+        try:
+            seconds = RunDir(row["run_dir"]).read_record().timings.get("train_seconds")
+        except Exception:  # noqa: BLE001 - a listing never fails over one run's folder
+            seconds = None
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+            return float(seconds)
+    return row.get("duration")
+
+
+def cmd_models(args, out: Output) -> int:
+    from trainlab.models import catalog as modelstore
+    from trainlab.pluginhost.host import registry
+
+    if args.action == "import":
+        if not args.path:
+            raise UsageError("models import: give the model folder (DIR)")
+        info = modelstore.import_model(args.path, name=args.name) if args.name else modelstore.import_model(args.path)
+        out.say(f"imported {info.get('name', args.path)} into the model store")
+        out.result({"imported": info})
+        return EXIT_OK
+    presets = []
+    for task_id, entry in sorted(registry().tasks.items()):
+        for preset in entry.spec.presets:
+            presets.append({"task": task_id, **preset.to_json()})
+    available = modelstore.available_models()
+    out.say("presets:")
+    for p in presets:
+        out.say(f"  {p['task']:<24} {p['name']:<24} {p['description']}")
+    out.say("pretrained models on this machine:")
+    for m in available:
+        takers = ", ".join(m["tasks"]) or "no installed task"
+        out.say(f"  {m.get('name', '?'):<40} {m.get('source', ''):<9} {m['format']:<23} for {takers}  {m.get('path', '')}")
+    if not available:
+        out.say("  none (see docs/offline-install.md to stage some)")
+    out.result({"presets": presets, "available": available})
+    return EXIT_OK

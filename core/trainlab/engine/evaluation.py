@@ -1,0 +1,171 @@
+"""Evaluation: a model scored on one split, with no optimizer or schedule.
+
+``Evaluator`` is what the training loop runs after each epoch and at the end,
+and what ``evaluate_run`` (``trainlab eval``) runs on a finished run.  It is
+the one place that turns a task's evaluation batches into a report, so it is
+where task-owned evaluation plugs in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+from trainlab.api.errors import RunFailed, UsageError
+from trainlab.api.taskbase import RunContext, Task
+from trainlab.engine import distributed
+from trainlab.api.batches import split_batch
+from trainlab.engine.loaders import SplitLoaders
+from trainlab.engine.plugin_calls import plugin_calls
+from trainlab.system.fileio import atomic_write_json
+from trainlab.runfolder.index import RunDir
+
+
+class Evaluator:
+    """Scores ``model`` on a split of ``task``'s prepared data.
+
+    ``loaders`` shares the training loop's DataLoaders (and their persistent
+    workers); without it the evaluator makes its own and ``close`` ends them.
+    """
+
+    MAX_SPLITS = 8  # out of memory: each batch split in 2, 4, 8 before the evaluation fails
+
+    def __init__(self, task: Task, model: Any, ctx: RunContext, *, loaders: SplitLoaders | None = None, log: Callable[[str], None] | None = None):
+        self.task = task
+        self.log = log
+        self.splits = 1  # pieces per batch; doubled on out-of-memory and kept for the next passes
+        self.model = model
+        self.ctx = ctx
+        self.batch_size = int(ctx.params["batch_size"])
+        self.seed = int(ctx.params["seed"])
+        self._owns_loaders = loaders is None
+        self.loaders = loaders if loaders is not None else SplitLoaders(task, ctx)
+
+    def evaluate(self, split: str) -> dict[str, Any]:
+        """The task's report on ``split``: ``metrics``, ``loss``, ``samples``, ``family`` and its details."""
+        return self.accumulate(split).compute()
+
+    def accumulate(self, split: str) -> Any:
+        """One pass over ``split`` into the task's ``MetricAccumulator`` (not yet computed).
+
+        The accumulator keeps the pass, so a task can calibrate on it
+        (multi-label thresholds) and the report be computed again after.
+        """
+        import torch
+
+        task, model = self.task, self.model
+        accumulator = task.metric_accumulator(split)
+        was_training = model.training
+        model.eval()
+        order = task.batch_order(split, 0, self.batch_size, self.seed)
+        group = distributed.current()
+        if group is not None:  # whole batches dealt out: each example on one rank, none padded
+            order = group.eval_batches(order)
+        try:
+            with torch.inference_mode():
+                for batch in self.loaders.loader(split, order, 0):
+                    for out in self._score(batch):
+                        accumulator.update(out)
+        finally:
+            model.train(was_training)
+        if group is not None:
+            accumulator = group.merge_accumulator(task, split, accumulator)
+        return accumulator
+
+    def _score(self, batch: Any) -> list[Any]:
+        """The task's outputs for ``batch``, in pieces of ``1/splits`` of it; on
+        out-of-memory the batch is scored again in twice as many pieces (every
+        piece's output is kept until all are scored, so none counts twice)."""
+        import gc
+
+        import torch
+
+        from trainlab.engine.device import autocast, is_out_of_memory
+
+        task, ctx = self.task, self.ctx
+        while True:
+            outs: list[Any] = []
+            try:
+                for piece in split_batch(batch, self.splits) if self.splits > 1 else [batch]:
+                    piece = task.to_device(piece, ctx)
+                    with autocast(ctx.device, ctx.precision):
+                        outs.append(task.eval_step(self.model, piece, ctx))
+                return outs
+            except Exception as exc:
+                if not is_out_of_memory(exc):
+                    raise
+            # out of the except block: its frames no longer hold the tensors
+            outs = []
+            gc.collect()
+            if ctx.device.type == "cuda":
+                torch.cuda.empty_cache()
+            if self.splits >= self.MAX_SPLITS:
+                raise RunFailed(
+                    f"out of memory while evaluating, even with each batch of {self.batch_size} in {self.splits} pieces: "
+                    "lower --batch-size, use a smaller model or --precision bf16/fp16"
+                )
+            self.splits *= 2
+            if self.log is not None:
+                about = max(1, self.batch_size // self.splits)
+                self.log(f"out of memory while evaluating: scoring each batch in {self.splits} pieces of about {about}")
+
+    def close(self) -> None:
+        if self._owns_loaders:
+            self.loaders.close()
+
+
+def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto") -> dict[str, Any]:
+    """Evaluate a trained run; the report is written beside (never over) eval.json."""
+    from trainlab.engine.context import trained_task
+
+    rd = RunDir(run_dir)
+    record, task, ctx = trained_task(rd, device)
+    with plugin_calls(task).around():  # a failure in the task's code names its plugin and method
+        return _evaluate_trained(rd, record, task, ctx, data)
+
+
+def _evaluate_trained(rd: RunDir, record: dict[str, Any], task: Task, ctx: RunContext, data: str | None) -> dict[str, Any]:
+    from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
+
+    data_path = data or record["data"]["path"]
+    if not Path(data_path).exists():
+        raise UsageError(f"--data {data_path}: no such file or folder")
+    ctx.purpose = "evaluate"
+    own = Path(record["data"]["path"]).expanduser().resolve()
+    ctx.whole_data = Path(data_path).expanduser().resolve() != own
+    task.prepare(str(data_path), ctx, label_names=record["label_names"])
+    split = "val"
+    if data and "val" not in task.splits():
+        split = "train"
+    elif data is None and "val" not in task.splits():
+        raise UsageError(f"{rd.path}: its data has no validation split to evaluate on; give --data")
+    params = ctx.params
+    checkpoint = rd.best_checkpoint if params["final_weights"] == "best" and rd.best_checkpoint.exists() else rd.last_checkpoint
+    if checkpoint.exists():
+        model = task.prepare_model(task.build_model(ctx), ctx)
+        tensors, plain = read_checkpoint(checkpoint)
+        load_model_weights(model, tensors, plain)
+    else:
+        from trainlab.system.fileio import verify_safetensors_in
+
+        verify_safetensors_in(rd.model_dir)  # one line naming a damaged file, before the task's own loader
+        model = task.prepare_model(task.load_trained_model(rd.model_dir, ctx), ctx)
+    evaluator = Evaluator(task, model, ctx)
+    try:
+        report = evaluator.evaluate(split)
+    finally:
+        evaluator.close()
+    report["split"] = split
+    report["data"] = str(Path(data_path).resolve())
+    report["whole_data"] = ctx.whole_data  # all of other data, or the run's own split (trainlab eval says which)
+    report["weights"] = checkpoint.stem if checkpoint.exists() else "model"
+    name = f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    out = rd.path / name
+    counter = 1
+    while out.exists():
+        counter += 1
+        out = rd.path / f"{name[:-5]}-{counter}.json"
+    atomic_write_json(out, report)
+    report["written"] = str(out)
+    return report

@@ -1,0 +1,396 @@
+"""Planning a run: everything decided before anything is written.
+
+``plan_run`` resolves the parameters once (the contract's precedence), checks
+the request, instantiates and prepares the task (or takes over a
+``PreparedTask``), and computes the run folder, the initial record, the
+schedule and the total number of steps, from the task's own batch order.  It
+creates no folder and writes no file: ``execute`` does, and a dry run is a
+plan that is only described (``RunPlan.to_json``).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from trainlab.system import paths
+from trainlab.api.errors import UsageError
+from trainlab.api.taskbase import DataSummary, RunContext, Task
+from trainlab.engine import distributed
+from trainlab.engine.context import RandomState, make_context
+from trainlab.engine.plugin_calls import plugin_calls
+from trainlab.engine.position import LoopPosition
+from trainlab.engine.prepare import PreparedTask, prepare, resolved_path
+from trainlab.engine.recorder import data_fingerprint
+from trainlab.engine.schedule import Segment, make_segment
+from trainlab.api.events import Log
+from trainlab.system.fileio import folder_write_problem
+from trainlab.api.finetune import check_quantized_training
+from trainlab.engine.torchrun import effective_batch
+from trainlab.engine.memory import apply_micro_batch, parse_micro_batch_size
+from trainlab.api.params import ENGINE_PARAMS, resolve
+from trainlab.pluginhost.host import registry
+from trainlab.runfolder.records import RunFileError
+from trainlab.runfolder.index import RUN_SCHEMA_VERSION, RunDir, new_run_id
+
+
+@dataclass
+class RunRequest:
+    task: str = ""
+    data: str = ""
+    params: dict[str, Any] = field(default_factory=dict)  # explicit --set / flags
+    out: str | None = None
+    resume: str | None = None
+    remembered: dict[str, Any] = field(default_factory=dict)
+    more_epochs: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ResumeSource:
+    """Where a resumed run continues from.
+
+    ``kind``: ``"last"`` (the last checkpoint: weights, optimizer, schedule
+    and random states, so the run ends as an uninterrupted one would),
+    ``"best"`` (the best checkpoint, when the last one is damaged: its
+    weights and loop position, the optimizer's state started afresh) or
+    ``"start"`` (nothing was saved yet: step 0, in the same folder).
+    ``note`` is what the run says about it, ``level`` how loudly.
+    """
+
+    kind: str
+    path: Path | None = None
+    note: str = ""
+    level: str = "info"
+
+    @property
+    def full(self) -> bool:
+        return self.kind == "last"
+
+
+@dataclass
+class RunPlan:
+    """A run ready to execute: resolved, prepared and counted, nothing written yet.
+
+    A plan is executed once (the run takes its task over).  ``early_events``
+    are the log lines said while planning; ``execute`` writes them to
+    metrics.jsonl once the folder exists.
+    """
+
+    request: RunRequest
+    task_id: str
+    plugin: dict[str, Any]
+    params: dict[str, Any]
+    task: Task
+    ctx: RunContext
+    summary: DataSummary
+    data: str  # absolute path
+    fingerprint: dict[str, Any]
+    run_dir: RunDir
+    record: dict[str, Any]  # run.json as the run starts (a resumed run's own, with its new segment)
+    resumed: bool
+    position: LoopPosition  # where the loop starts
+    segments: list[Segment]
+    steps_per_epoch: int
+    total_steps: int
+    random_state: RandomState | None = field(default=None, repr=False)
+    early_events: list[Log] = field(default_factory=list)
+    reused_preparation: bool = False
+    mp_context: str | None = None
+    resume_from: ResumeSource | None = None  # a resumed run's checkpoint (or its restart from step 0)
+    memory: Any = None  # a trainlab.engine.memory.MemoryEstimate when one was made (micro_batch_size=auto)
+
+    @property
+    def epochs(self) -> int:
+        return self.position.epochs_total
+
+    def to_json(self) -> dict[str, Any]:
+        """What the run will be, as plain values (``train --dry-run``)."""
+        return {
+            "task": self.task_id,
+            "plugin": dict(self.plugin),
+            "run_dir": str(self.run_dir.path),
+            "resumed": self.resumed,
+            "parameters": copy.deepcopy(self.params),
+            "data": {"path": self.data, "fingerprint": dict(self.fingerprint)},
+            "label_names": list(self.task.label_names),
+            "data_summary": self.summary.to_json(),
+            "device": str(self.ctx.device),
+            "precision": self.ctx.precision,
+            "steps_per_epoch": self.steps_per_epoch,
+            "total_steps": self.total_steps,
+            "epochs": self.epochs,
+            "start_step": self.position.step,
+            "resume_from": self.resume_from.kind if self.resume_from else None,
+            "effective_batch": effective_batch(self.params["batch_size"], self.record.get("world_size", 1), self.params["grad_accum"]),
+            "world_size": int(self.record.get("world_size", 1)),
+            "micro_batch": max(1, -(-int(self.params["batch_size"]) // max(1, int(self.position.micro_splits)))),
+            "reused_preparation": self.reused_preparation,
+        }
+
+
+def plan_run(
+    request: RunRequest,
+    *,
+    prepared: PreparedTask | None = None,
+    log: Callable[[Log], None] | None = None,
+    mp_context: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> RunPlan:
+    """Resolve, check and prepare ``request``; UsageError for bad input.
+
+    ``prepared`` (from ``prepare_task``) is taken over when it still fits the
+    request, else the task is prepared again.  ``log`` sees each log line as
+    it is said (the task's data summary, warnings).  ``should_stop`` is what
+    a long preparation asks (``RunContext.should_stop``); it raises
+    ``StopRequested`` when that says yes.
+    """
+    early: list[Log] = []
+
+    def say(message: str, level: str = "info") -> None:
+        event = Log(level=level, message=str(message))
+        early.append(event)
+        if log is not None:
+            log(event)
+
+    prior_dir, prior, source = _resume_target(request)
+    task_id = prior["task"] if prior else request.task
+    if not task_id:
+        raise UsageError("which task? give TASK (see `trainlab tasks`)")
+    data = request.data or (str(prior["data"].get("path") or "") if prior else "")
+    if not data:
+        raise UsageError("--data PATH is required")
+    entry = registry().task(task_id)
+    if prior:
+        explicit = dict(prior["parameters"])
+        # a resumed run keeps its parameters, but may move to another device
+        for key in ("device", "precision"):
+            if key in request.params:
+                explicit[key] = request.params[key]
+        params = resolve(entry.spec, ENGINE_PARAMS, {}, explicit)
+    else:
+        params = resolve(entry.spec, ENGINE_PARAMS, request.remembered, request.params)
+    if not Path(data).exists():
+        raise UsageError(f"--data {data}: no such file or folder")
+    if 0 < float(params.get("telemetry_every", 0)) < 0.5:
+        raise UsageError("bad value for parameter telemetry_every: must be 0 (off) or at least 0.5 seconds")
+    # Where the run is written, checked before the data scan (which can take minutes).
+    if prior_dir is not None:
+        run_id = str(prior.get("id") or prior_dir.path.name)
+        run_dir = prior_dir
+        _check_writable(run_dir.path, f"--resume {run_dir.path}: cannot write", "")
+    else:
+        run_id = new_run_id(task_id)
+        run_dir = RunDir(request.out) if request.out else RunDir(paths.runs_dir() / run_id)
+        if run_dir.exists():
+            raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
+        if request.out:
+            _check_writable(run_dir.path, f"--out {request.out}: cannot create", "")
+        else:
+            _check_writable(run_dir.path, f"run folder {run_dir.path}: cannot create", "; set TRAINLAB_HOME to a writable folder or use --out")
+    if source is not None and source.note:
+        say(source.note, source.level)
+
+    ctx = make_context(params, None, say, mp_context)
+    parse_micro_batch_size(params.get("micro_batch_size", "0"))
+    if params.get("optimizer") == "adamw8bit":
+        check_quantized_training("optimizer=adamw8bit", ctx.device)
+    ctx.purpose = "resume" if prior else "train"
+    if should_stop is not None:
+        ctx.should_stop = should_stop
+    label_names = prior["label_names"] if prior else None
+    reused = False
+    if prepared is not None:
+        fingerprint = data_fingerprint(str(data))
+        why = prepared.mismatch(
+            task_id=task_id, data=str(data), fingerprint=fingerprint, params=params, purpose=ctx.purpose, label_names=label_names
+        )
+        reused = not why
+        if reused:
+            early.extend(prepared.logs)
+            say(f"using the data check's preparation of {prepared.data}", "debug")
+        else:
+            say(f"preparing the data again: {why}", "debug")
+    if not reused:
+        prepared = prepare(task_id, str(data), params, ctx, label_names=label_names)
+    assert prepared is not None
+    prepared.take()
+    task, summary, fingerprint = prepared.task, prepared.summary, prepared.fingerprint
+    for warning in summary.warnings:
+        say(warning, "warning")
+
+    if prior_dir is not None:
+        record = copy.deepcopy(prior)
+        if record.get("data", {}).get("fingerprint", {}).get("sha256") not in (None, fingerprint["sha256"]):
+            say(f"the data at {data} changed since the run started; continuing on the new contents", "warning")
+    else:
+        record = {
+            "schema_version": RUN_SCHEMA_VERSION,
+            "id": run_id,
+            "name": "",
+            "task": task_id,
+            "plugin": {"name": entry.plugin.name, "version": entry.plugin.version, "distribution": entry.plugin.distribution},
+            "parameters": params,
+            "data": {"path": resolved_path(str(data)), "fingerprint": fingerprint},
+            "label_names": list(task.label_names),
+            "data_summary": summary.to_json(),
+            "status": "running",
+            "error": "",
+            "timings": {},
+            "environment": {},
+            "world_size": 1,
+        }
+
+    # Counted once, from the batches the task will actually give the loop
+    # (in a group of processes, the group's batches: batch_size per rank).
+    group = distributed.current()
+    world = group.world_size if group is not None else 1
+    with plugin_calls(task).call("batch_order"):
+        batches = len(task.batch_order("train", 1, int(params["batch_size"]) * world, int(params["seed"])))
+    if group is not None:
+        before = record.get("world_size", 1)
+        record.update(group.record())
+        if prior_dir is not None and before != world:
+            say(f"resuming at world size {world} (the run had {before}): weights, optimizer and position carry over; "
+                "the batch order and random streams differ from an uninterrupted run", "warning")  # fmt: skip
+    record["effective_batch"] = effective_batch(params["batch_size"], world, params["grad_accum"])
+    steps_per_epoch = -(-batches // int(params["grad_accum"]))
+    if source is not None and source.kind != "start":
+        position, segments = _resume_position(source, record, steps_per_epoch, request.more_epochs, params)
+        if request.more_epochs:
+            record.setdefault("segments", []).append(segments[-1].to_json())
+    else:
+        if source is not None:  # restarting from step 0: what the attempt before said no longer holds
+            for key in ("best", "progress", "metrics"):
+                record.pop(key, None)
+        segments = [make_segment(0, steps_per_epoch * int(params["epochs"]), params["schedule"], float(params["warmup_ratio"]))]
+        position = LoopPosition(epochs_total=int(params["epochs"]))
+        record["segments"] = [s.to_json() for s in segments]
+    position.segments = [s.to_json() for s in segments]
+    plan = RunPlan(
+        request=request,
+        task_id=task_id,
+        plugin=dict(record.get("plugin") or {}),
+        params=params,
+        task=task,
+        ctx=ctx,
+        summary=summary,
+        data=resolved_path(str(data)),
+        fingerprint=fingerprint,
+        run_dir=run_dir,
+        record=record,
+        resumed=prior is not None,
+        resume_from=source,
+        position=position,
+        segments=segments,
+        steps_per_epoch=steps_per_epoch,
+        total_steps=steps_per_epoch * position.epochs_total,
+        random_state=prepared.random_state,
+        early_events=early,
+        reused_preparation=reused,
+        mp_context=mp_context,
+    )
+    plan.memory = apply_micro_batch(plan)  # micro_batch_size: N, or auto from the memory estimate
+    if plan.memory is not None:
+        say(f"memory estimate: {plan.memory.summary_line()} at micro-batches of {plan.memory.micro_batch}")
+    return plan
+
+
+def _resume_target(request: RunRequest) -> tuple[RunDir | None, dict[str, Any] | None, ResumeSource | None]:
+    """The run folder and record a resume continues, and from where; UsageError when it cannot be resumed."""
+    if not request.resume:
+        return None, None, None
+    prior_dir = RunDir(request.resume)
+    prior = prior_dir.read()
+    for key, kind in (("task", str), ("parameters", dict), ("data", dict), ("label_names", list)):
+        if not isinstance(prior.get(key), kind):
+            raise RunFileError(prior_dir.run_json, f"has no usable {key!r}; the run cannot be resumed")
+    if request.task and request.task != prior["task"]:
+        raise UsageError(f"--resume {prior_dir.path}: that run is {prior['task']}, not {request.task}")
+    completed = prior.get("status") == "completed"
+    if completed and not request.more_epochs:
+        raise UsageError(f"--resume {prior_dir.path}: the run is already completed; use --more-epochs N to train further")
+    if prior.get("status") == "running" and _alive_elsewhere(prior):
+        raise UsageError(f"--resume {prior_dir.path}: the run is still running in process {prior.get('pid')}")
+    return prior_dir, prior, _resume_source(prior_dir, completed)
+
+
+def _resume_source(prior_dir: RunDir, completed: bool) -> ResumeSource:
+    """The checkpoint to continue from, verified before anything is prepared or written.
+
+    A damaged ``last`` falls back to ``best`` (said as a warning); a run
+    that never wrote a checkpoint restarts from step 0.  A completed run
+    (``--more-epochs``) continues only from its ``last``: its best weights
+    lie before steps that its schedule has already spent.
+    """
+    from trainlab.engine.checkpoint import DamagedCheckpoint, checkpoint_position, verify_checkpoint
+
+    last, best = prior_dir.last_checkpoint, prior_dir.best_checkpoint
+    if last.exists():
+        try:
+            verify_checkpoint(last)
+            return ResumeSource("last", last)
+        except DamagedCheckpoint as exc:
+            damage = str(exc)
+    elif completed:
+        raise UsageError(f"--resume {prior_dir.path}: no checkpoint to continue from ({last} is missing)")
+    else:
+        return ResumeSource("start", None, "no checkpoint was written before the run stopped: restarting it from step 0 in the same folder")
+    if completed:
+        raise UsageError(f"{damage}; the run cannot be trained further from it")
+    if not best.exists():
+        raise UsageError(f"{damage}; no other checkpoint to resume from (move it aside to restart the run from step 0)")
+    try:
+        position = checkpoint_position(best)
+    except DamagedCheckpoint as exc:
+        raise UsageError(f"{damage}; the best checkpoint is unusable too ({exc}); move them aside to restart the run from step 0") from None
+    return ResumeSource(
+        "best",
+        best,
+        f"{damage}; continuing from the best checkpoint instead (step {position.get('step')}, "
+        f"after epoch {position.get('best_epoch') or int(position.get('epoch', 1)) - 1}): its weights, with the optimizer's "
+        "state started afresh, so the result will differ from an uninterrupted run's",
+        "warning",
+    )
+
+
+def _resume_position(source: ResumeSource, record: dict[str, Any], steps_per_epoch: int, more_epochs: int, params: dict[str, Any]):
+    """(position, segments) saved in the checkpoint, plus a segment for ``more_epochs``."""
+    from trainlab.engine.checkpoint import checkpoint_position
+
+    assert source.path is not None
+    position = LoopPosition(**checkpoint_position(source.path, verify=False))  # verified in _resume_source
+    segments = [Segment(**s) for s in position.segments]
+    if not source.full and record.get("segments"):
+        # best is from before the last checkpoint: the run's plan is the record's
+        segments = [Segment(**s) for s in record["segments"]]
+        end = max(s.start_step + s.steps for s in segments)
+        position.epochs_total = max(position.epochs_total, -(-end // max(1, steps_per_epoch)))
+    if more_epochs:
+        segments.append(make_segment(position.step, steps_per_epoch * more_epochs, params["schedule"], float(params["warmup_ratio"])))
+        position.epochs_total += more_epochs
+    return position, segments
+
+
+def _check_writable(folder: Path, what: str, advice: str) -> None:
+    problem = folder_write_problem(folder)
+    if problem:
+        raise UsageError(f"{what} ({problem}){advice}")
+
+
+def _alive_elsewhere(record: dict[str, Any]) -> bool:
+    pid = record.get("pid")
+    if not pid or pid == os.getpid() or record.get("environment", {}).get("hostname") != socket.gethostname():
+        return False
+    try:
+        import psutil
+
+        return psutil.pid_exists(int(pid))
+    except Exception:  # noqa: BLE001
+        return False

@@ -1,0 +1,215 @@
+"""Predictions of a trained run (``trainlab predict``, the window's try-it).
+
+``predict`` answers one ``PredictedInput`` per input: the task family's typed
+prediction (``trainlab.api.predictions``: ``LabelScores``, ``LabelSet``,
+``Number`` or a plugin's own), or the reason that input could not be used.
+A plugin API 1 predictor's ``(label, probability)`` lists are read through
+``as_prediction``, so old plugins predict as before.
+
+The inputs are checked against the task's declared input (``TaskSpec.input``)
+before anything heavy is imported: a missing image is reported at once, not
+after the model has loaded, and a file given to a task that takes texts or
+rows is named in a warning (it would be read as the text of its name).
+
+The task's predictor is loaded once and kept: the window asks for one input
+at a time and must not reload the model for each.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from trainlab.api.descriptors import TaskSpec
+from trainlab.api.errors import RunFailed, UsageError
+from trainlab.engine.plugin_calls import plugin_calls
+from trainlab.system.fileio import verify_safetensors_in
+from trainlab.api.predictions import LabelScores, LabelSet, Number, Prediction, as_prediction
+from trainlab.runfolder.index import RunDir
+
+_predictors: dict[tuple[str, str], Any] = {}
+_predictors_lock = threading.Lock()
+
+# The prediction type of each built-in family: the CSV columns of a call
+# whose inputs all failed still follow the family's form.
+FAMILY_PREDICTIONS: dict[str, type[Prediction]] = {"classification": LabelScores, "multilabel": LabelSet, "regression": Number}
+# Files people give by mistake to a task that takes texts or rows; the
+# suffixes other installed tasks declare are added to these.
+COMMON_FILE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".wav", ".mp3", ".flac", ".pdf", ".npy", ".zip")
+
+
+@dataclass(frozen=True)
+class PredictedInput:
+    """What a trained model said about one input (after ``expand_inputs``).
+
+    ``prediction`` is None exactly when ``error`` says why this input could
+    not be used.  ``family`` is the task's: it keeps the JSON of a failed
+    classification input as it was (an empty ``predictions`` list).
+    """
+
+    input: str
+    prediction: Prediction | None = None
+    error: str = ""
+    family: str = "classification"
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"input", "prediction": {"kind", ...}, "error"?}``; classification
+        also keeps ``predictions`` (``[{"label", "probability"}]``) as before
+        plugin API 2."""
+        data: dict[str, Any] = {"input": self.input}
+        body = self.prediction.to_json() if self.prediction is not None else None
+        if isinstance(self.prediction, LabelScores) or (self.prediction is None and self.family == "classification"):
+            data["predictions"] = list(body["predictions"]) if body else []
+        data["prediction"] = {"kind": self.prediction.kind, **body} if body is not None else None
+        if self.error:
+            data["error"] = self.error
+        return data
+
+    # Read like the dicts predict() returned before plugin API 2, so that
+    # callers written then (scripts, the window's try-it) keep working.
+    def __getitem__(self, key: str) -> Any:
+        return self.to_json()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.to_json().get(key, default)
+
+
+def open_trained_run(run_dir: str | Path, *, need_model: bool = True) -> RunDir:
+    """The run folder of a trained run, or a UsageError saying what is wrong with it.
+
+    ``need_model``: it must hold ``model/`` (prediction); evaluation can use
+    the checkpoints of a run that stopped early."""
+    path = Path(run_dir).expanduser()
+    if not path.exists():
+        raise UsageError(f"{path}: no such folder")
+    if not path.is_dir():
+        raise UsageError(f"{path}: is a file, not a run folder")
+    rd = RunDir(path)
+    if not rd.exists():
+        raise UsageError(f"{rd.path} is not a TrainLab run folder (no run.json)")
+    if need_model and not rd.model_dir.is_dir():
+        raise UsageError(f"{rd.path}: has no model/ folder (the run did not complete)")
+    return rd
+
+
+def check_inputs(spec: TaskSpec, inputs: Sequence[str], known_suffixes: Iterable[str] = ()) -> list[str]:
+    """Warnings about ``inputs`` for ``spec``'s declared input; UsageError for a missing file.
+
+    Cheap (file names and ``stat`` only), so it runs before the model loads.
+    ``known_suffixes``: suffixes other tasks read, to recognise a file name
+    given to a task that takes texts or rows.
+    """
+    kind, own = spec.input.kind, {s.lower() for s in spec.input.suffixes}
+    warnings: list[str] = []
+    for raw in inputs:
+        raw = str(raw)
+        if raw == "-" or not raw.strip():
+            continue
+        path = Path(raw).expanduser()
+        suffix = path.suffix.lower()
+        if kind in ("image", "file"):
+            if not path.exists():
+                raise UsageError(f"input {raw}: no such file or folder (task {spec.id} takes {_what(spec)})")
+            if path.is_file() and own and suffix not in own:
+                warnings.append(f"input {raw}: task {spec.id} takes {_what(spec)}; {suffix or 'a file without suffix'} may not be readable")
+            continue
+        if any(ch.isspace() for ch in raw) or (own and suffix in own):
+            continue  # a text, or a file of texts the task reads
+        if path.is_dir():
+            warnings.append(f"input {raw} is a folder, but task {spec.id} takes {_what(spec)}: it is predicted as the text {raw!r}")
+            continue
+        if path.is_file() or suffix in {s.lower() for s in (*COMMON_FILE_SUFFIXES, *known_suffixes)}:
+            warnings.append(
+                f"input {raw} looks like a file, but task {spec.id} takes {_what(spec)}: it is predicted as the text {raw!r}"
+            )
+    return warnings
+
+
+def _what(spec: TaskSpec) -> str:
+    kind = spec.input.kind
+    noun = spec.input.title or {"image": "image files", "text": "texts", "row": "table rows", "file": "files"}.get(kind, kind)
+    if spec.input.suffixes and len(spec.input.suffixes) <= 8:  # a long list reads worse than none
+        noun += f" ({', '.join(spec.input.suffixes)})" if kind in ("image", "file") else f" (and files {', '.join(spec.input.suffixes)})"
+    return noun
+
+
+def _other_suffixes(task_id: str) -> set[str]:
+    from trainlab.pluginhost.host import registry
+
+    return {s.lower() for tid, entry in registry().tasks.items() if tid != task_id for s in entry.spec.input.suffixes}
+
+
+def predict(
+    run_dir: str | Path,
+    inputs: Sequence[str],
+    top_k: int = 5,
+    *,
+    device: str = "auto",
+    on_warning: Callable[[str], None] | None = None,
+) -> list[PredictedInput]:
+    """The trained run's typed prediction for each input (paths, texts, rows).
+
+    An input the task could not use gets its ``error`` instead; a missing
+    file, a run folder that is not one, or no inputs at all raise UsageError
+    before the model loads.  ``on_warning`` hears what ``check_inputs``
+    found (default: printed to stderr).
+    """
+    from trainlab.pluginhost.host import registry
+
+    rd = open_trained_run(run_dir)
+    record = rd.read()
+    entry = registry().task(str(record.get("task", "")))
+    spec = entry.spec
+    say = on_warning or (lambda message: print(f"trainlab: warning: {message}", file=sys.stderr))
+    for warning in check_inputs(spec, list(inputs), _other_suffixes(spec.id)):
+        say(warning)
+    key = (str(rd.path), device)
+    with _predictors_lock:  # one predictor in memory (the window's try-it), loaded once
+        cached = _predictors.get(key)
+        if cached is None:
+            from trainlab.engine.context import trained_task
+
+            _, task, ctx = trained_task(rd, device)  # fitted state restored before load_predictor
+            items = _expand(task, inputs)  # before the model: bad input is reported without waiting for it
+            verify_safetensors_in(rd.model_dir)  # a damaged file: one line naming it, before the task's own loader
+            with plugin_calls(task).call("load_predictor"):
+                cached = (task, task.load_predictor(rd.model_dir, ctx.device), threading.Lock())
+            _predictors.clear()
+            _predictors[key] = cached
+        else:
+            items = None
+    task, predictor, lock = cached
+    if items is None:
+        items = _expand(task, inputs)
+    with lock, plugin_calls(task).call("predictor"):
+        answers = list(predictor(items, int(top_k)))
+    if len(answers) != len(items):
+        raise RunFailed(f"task {spec.id} (plugin {entry.plugin.name}): its predictor gave {len(answers)} answers for {len(items)} inputs")
+    out: list[PredictedInput] = []
+    for item, answer in zip(items, answers):
+        try:
+            value = as_prediction(answer)
+        except TypeError as exc:
+            raise RunFailed(f"task {spec.id} (plugin {entry.plugin.name}): {exc}") from None
+        if isinstance(value, Exception):  # this input only (an unreadable file); see Task.load_predictor
+            out.append(PredictedInput(str(item), None, str(value), spec.family))
+        else:
+            out.append(PredictedInput(str(item), value, "", spec.family))
+    return out
+
+
+def _expand(task: Any, inputs: Sequence[str]) -> list[str]:
+    with plugin_calls(task).call("expand_inputs"):
+        items = list(task.expand_inputs(list(inputs)))
+    if not items:
+        raise UsageError("nothing to predict: no inputs")
+    return items
+
+
+def prediction_type(family: str, results: Sequence[PredictedInput]) -> type[Prediction] | None:
+    """The prediction class whose CSV columns a call's results are written in."""
+    found = next((type(r.prediction) for r in results if r.prediction is not None), None)
+    return found or FAMILY_PREDICTIONS.get(family)

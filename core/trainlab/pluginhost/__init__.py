@@ -1,0 +1,10 @@
+"""The plugin host: discovery with per-plugin isolation, and trying a new plugin
+in a child process first.
+"""
+
+
+def __getattr__(name: str):
+    # Names scripts imported when this package was one module (trainlab.system.moved).
+    from trainlab.system.moved import moved_name
+
+    return moved_name(__name__, name)

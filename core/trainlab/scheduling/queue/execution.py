@@ -1,0 +1,205 @@
+"""Running one queued request: in this process, or over k GPUs through ``trainlab train --gpus k``.
+
+Shared by the queue's runner and the foreground sweep.  ``start_point``
+decides, from what a run folder holds, whether a request starts a run, starts
+it again in the same folder, or resumes it: the one rule that keeps a run from
+being lost or repeated when a process dies.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from trainlab.api.errors import StopRequested, UsageError
+from trainlab.api.callbacks import Callback, RunControl
+from trainlab.engine.outcome import RunOutcome
+from trainlab.engine.plan import RunRequest
+from trainlab.api.events import EvalResult
+from trainlab.runfolder.index import RunDir
+
+# The reasons a queue gives a stopped run (run.json's ``error`` of a cancelled run).
+PAUSED_REASON = "paused"
+CANCELLED_REASON = "cancelled in the queue"
+PRUNED_REASON = "pruned"
+
+
+def request_from(data: Mapping[str, Any]) -> RunRequest:
+    names = set(RunRequest.__dataclass_fields__)
+    return RunRequest(**{k: v for k, v in data.items() if k in names})
+
+
+def start_point(request: RunRequest, run_dir: str) -> tuple[RunRequest, str]:
+    """(the request to run, its run folder) given the folder an earlier attempt used.
+
+    No folder yet, or one without run.json (the attempt died while planning):
+    start there.  A run with a checkpoint: resume it.  A run that died before
+    its first checkpoint: start afresh in a new folder (the old one stays in
+    the history as interrupted).  A completed run has nothing to redo: ask
+    ``completed_outcome`` first.
+    """
+    if request.resume:
+        return request, str(RunDir(request.resume).path)
+    if not run_dir:
+        out = request.out or str(_new_run_path(request.task))
+        return replace(request, out=out), str(RunDir(out).path)
+    folder = RunDir(run_dir)
+    if not folder.exists():
+        return replace(request, out=str(folder.path)), str(folder.path)
+    if folder.last_checkpoint.exists():
+        return replace(request, out=None, resume=str(folder.path)), str(folder.path)
+    if request.out and RunDir(request.out).path == folder.path:
+        raise UsageError(f"--out {folder.path}: the run there died before its first checkpoint; give another --out")
+    out = str(_new_run_path(request.task))
+    return replace(request, out=out), str(RunDir(out).path)
+
+
+def completed_outcome(run_dir: str) -> RunOutcome | None:
+    """The outcome of a run folder that already holds a completed run; None otherwise."""
+    folder = RunDir(run_dir)
+    if not folder.exists():
+        return None
+    record = folder.read()
+    if record.get("status") != "completed":
+        return None
+    progress = record.get("progress") or {}
+    return RunOutcome(
+        run_dir=str(folder.path),
+        status="completed",
+        task=str(record.get("task", "")),
+        metrics=dict(record.get("metrics") or {}),
+        epochs=int(progress.get("epochs_completed") or 0),
+        steps=int(progress.get("steps") or 0),
+        best=dict(record.get("best") or {}),
+    )
+
+
+def _new_run_path(task: str) -> Path:
+    from trainlab.system import paths
+    from trainlab.runfolder.index import new_run_id
+
+    return paths.runs_dir() / new_run_id(task)
+
+
+def execute_here(
+    request: RunRequest,
+    *,
+    control: RunControl,
+    callbacks: Iterable[Callback] = (),
+    record_extra: Mapping[str, Any] | None = None,
+    log: Callable[[Any], None] | None = None,
+) -> RunOutcome:
+    """Plan and execute ``request`` in this process; ``record_extra`` joins run.json (``study``).
+
+    Stopped while preparing: a cancelled outcome without a run folder.
+    """
+    from trainlab.engine.execute import execute
+    from trainlab.engine.plan import plan_run
+
+    try:
+        plan = plan_run(request, log=log, should_stop=lambda: control.stop_requested)
+    except StopRequested:
+        return RunOutcome.not_started(task=request.task, status="cancelled", error=control.stop_reason or "stopped")
+    if record_extra:
+        plan.record.update(dict(record_extra))
+    return execute(plan, callbacks=list(callbacks), control=control)
+
+
+# -- several GPUs: trainlab train --gpus k, with the leased GPUs visible -----------
+
+
+def train_command(request: RunRequest, gpus: int, python: str | None = None) -> list[str]:
+    """``trainlab train ... --gpus k --json`` for ``request``: the torchrun launch is train's own."""
+    argv = [python or sys.executable, "-m", "trainlab", "train"]
+    if request.resume:
+        argv += ["--resume", str(request.resume)]
+    else:
+        argv += [request.task, "--data", str(request.data)]
+        if request.out:
+            argv += ["--out", str(request.out)]
+    for key, value in sorted(request.params.items()):
+        argv += ["--set", f"{key}={_text(value)}"]
+    if request.more_epochs:
+        argv += ["--more-epochs", str(request.more_epochs)]
+    return argv + ["--gpus", str(gpus), "--json"]
+
+
+def visible_devices_env(uuids: Iterable[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process that may use exactly ``uuids`` (none: the CPU only)."""
+    env = dict(os.environ if base is None else base)
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(uuids)
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    return env
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def execute_on_gpus(
+    request: RunRequest,
+    run_dir: str,
+    gpus: int,
+    *,
+    control: RunControl,
+    on_eval: Callable[[EvalResult], None] | None = None,
+    record_extra: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RunOutcome:
+    """Run ``request`` over ``gpus`` GPUs as a ``trainlab train --gpus`` child and follow its run folder.
+
+    A stop request becomes SIGTERM to the child (train's own Ctrl-C path: the
+    run stops at the next step, checkpoint kept); the reason and
+    ``record_extra`` are written into run.json once rank 0 has finished with it.
+    """
+    import json
+
+    child = subprocess.Popen(train_command(request, gpus), env=dict(env or os.environ), stdout=subprocess.PIPE, text=True)
+    tail = RunDir(run_dir).tail()
+    signalled = False
+    while child.poll() is None:
+        for event in tail.read_new():
+            if isinstance(event, EvalResult) and on_eval is not None:
+                on_eval(event)
+        if control.stop_requested and not signalled:
+            child.send_signal(signal.SIGTERM)
+            signalled = True
+        time.sleep(0.5)
+    output = child.stdout.read() if child.stdout else ""
+    try:
+        outcome = RunOutcome.from_json(json.loads(output.strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        outcome = RunOutcome.not_started(task=request.task, run_dir=run_dir, error=f"trainlab train --gpus {gpus} ended with exit code {child.returncode}")
+    folder = RunDir(run_dir)
+    if folder.exists():
+        changes = dict(record_extra or {})
+        if outcome.status == "cancelled" and control.stop_reason:
+            changes["error"] = control.stop_reason
+            outcome = replace(outcome, error=control.stop_reason)
+        if changes:
+            folder.update(**changes)
+    return outcome
+
+
+def watch(control: RunControl, poll: Callable[[], str], every: float = 0.5) -> threading.Event:
+    """A thread asking ``poll`` for a stop reason every ``every`` seconds; set the returned event to end it."""
+    done = threading.Event()
+
+    def loop() -> None:
+        while not done.wait(every):
+            reason = poll()
+            if reason:
+                control.request_stop(reason)
+                return
+
+    threading.Thread(target=loop, name="trainlab-queue-watch", daemon=True).start()
+    return done

@@ -1,0 +1,89 @@
+"""Where TrainLab keeps its files (platformdirs), overridable with TRAINLAB_HOME.
+
+With ``TRAINLAB_HOME`` set, everything (runs, index, model store, settings,
+logs) lives below that one folder: handy for tests, portable installs and
+shared lab disks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+APP = "trainlab"
+
+
+def _home() -> Path | None:
+    value = os.environ.get("TRAINLAB_HOME")
+    return Path(value).expanduser() if value else None
+
+
+def data_dir() -> Path:
+    home = _home()
+    if home is not None:
+        return home
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP, appauthor=False))
+
+
+def config_dir() -> Path:
+    home = _home()
+    if home is not None:
+        return home / "config"
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP, appauthor=False))
+
+
+def log_dir() -> Path:
+    home = _home()
+    if home is not None:
+        return home / "logs"
+    import platformdirs
+
+    return Path(platformdirs.user_log_dir(APP, appauthor=False))
+
+
+def cache_dir() -> Path:
+    """Disposable per-user state (deleting it costs only time), e.g. checksum verdicts."""
+    home = _home()
+    if home is not None:
+        return home / "cache"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP, appauthor=False))
+
+
+def runs_dir() -> Path:
+    return data_dir() / "runs"
+
+
+def model_store_dir() -> Path:
+    return data_dir() / "models"
+
+
+def index_path() -> Path:
+    return data_dir() / "index.sqlite3"
+
+
+def settings_path() -> Path:
+    return config_dir() / "settings.json"
+
+
+def load_settings() -> dict[str, Any]:
+    try:
+        data = json.loads(settings_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_settings(settings: dict[str, Any]) -> None:
+    from trainlab.system.fileio import atomic_write_text
+
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(settings, indent=2, ensure_ascii=False))

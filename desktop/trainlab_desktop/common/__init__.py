@@ -1,0 +1,3 @@
+"""What every part of the window shares: style, translations, number formats,
+layouts, notifications, background work.
+"""

@@ -1,0 +1,2 @@
+"""The window's dialogs: about, caches, plugins, run choices.
+"""

@@ -1,0 +1,2 @@
+"""The Runs page: every run on this machine, and their curves side by side.
+"""

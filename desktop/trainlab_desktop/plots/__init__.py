@@ -1,0 +1,2 @@
+"""The live plots (pyqtgraph): loss and metric curves, their axes.
+"""

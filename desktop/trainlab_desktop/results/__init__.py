@@ -1,0 +1,2 @@
+"""The Results page: one view per task family over ``trainlab.viewmodel.results``.
+"""

@@ -1,0 +1,3 @@
+"""The Train page and the run in flight: data, parameters, devices, the
+training thread and the views of its session.
+"""

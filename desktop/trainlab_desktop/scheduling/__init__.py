@@ -1,0 +1,2 @@
+"""The Queue page and its sweep views.
+"""

@@ -1,0 +1,2 @@
+"""The Try-it page: a trained model on inputs the user gives.
+"""
