@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from trainlab.runfolder.records import EvalRecord, LabelSetExample, RegressionExample, RunFileError
+from trainlab.runfolder.eval_report import EvalRecord, LabelSetExample, RegressionExample
+from trainlab.runfolder.records import RunFileError
 
 REGRESSION = {
     "family": "regression",

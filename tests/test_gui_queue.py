@@ -95,7 +95,7 @@ def test_the_queue_view_pauses_continues_cancels_and_moves(qtbot, window, toy_cs
     assert rows(win)[-1] == (2, "cancelled", "")
     assert not any(view.buttons[k].isEnabled() for k in ("pause", "continue", "cancel", "up", "down"))
     # the CLI sees what the window did
-    from trainlab.scheduling.queue.store import QueueStore
+    from trainlab.scheduling.queue_store import QueueStore
 
     assert [(e.id, e.state) for e in QueueStore().entries()] == [(3, "queued"), (1, "queued"), (2, "cancelled")]
 
@@ -162,7 +162,7 @@ def test_the_trials_table_sorts_dims_pruned_curves_and_trains_the_best(qtbot, wi
     view.best_epochs.setValue(5)
     click(qtbot, view.train_best_button)
     assert "Queued 1" in view.best_message.text()
-    from trainlab.scheduling.queue.store import QueueStore
+    from trainlab.scheduling.queue_store import QueueStore
 
     (entry,) = QueueStore().entries()
     assert entry.kind == "run" and entry.task == "toy-classification" and entry.request["params"]["epochs"] == 5

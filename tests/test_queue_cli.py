@@ -10,8 +10,8 @@ from pathlib import Path
 
 from conftest import FIXTURE_PLUGINS, subprocess_env
 from fixtures.waiting import wait_until
-from trainlab.scheduling.queue.scheduler import scheduler_holder
-from trainlab.scheduling.queue.store import QueueStore
+from trainlab.scheduling.scheduler import scheduler_holder
+from trainlab.scheduling.queue_store import QueueStore
 
 
 def js(result) -> dict:

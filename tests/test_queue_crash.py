@@ -13,8 +13,8 @@ from pathlib import Path
 from conftest import FIXTURE_PLUGINS, subprocess_env
 from fixtures.waiting import wait_until
 from test_queue_cli import wait_for_line
-from trainlab.scheduling.queue.store import QueueStore
-from trainlab.scheduling.sweep.study import SweepStudy
+from trainlab.scheduling.queue_store import QueueStore
+from trainlab.scheduling.sweep_study import SweepStudy
 
 
 def scheduler() -> subprocess.Popen:
@@ -82,9 +82,9 @@ def test_a_trial_asked_just_before_the_scheduler_died_is_queued_not_lost(toy_plu
     from test_queue_leases import StandInRunners
 
     from fixtures import fake_nvml
-    from trainlab.scheduling.queue import actions
-    from trainlab.scheduling.queue.scheduler import Scheduler
-    from trainlab.scheduling.sweep.study import SweepSpec
+    from trainlab.scheduling import queue_actions as actions
+    from trainlab.scheduling.scheduler import Scheduler
+    from trainlab.scheduling.sweep_study import SweepSpec
 
     monkeypatch.setenv("TRAINLAB_LEASE_DIR", str(tmp_path / "leases"))
     spec = SweepSpec(task="toy-classification", data=str(toy_csv), space=("lr=0.001:0.1:log",), sampler="random", monitor="accuracy")

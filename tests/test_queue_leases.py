@@ -21,11 +21,11 @@ import pytest
 from fixtures import fake_nvml
 from trainlab.api.errors import UsageError
 from trainlab.engine.plan import RunRequest
-from trainlab.scheduling.queue import actions
-from trainlab.scheduling.queue.execution import train_command, visible_devices_env
+from trainlab.scheduling import queue_actions as actions
+from trainlab.scheduling.execution import train_command, visible_devices_env
 from trainlab.engine.gpu_leases import LeaseTaken, gpu_states, hold_device_lease, holder_of, read_gpus
-from trainlab.scheduling.queue.scheduler import Scheduler
-from trainlab.scheduling.queue.store import DONE, QUEUED, RUNNING, QueueStore
+from trainlab.scheduling.scheduler import Scheduler
+from trainlab.scheduling.queue_store import DONE, QUEUED, RUNNING, QueueStore
 
 MiB, GiB = fake_nvml.MiB, fake_nvml.GiB
 
@@ -36,7 +36,7 @@ STAND_IN_RUNNER = r"""
 import os, subprocess, sys
 import psutil
 from trainlab.engine.gpu_leases import acquire
-from trainlab.scheduling.queue.store import DONE, QueueStore
+from trainlab.scheduling.queue_store import DONE, QueueStore
 
 entry_id, token, devices = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
 store = QueueStore()

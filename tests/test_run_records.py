@@ -13,7 +13,8 @@ import pytest
 
 from trainlab.api.errors import UsageError
 from trainlab.runfolder.display import MISSING, format_duration, format_metric
-from trainlab.runfolder.records import EvalRecord, RunFileError, SplitReport
+from trainlab.runfolder.eval_report import EvalRecord, SplitReport
+from trainlab.runfolder.records import RunFileError
 from trainlab.runfolder.index import RunDir, RunStore
 from trainlab.runfolder.status import INTERRUPTED_ERROR, shown_status, status_word
 

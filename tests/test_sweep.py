@@ -111,7 +111,7 @@ def test_a_space_the_task_would_refuse_is_exit_2_naming_it(cli, toy_csv):
 def test_space_items_are_checked_against_the_schema(toy_plugin, item, message):
     from trainlab.api.params import full_schema
     from trainlab.pluginhost.host import registry
-    from trainlab.scheduling.sweep.space import parse_space
+    from trainlab.scheduling.sweep_space import parse_space
 
     with pytest.raises(UsageError) as caught:
         parse_space([item], full_schema(registry().task("toy-classification").spec))
@@ -121,7 +121,7 @@ def test_space_items_are_checked_against_the_schema(toy_plugin, item, message):
 def test_a_grid_takes_point_counts_and_lists_integer_ranges(toy_plugin, toy_csv):
     from trainlab.api.params import full_schema
     from trainlab.pluginhost.host import registry
-    from trainlab.scheduling.sweep.space import grid_size, parse_space
+    from trainlab.scheduling.sweep_space import grid_size, parse_space
 
     schema = full_schema(registry().task("toy-classification").spec)
     lr, hidden, model = parse_space(["lr=1e-5:1e-3:log:3", "hidden=4:6", "model=mlp,wide-mlp"], schema)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from trainlab.api.errors import UsageError
-from trainlab.scheduling.queue.board import QueueBoard
-from trainlab.scheduling.queue.store import QueueStore
-from trainlab.scheduling.sweep.board import SweepBoard
-from trainlab.scheduling.sweep.space import Dimension
+from trainlab.scheduling.queue_board import QueueBoard
+from trainlab.scheduling.queue_store import QueueStore
+from trainlab.scheduling.sweep_board import SweepBoard
+from trainlab.scheduling.sweep_space import Dimension
 
 
 def summary(direction: str = "minimize") -> dict:

@@ -36,20 +36,13 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.viewmodel.settings import DesktopSettings
+from trainlab_desktop.common.placeholder import placeholder
 from trainlab_desktop.run.welcome import WelcomeView
 from trainlab_desktop.window_menus import WindowMenus
 
 log = logging.getLogger("trainlab_desktop")
 
 PAGES = ("welcome", "train", "history", "results", "tryit", "queue")
-
-
-def placeholder(text: str, parent: QWidget) -> QWidget:
-    label = QLabel(text, parent)
-    label.setProperty("align", "center")  # STYLE_SHEET: no Qt enum before the window shows
-    label.setWordWrap(True)
-    label.setProperty("role", "muted")
-    return label
 
 
 def _guarded(what: str, call, *args) -> None:
@@ -262,7 +255,7 @@ class MainWindow(QMainWindow):
     def _build_queue_page(self) -> None:
         try:
             from trainlab_desktop.scheduling.queue_view import QueuePage
-            from trainlab.scheduling.queue.board import QueueBoard
+            from trainlab.scheduling.queue_board import QueueBoard
 
             self.queue_page = QueuePage(QueueBoard(), self.resolved_theme, self.stack)
         except Exception as exc:  # noqa: BLE001 - an unreadable queue file must not keep the window from starting

@@ -25,7 +25,7 @@ from PySide6 import QtCore
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QDockWidget
 
-from trainlab_desktop.main_window import placeholder
+from trainlab_desktop.common.placeholder import placeholder
 
 log = logging.getLogger("trainlab_desktop")
 

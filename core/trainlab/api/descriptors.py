@@ -397,26 +397,6 @@ class TaskSpec:
                 problems += _check_override(self.id, f"preset {preset.name!r}", schema, key, value)
         return problems
 
-    def to_json(self, engine_params: Sequence[Param] = ()) -> dict[str, Any]:
-        from trainlab.api.params import full_schema, resolve
-
-        schema = full_schema(self, engine_params)
-        return {
-            "id": self.id,
-            "title": self.title,
-            "description": self.description,
-            "family": self.family,
-            "data_kind": self.data_kind,
-            "data_help": self.data_help,
-            "input": self.input.to_json(),
-            "model_formats": list(self.model_formats),
-            "metrics": [m.to_json() for m in self.metric_specs()],
-            "monitor": self.default_monitor(),
-            "parameters": [p.to_json() for p in schema.values()],
-            "defaults": resolve(self, engine_params, {}, {}),
-            "presets": [p.to_json() for p in self.presets],
-        }
-
 
 def _package_folder(package: str) -> Path | None:
     """The folder of ``package`` without importing it (its parent packages only)."""

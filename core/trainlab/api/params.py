@@ -125,3 +125,23 @@ def parse_assignments(items: Iterable[str]) -> dict[str, str]:
             raise UsageError(f"--set {item!r}: expected key=value")
         out[key] = value
     return out
+
+
+def task_json(spec: TaskSpec, engine_params: Sequence[Param] = ()) -> dict[str, Any]:
+    """A task as ``trainlab tasks --json`` lists it: its descriptor, every parameter of its schema, its defaults."""
+    schema = full_schema(spec, engine_params)
+    return {
+        "id": spec.id,
+        "title": spec.title,
+        "description": spec.description,
+        "family": spec.family,
+        "data_kind": spec.data_kind,
+        "data_help": spec.data_help,
+        "input": spec.input.to_json(),
+        "model_formats": list(spec.model_formats),
+        "metrics": [m.to_json() for m in spec.metric_specs()],
+        "monitor": spec.default_monitor(),
+        "parameters": [p.to_json() for p in schema.values()],
+        "defaults": resolve(spec, engine_params, {}, {}),
+        "presets": [p.to_json() for p in spec.presets],
+    }

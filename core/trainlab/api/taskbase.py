@@ -261,10 +261,10 @@ class Task:
         The family base classes (``ClassificationTask``, ``RegressionTask``,
         ``MultiLabelTask``) return theirs; a task of another family returns
         its own (``trainlab.MetricAccumulator`` documents the protocol).
+        None, the default, asks the engine for the built-in accumulator of the
+        task's family (a plugin API 1 task that subclassed ``Task``).
         """
-        from trainlab.api.families import accumulator_for
-
-        return accumulator_for(self, split)
+        return None
 
     def calibrate(self, split: str, accumulator: Any) -> None:  # optional
         """Fit post-hoc state on a finished validation pass (multi-label thresholds).

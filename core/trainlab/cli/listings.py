@@ -14,17 +14,17 @@ from trainlab.api.errors import UsageError
 from trainlab.engine.outcome import EXIT_OK
 
 if TYPE_CHECKING:
-    from trainlab.cli.main import Output
+    from trainlab.cli.common import Output
 
 
 def cmd_tasks(args, out: Output) -> int:
-    from trainlab.api.params import ENGINE_PARAMS
+    from trainlab.api.params import ENGINE_PARAMS, task_json
     from trainlab.pluginhost.host import registry
 
     reg = registry()
     tasks = []
     for task_id, entry in sorted(reg.tasks.items()):
-        data = entry.spec.to_json(ENGINE_PARAMS)
+        data = task_json(entry.spec, ENGINE_PARAMS)
         data["plugin"] = {"name": entry.plugin.name, "version": entry.plugin.version}
         sample = entry.spec.sample_path()  # in the plugin's own package, or TrainLab's resources
         data["sample_data"] = str(sample) if sample is not None else None

@@ -9,22 +9,15 @@ commands that train, evaluate or predict; Qt only by ``gui``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import logging
-import signal
 import sys
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import trainlab
 from trainlab.api.errors import RunFailed, UsageError
+from trainlab.cli.common import ArgumentParser, Output, params_from, stop_on_signals
 from trainlab.cli.listings import cmd_models, cmd_runs, cmd_tasks
 from trainlab.engine.outcome import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too, but we keep --json honest
-        raise UsageError(f"{self.prog}: {message}")
 
 
 def _parser() -> ArgumentParser:
@@ -130,56 +123,6 @@ def _parser() -> ArgumentParser:
 # -- output --------------------------------------------------------------------
 
 
-class Output:
-    """Human text to stderr; with --json, one JSON object on the real stdout.
-
-    While a --json command runs, ``sys.stdout`` points at stderr so that a
-    stray print from a library cannot corrupt the JSON.
-    """
-
-    def __init__(self, as_json: bool):
-        self.as_json = as_json
-        self.stdout = sys.stdout
-
-    def say(self, text: str = "") -> None:
-        if not self.as_json:
-            print(text, file=self.stdout)
-        elif sys.stderr is not None:
-            print(text, file=sys.stderr)
-
-    def note(self, text: str) -> None:
-        if sys.stderr is not None:
-            print(text, file=sys.stderr)
-
-    def result(self, data: dict[str, Any]) -> None:
-        if self.as_json:
-            self.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
-            self.stdout.flush()
-
-    @contextlib.contextmanager
-    def guarded(self):
-        if not self.as_json or sys.stderr is None:
-            yield
-            return
-        saved = sys.stdout
-        sys.stdout = sys.stderr
-        try:
-            yield
-        finally:
-            sys.stdout = saved
-
-
-def _params_from(args: argparse.Namespace) -> dict[str, str]:
-    from trainlab.api.params import parse_assignments
-
-    params = parse_assignments(getattr(args, "sets", []) or [])
-    for name in ("model", "epochs", "batch_size", "lr", "device", "precision", "seed"):
-        value = getattr(args, name, None)
-        if value is not None:
-            params[name] = value
-    return params
-
-
 # -- commands ------------------------------------------------------------------
 
 
@@ -208,35 +151,6 @@ def cmd_plugins(args, out: Output) -> int:
     return EXIT_OK
 
 
-@contextlib.contextmanager
-def _stop_on_signals(stop: Callable[[], None]):
-    """First Ctrl-C / SIGTERM asks the run to stop (checkpoint kept); a second one aborts."""
-    if threading_main() is False:
-        yield
-        return
-    hits = {"n": 0}
-
-    def handler(signum, frame):
-        hits["n"] += 1
-        if hits["n"] > 1:
-            raise KeyboardInterrupt
-        print("\ntrainlab: stopping after this step (Ctrl-C again to abort)", file=sys.stderr)
-        stop()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
 def cmd_train(args, out: Output) -> int:
     from trainlab.engine.plan import RunRequest
 
@@ -255,7 +169,7 @@ def cmd_train(args, out: Output) -> int:
     if launch.wanted(args) and not rank:
         return _train_launched(args, out)
     request = RunRequest(
-        task=args.task, data=args.data, params=_params_from(args), out=args.out, resume=args.resume, more_epochs=args.more_epochs
+        task=args.task, data=args.data, params=params_from(args), out=args.out, resume=args.resume, more_epochs=args.more_epochs
     )
     from trainlab.cli.reporting import ConsoleProgress, declared_metrics, done_text, task_spec
 
@@ -302,7 +216,7 @@ def _train_here(request, progress):
     from trainlab.engine.plan import plan_run
 
     control = RunControl()
-    with _stop_on_signals(lambda: control.request_stop("interrupted")):
+    with stop_on_signals(lambda: control.request_stop("interrupted")):
         plan = plan_run(request, log=progress.on_event, should_stop=lambda: control.stop_requested)
         return execute(plan, callbacks=[progress.callback], control=control)
 
@@ -316,7 +230,7 @@ def _train_launched(args, out: Output) -> int:
 def _train_as_rank(request, progress, out: Output) -> int:
     from trainlab.engine.distributed_run import rank_main
 
-    return rank_main(request, progress, out, stop_on_signals=_stop_on_signals, fail=_fail)
+    return rank_main(request, progress, out, stop_on_signals=stop_on_signals, fail=_fail)
 
 
 def _train_isolated(request, progress):
@@ -324,7 +238,7 @@ def _train_isolated(request, progress):
 
     child = ChildRun(request)
     child.start()
-    with _stop_on_signals(child.stop):
+    with stop_on_signals(child.stop):
         for event in child.events():
             progress.on_event(event)
         code = child.wait()
@@ -449,7 +363,7 @@ def cmd_gui(args, out: Output) -> int:
     return run_app(
         task=getattr(args, "task", None),
         data=getattr(args, "data", None),
-        params=_params_from(args),
+        params=params_from(args),
         autostart=bool(getattr(args, "autostart", False)),
         language=getattr(args, "language", None),
     )

@@ -10,7 +10,7 @@ from trainlab.engine.outcome import EXIT_OK
 
 def add_queue_parser(add: Callable[..., Any], add_params: Callable[[Any], None]) -> None:
     """The ``queue`` command and its actions, on the CLI's parser (``add`` and ``add_params`` are its helpers)."""
-    from trainlab.cli.main import ArgumentParser
+    from trainlab.cli.common import ArgumentParser
 
     queue = add("queue", "the persistent run queue across this machine's GPUs", json_flag=False)
     actions = queue.add_subparsers(dest="queue_action", metavar="ACTION", parser_class=ArgumentParser)
@@ -44,8 +44,8 @@ def add_queue_parser(add: Callable[..., Any], add_params: Callable[[Any], None])
 
 
 def cmd_queue(args: Any, out: Any) -> int:
-    from trainlab.scheduling.queue import actions
-    from trainlab.scheduling.queue.store import QueueStore
+    from trainlab.scheduling import queue_actions as actions
+    from trainlab.scheduling.queue_store import QueueStore
 
     store = QueueStore()
     action = args.queue_action or "list"
@@ -54,10 +54,10 @@ def cmd_queue(args: Any, out: Any) -> int:
     if action == "list":
         return _list(store, out)
     if action == "add":
-        from trainlab.cli.main import _params_from
+        from trainlab.cli.common import params_from
 
         entry = actions.add_run(
-            store, task=args.task, data=args.data, params=_params_from(args), out=args.out, resume=args.resume, gpus=args.gpus
+            store, task=args.task, data=args.data, params=params_from(args), out=args.out, resume=args.resume, gpus=args.gpus
         )
         started = _start(args, out)
         out.say(f"queued {entry.id}: {entry.task} on {entry.request['data']} ({_gpus_text(entry.gpus)})")
@@ -82,7 +82,7 @@ def cmd_queue(args: Any, out: Any) -> int:
 
 
 def _start(args: Any, out: Any) -> int | None:
-    from trainlab.scheduling.queue.scheduler import ensure_scheduler
+    from trainlab.scheduling.scheduler import ensure_scheduler
 
     if getattr(args, "no_start", False):
         return None
@@ -95,7 +95,7 @@ def _start(args: Any, out: Any) -> int | None:
 def _run(out: Any) -> int:
     import signal
 
-    from trainlab.scheduling.queue.scheduler import Scheduler, scheduler_holder, serve
+    from trainlab.scheduling.scheduler import Scheduler, scheduler_holder, serve
 
     stopping = {"now": False}
 
@@ -120,7 +120,7 @@ def _run(out: Any) -> int:
 
 
 def _list(store: Any, out: Any) -> int:
-    from trainlab.scheduling.queue.scheduler import scheduler_holder
+    from trainlab.scheduling.scheduler import scheduler_holder
     entries = store.entries()  # in line order, a sweep's trials under it
     for entry in entries:
         out.say(_line(entry))

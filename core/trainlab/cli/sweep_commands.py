@@ -29,18 +29,18 @@ def add_sweep_parser(add: Callable[..., Any], add_params: Callable[[Any], None])
 
 def sweep_spec(args: Any) -> Any:
     """The study's definition from the command line; UsageError naming a bad option or --space item."""
-    from trainlab.cli.main import _params_from
+    from trainlab.cli.common import params_from
     from trainlab.api.params import full_schema
     from trainlab.pluginhost.host import registry
-    from trainlab.scheduling.queue.actions import check_request
-    from trainlab.scheduling.sweep.space import grid_size, parse_space
-    from trainlab.scheduling.sweep.study import SweepSpec
+    from trainlab.scheduling.queue_actions import check_request
+    from trainlab.scheduling.sweep_space import grid_size, parse_space
+    from trainlab.scheduling.sweep_study import SweepSpec
 
     if args.trials < 1:
         raise UsageError("--trials must be at least 1")
     if args.gpus_per_trial < 0:
         raise UsageError("--gpus-per-trial must be 0 or more")
-    params = _params_from(args)
+    params = params_from(args)
     resolved = check_request(args.task, args.data, params)
     spec = registry().task(args.task).spec
     dimensions = parse_space(args.space, full_schema(spec))
@@ -67,7 +67,7 @@ def sweep_spec(args: Any) -> Any:
 
 
 def cmd_sweep(args: Any, out: Any) -> int:
-    from trainlab.scheduling.sweep.study import SweepStudy, check_name
+    from trainlab.scheduling.sweep_study import SweepStudy, check_name
 
     spec = sweep_spec(args)
     name = check_name(args.study or f"{args.task}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -81,9 +81,9 @@ def cmd_sweep(args: Any, out: Any) -> int:
 
 
 def _to_queue(args: Any, out: Any, study: Any) -> int:
-    from trainlab.scheduling.queue import actions
-    from trainlab.scheduling.queue.scheduler import ensure_scheduler
-    from trainlab.scheduling.queue.store import FINISHED, SWEEP, QueueStore
+    from trainlab.scheduling import queue_actions as actions
+    from trainlab.scheduling.scheduler import ensure_scheduler
+    from trainlab.scheduling.queue_store import FINISHED, SWEEP, QueueStore
 
     store = QueueStore()
     for entry in store.entries():
@@ -97,8 +97,8 @@ def _to_queue(args: Any, out: Any, study: Any) -> int:
 
 
 def _foreground(args: Any, out: Any, study: Any) -> int:
-    from trainlab.cli.main import _stop_on_signals
-    from trainlab.scheduling.sweep.foreground import SweepControl, place, run_sweep
+    from trainlab.cli.common import stop_on_signals
+    from trainlab.scheduling.sweep_foreground import SweepControl, place, run_sweep
 
     control = SweepControl()
     device = str(args.device) if args.device else None
@@ -106,7 +106,7 @@ def _foreground(args: Any, out: Any, study: Any) -> int:
     out.note(f"sweep: study {study.name} ({study.journal_text()}), {args.trials} trials on {placement.describe()}; "
              f"the same command resumes it after a crash")
     try:
-        with _stop_on_signals(control.stop):
+        with stop_on_signals(control.stop):
             summary = run_sweep(study, args.trials, placement=placement, control=control, say=out.note)
     finally:
         if lease is not None:

@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainlab.api.errors import UsageError
+from trainlab.api.families import task_accumulator
 from trainlab.engine.ddp_hooks import FlagsInBucket, batch_norms_if_only_buffers
 from trainlab.engine.recorder import RunRecorder
 
@@ -285,7 +286,7 @@ class RankGroup:
     def merge_accumulator(self, task: Any, split: str, accumulator: Any) -> Any:
         """A fresh accumulator holding every rank's share, merged in rank order."""
         blobs = self.gather_bytes(_state_bytes(accumulator.state()))
-        merged = task.metric_accumulator(split)
+        merged = task_accumulator(task, split)
         for blob in blobs:
             merged.merge(_state_from_bytes(blob))
         return merged

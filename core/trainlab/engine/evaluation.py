@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trainlab.api.errors import RunFailed, UsageError
+from trainlab.api.families import task_accumulator
 from trainlab.api.taskbase import RunContext, Task
 from trainlab.engine import distributed
 from trainlab.api.batches import split_batch
@@ -55,7 +56,7 @@ class Evaluator:
         import torch
 
         task, model = self.task, self.model
-        accumulator = task.metric_accumulator(split)
+        accumulator = task_accumulator(task, split)
         was_training = model.training
         model.eval()
         order = task.batch_order(split, 0, self.batch_size, self.seed)

@@ -103,7 +103,7 @@ def safe_mode() -> bool:
 
 def blocked_names() -> set[str]:
     """Blocked by the user: settings ``blocked_plugins`` plus TRAINLAB_BLOCK_PLUGINS."""
-    from trainlab.system.paths import load_settings
+    from trainlab.system.user_settings import load_settings
 
     names = {str(n) for n in load_settings().get("blocked_plugins", []) if n}
     env = os.environ.get("TRAINLAB_BLOCK_PLUGINS", "")
@@ -112,7 +112,7 @@ def blocked_names() -> set[str]:
 
 
 def set_blocked(name: str, blocked: bool) -> None:
-    from trainlab.system.paths import load_settings, save_settings
+    from trainlab.system.user_settings import load_settings, save_settings
 
     settings = load_settings()
     names = set(settings.get("blocked_plugins", []))

@@ -24,7 +24,8 @@ from trainlab.system import paths
 from trainlab.api.errors import UsageError
 from trainlab.api.events import Event
 from trainlab.system.fileio import atomic_write_json, folder_write_problem
-from trainlab.runfolder.records import RUN_SCHEMA_VERSION, EvalRecord, RunFileError, RunRecord, read_json_object, run_title
+from trainlab.runfolder.eval_report import EvalRecord
+from trainlab.runfolder.records import RUN_SCHEMA_VERSION, RunFileError, RunRecord, read_json_object, run_title
 from trainlab.runfolder.status import FAILED, FINISHED, INTERRUPTED_ERROR, RUNNING
 from trainlab.runfolder.tail import MetricsTail
 

@@ -274,15 +274,3 @@ class RunRecord:
         value = self.best.get("value")
         return float(value) if _is_number(value) else None
 
-
-# The evaluation reports live in ``trainlab.runfolder.eval_report`` (they grew one
-# reader per task family); they are importable from here as before.
-_EVAL_NAMES = ("EvalExample", "EvalRecord", "Histogram", "LabelSetExample", "RegressionExample", "SplitReport")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EVAL_NAMES:  # imported on first use: eval_records imports this module
-        from trainlab.runfolder import eval_report as eval_records
-
-        return getattr(eval_records, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainlab.system import paths
+from trainlab.system import paths, user_settings
 from trainlab.api.errors import UsageError
 
 DEFAULT_LIMIT_GB = 5.0
@@ -48,7 +48,7 @@ def cache_dir(name: str) -> Path:
 
 def limit_bytes() -> int:
     """The cap over all named caches, from settings.json (``{"cache": {"limit_gb": 5}}``)."""
-    section = paths.load_settings().get("cache")
+    section = user_settings.load_settings().get("cache")
     value = section.get("limit_gb") if isinstance(section, dict) else None
     try:
         gb = float(value) if value is not None else DEFAULT_LIMIT_GB
@@ -60,10 +60,10 @@ def limit_bytes() -> int:
 def set_limit_gb(gb: float) -> None:
     if not gb >= 0:
         raise UsageError(f"cache limit {gb!r}: give a size in GB, 0 or more")
-    settings = paths.load_settings()
+    settings = user_settings.load_settings()
     section = settings.get("cache") if isinstance(settings.get("cache"), dict) else {}
     settings["cache"] = {**section, "limit_gb": float(gb)}
-    paths.save_settings(settings)
+    user_settings.save_settings(settings)
 
 
 @dataclass(frozen=True)

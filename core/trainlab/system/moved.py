@@ -24,7 +24,7 @@ import warnings
 
 # Old name -> new name. A child of an old name not listed here keeps its own
 # name under the new parent (``trainlab.queue.store`` ->
-# ``trainlab.scheduling.queue.store``).
+# ``trainlab.scheduling.queue_store``).
 MOVED = {
     "trainlab.engine.batches": "trainlab.api.batches",
     "trainlab.queue.leases": "trainlab.engine.gpu_leases",
@@ -110,9 +110,18 @@ MOVED = {
     "trainlab.pluginprobe": "trainlab.pluginhost.probe",
     "trainlab.plugins": "trainlab_plugins",
     "trainlab.predictions": "trainlab.api.predictions",
-    "trainlab.queue": "trainlab.scheduling.queue",
+    "trainlab.queue": "trainlab.scheduling",
+    "trainlab.queue.actions": "trainlab.scheduling.queue_actions",
+    "trainlab.queue.board": "trainlab.scheduling.queue_board",
+    "trainlab.queue.execution": "trainlab.scheduling.execution",
+    "trainlab.queue.scheduler": "trainlab.scheduling.scheduler",
+    "trainlab.queue.store": "trainlab.scheduling.queue_store",
+    "trainlab.sweep.board": "trainlab.scheduling.sweep_board",
+    "trainlab.sweep.foreground": "trainlab.scheduling.sweep_foreground",
+    "trainlab.sweep.space": "trainlab.scheduling.sweep_space",
+    "trainlab.sweep.study": "trainlab.scheduling.sweep_study",
     "trainlab.queue.commands": "trainlab.cli.queue_commands",
-    "trainlab.queue.runner": "trainlab.scheduling.queue.entry_process",
+    "trainlab.queue.runner": "trainlab.scheduling.entry_process",
     "trainlab.records": "trainlab.runfolder.records",
     "trainlab.reporting": "trainlab.cli.reporting",
     "trainlab.resources": "trainlab_resources",
@@ -120,7 +129,7 @@ MOVED = {
     "trainlab.session": "trainlab.viewmodel.session",
     "trainlab.shadowing": "trainlab.system.shadowing",
     "trainlab.status": "trainlab.runfolder.status",
-    "trainlab.sweep": "trainlab.scheduling.sweep",
+    "trainlab.sweep": "trainlab.scheduling",
     "trainlab.sweep.commands": "trainlab.cli.sweep_commands",
     "trainlab.tail": "trainlab.runfolder.tail",
     "trainlab.taskbase": "trainlab.api.taskbase",

@@ -7,10 +7,8 @@ shared lab disks.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 APP = "trainlab"
 
@@ -72,18 +70,3 @@ def index_path() -> Path:
 def settings_path() -> Path:
     return config_dir() / "settings.json"
 
-
-def load_settings() -> dict[str, Any]:
-    try:
-        data = json.loads(settings_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def save_settings(settings: dict[str, Any]) -> None:
-    from trainlab.system.fileio import atomic_write_text
-
-    path = settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(settings, indent=2, ensure_ascii=False))

@@ -5,7 +5,7 @@
 each ``eval-<time>.json`` that ``trainlab eval`` wrote beside it (an
 evaluation on other data).  A file that cannot be read does not stop the
 others: its error, naming the file, lands in ``problems``, and the view shows
-it.  The per-split reports are ``trainlab.runfolder.records.SplitReport``.
+it.  The per-split reports are ``trainlab.runfolder.eval_report.SplitReport``.
 
 Which view shows a report is its family: the one the report names, else the
 one ``run.json`` recorded, else the family its task declares
@@ -26,7 +26,8 @@ from typing import Any
 from trainlab.api.errors import UsageError
 from trainlab.api.descriptors import FAMILY_METRICS, Metric, TaskSpec
 from trainlab.api.events import EvalResult
-from trainlab.runfolder.records import EvalExample, RunRecord, SplitReport, run_title
+from trainlab.runfolder.eval_report import EvalExample, SplitReport
+from trainlab.runfolder.records import RunRecord, run_title
 
 __all__ = [
     "EvalExample", "EvalPoint", "ReportSource", "RunResults", "SplitReport", "eval_history", "is_image_example",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainlab.system.paths import load_settings, save_settings
+from trainlab.system.user_settings import load_settings, save_settings
 
 SECTION = "desktop"
 RUN_MODES = ("thread", "process")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication
 
+from trainlab.api.descriptors import Metric
 from trainlab.runfolder.display import MISSING, format_duration, format_metric, format_offset, metric_kind
 from trainlab.runfolder.status import CANCELLED, COMPLETED, FAILED, INTERRUPTED, RUNNING, UNKNOWN, shown_status
 
-__all__ = ["MISSING", "format_duration", "format_metric", "format_offset", "metric_kind", "status_title"]
+__all__ = ["MISSING", "format_duration", "format_metric", "format_offset", "metric_kind", "metric_title", "status_title"]
 
 
 def status_title(status: str | None, error: str | None = "") -> str:
@@ -31,3 +32,22 @@ def status_title(status: str | None, error: str | None = "") -> str:
         UNKNOWN: QCoreApplication.translate("RunStatus", "Unknown"),
     }
     return titles.get(shown, shown)
+
+
+def metric_title(name: str, declared: Metric | None = None) -> str:
+    """A metric's name for people: the window's translation for the built-in
+    families' metrics, else the title its task declares, else its key."""
+    titles = {
+        "accuracy": QCoreApplication.translate("ResultsView", "Accuracy"),
+        "macro_f1": QCoreApplication.translate("ResultsView", "Macro F1"),
+        "micro_f1": QCoreApplication.translate("ResultsView", "Micro F1"),
+        "top5_accuracy": QCoreApplication.translate("ResultsView", "Top-5 accuracy"),
+        "r2": QCoreApplication.translate("ResultsView", "R\u00b2"),
+        "mae": QCoreApplication.translate("ResultsView", "MAE"),
+        "rmse": QCoreApplication.translate("ResultsView", "RMSE"),
+        "labels_per_example": QCoreApplication.translate("ResultsView", "Labels per example"),
+        "loss": QCoreApplication.translate("ResultsView", "Loss"),
+    }
+    if name in titles:
+        return titles[name]
+    return (declared.title if declared is not None else "") or name

@@ -73,7 +73,7 @@ def notify(title: str, body: str, window: QWidget | None = None, icon_path: str 
     if window is not None:
         QApplication.alert(window)
     if _has_dbus():
-        from trainlab_desktop.app import DESKTOP_ID
+        from trainlab.shortcuts.identity import DESKTOP_ID
 
         hints = {"desktop-entry": ("s", DESKTOP_ID)}  # the desktop shows our name and icon
         try:

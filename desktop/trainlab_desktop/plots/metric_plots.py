@@ -25,7 +25,7 @@ from PySide6.QtCore import Qt
 from trainlab.api.descriptors import FAMILY_METRICS, Metric
 from trainlab_desktop.plots.axes import EpochAxis, GridAxis, HeadroomRange, grid_below
 from trainlab_desktop.common.formatting import format_metric
-from trainlab_desktop.results.widgets import metric_title
+from trainlab_desktop.common.formatting import metric_title
 
 BOUNDED = ("percent", "score")
 SYMBOLS = ("o", "t", "s", "d", "+", "x")

@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetIte
 from trainlab_desktop.common.formatting import format_metric
 from trainlab.viewmodel.results import RunResults, SplitReport, eval_history
 from trainlab_desktop.results.charts import ACCENT, WARM, PlotCanvas, pen
-from trainlab_desktop.results.widgets import ReportPage, metric_rows, metric_title, section_label, setup_table, stacked
+from trainlab_desktop.common.formatting import metric_title
+from trainlab_desktop.results.widgets import ReportPage, metric_rows, section_label, setup_table, stacked
 
 PLOT_COLUMNS = 3
 

@@ -28,7 +28,7 @@ from trainlab_desktop.results.widgets import (
     setup_table,
     stacked,
 )
-from trainlab.runfolder.records import LabelSetExample
+from trainlab.runfolder.eval_report import LabelSetExample
 
 SCORES_SHOWN = 3
 

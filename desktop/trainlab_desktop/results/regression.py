@@ -29,7 +29,7 @@ from trainlab_desktop.results.widgets import (
     section_label,
     stacked,
 )
-from trainlab.runfolder.records import RegressionExample
+from trainlab.runfolder.eval_report import RegressionExample
 
 
 

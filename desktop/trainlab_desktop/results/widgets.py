@@ -26,8 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trainlab.api.descriptors import Metric
-from trainlab_desktop.common.formatting import format_metric
+from trainlab_desktop.common.formatting import format_metric, metric_title
 from trainlab.viewmodel.results import RunResults, SplitReport, is_image_example
 
 THUMBNAIL_SIZE = 96
@@ -179,25 +178,6 @@ def split(orientation: Qt.Orientation, first: QWidget, second: QWidget, stretch:
         splitter.setSizes(list(sizes))
     splitter.setChildrenCollapsible(False)
     return splitter
-
-
-def metric_title(name: str, declared: Metric | None = None) -> str:
-    """A metric's name for people: the window's translation for the built-in
-    families' metrics, else the title its task declares, else its key."""
-    titles = {
-        "accuracy": QCoreApplication.translate("ResultsView", "Accuracy"),
-        "macro_f1": QCoreApplication.translate("ResultsView", "Macro F1"),
-        "micro_f1": QCoreApplication.translate("ResultsView", "Micro F1"),
-        "top5_accuracy": QCoreApplication.translate("ResultsView", "Top-5 accuracy"),
-        "r2": QCoreApplication.translate("ResultsView", "R\u00b2"),
-        "mae": QCoreApplication.translate("ResultsView", "MAE"),
-        "rmse": QCoreApplication.translate("ResultsView", "RMSE"),
-        "labels_per_example": QCoreApplication.translate("ResultsView", "Labels per example"),
-        "loss": QCoreApplication.translate("ResultsView", "Loss"),
-    }
-    if name in titles:
-        return titles[name]
-    return (declared.title if declared is not None else "") or name
 
 
 def metric_rows(report: SplitReport, run: RunResults, family: str) -> list[tuple[str, str, bool]]:

@@ -114,7 +114,7 @@ class SessionView(QObject):
     def final_score(self, metrics: Any) -> str:
         """The run's headline metric, its number as the results page writes it ("accuracy 92.50%"):
         the monitored one, else the first the task declares; '' when there is none."""
-        from trainlab_desktop.results.widgets import metric_title
+        from trainlab_desktop.common.formatting import metric_title
 
         declared = {m.name: m for m in self.plots.metrics.shown}  # the run's declarations (show_run_metrics)
         monitor = self.plots.metrics.monitored

@@ -1,6 +1,6 @@
 """The Queue page: the run queue (state, GPU, task, place in line; pause, continue, cancel, move) and the sweeps.
 
-A thin view of ``trainlab.scheduling.queue.board.QueueBoard``: the rows, what each
+A thin view of ``trainlab.scheduling.queue_board.QueueBoard``: the rows, what each
 allows and every action are the board's (the same ones as ``trainlab
 queue``).  The queue is a file, and its scheduler a detached ``trainlab
 queue run`` that stops by itself when the queue is empty
@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.api.errors import UsageError
-from trainlab.scheduling.queue.board import QueueBoard, QueueRow
+from trainlab.scheduling.queue_board import QueueBoard, QueueRow
 
 log = logging.getLogger("trainlab_desktop")
 

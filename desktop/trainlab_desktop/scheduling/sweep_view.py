@@ -1,6 +1,6 @@
 """A sweep's trials: the table, parallel coordinates, learning curves, importance, "train the best".
 
-A thin view of ``trainlab.scheduling.sweep.board.SweepBoard``: sorting, the axes and
+A thin view of ``trainlab.scheduling.sweep_board.SweepBoard``: sorting, the axes and
 lines of the parallel-coordinates plot, the curves and which are dimmed
 (pruned trials), the importance (Optuna's PED-ANOVA) and the request that
 trains the best configuration are all the board's.  The study is read off
@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 from trainlab.api.errors import UsageError
 from trainlab_desktop.common import background
 from trainlab_desktop.plots.live_plots import plot_colors
-from trainlab.scheduling.sweep.board import SweepBoard, TrialRow, study_names
+from trainlab.scheduling.sweep_board import SweepBoard, TrialRow, study_names
 
 log = logging.getLogger("trainlab_desktop")
 

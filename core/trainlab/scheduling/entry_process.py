@@ -1,4 +1,4 @@
-"""``python -m trainlab.scheduling.queue.entry_process ENTRY TOKEN``: one queue entry's run, in a process of its own.
+"""``python -m trainlab.scheduling.entry_process ENTRY TOKEN``: one queue entry's run, in a process of its own.
 
 The scheduler starts it detached (a session of its own, output to
 ``queue/logs/ENTRY.log``), so that neither a closed window nor a killed
@@ -22,7 +22,7 @@ from typing import Any
 from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback, RunControl
 from trainlab.engine.outcome import RunOutcome
-from trainlab.scheduling.queue.execution import (
+from trainlab.scheduling.execution import (
     CANCELLED_REASON,
     PAUSED_REASON,
     PRUNED_REASON,
@@ -34,7 +34,7 @@ from trainlab.scheduling.queue.execution import (
     visible_devices_env,
     watch,
 )
-from trainlab.scheduling.queue.store import CANCELLED, DONE, FAILED, PAUSED, TRIAL, QueueEntry, QueueStore, queue_dir
+from trainlab.scheduling.queue_store import CANCELLED, DONE, FAILED, PAUSED, TRIAL, QueueEntry, QueueStore, queue_dir
 
 REQUESTED_REASONS = {"pause": PAUSED_REASON, "cancel": CANCELLED_REASON}
 
@@ -135,7 +135,7 @@ def run_entry(store: QueueStore, entry: QueueEntry, token: str, control: RunCont
     callbacks: list[Callback] = []
     extra: dict[str, Any] | None = None
     if entry.kind == TRIAL:
-        from trainlab.scheduling.sweep.study import SweepStudy
+        from trainlab.scheduling.sweep_study import SweepStudy
 
         study = SweepStudy.load(entry.study)
         study.note_run_dir(int(entry.trial), run_dir, ", ".join(entry.devices) or "cpu")
@@ -173,7 +173,7 @@ def settle(store: QueueStore, entry: QueueEntry, token: str, outcome: RunOutcome
         store.requeue(entry.id, token, f"stopped ({outcome.error or 'no reason'}); back in line to resume")
         return
     if entry.kind == TRIAL and state != PAUSED:
-        from trainlab.scheduling.sweep.study import SweepStudy
+        from trainlab.scheduling.sweep_study import SweepStudy
 
         SweepStudy.load(entry.study).tell_outcome(int(entry.trial), outcome)
     store.finish(entry.id, token, state, reason)

@@ -2,7 +2,7 @@
 
 Rows in line order (a sweep's trials under it) with what a user can do to
 each, the scheduler's whereabouts, and the user's actions, which are the
-CLI's (``trainlab.scheduling.queue.actions``), so the window and ``trainlab queue``
+CLI's (``trainlab.scheduling.queue_actions``), so the window and ``trainlab queue``
 cannot disagree.  Reading is one SQLite query; ``refresh`` says whether
 anything changed so that the view redraws only then.  The queue is the
 file, not the window: a window opened later reads the same rows.
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from trainlab.scheduling.queue import actions
-from trainlab.scheduling.queue.store import FINISHED, PAUSED, QUEUED, RUNNING, SWEEP, TRIAL, WAITING, QueueEntry, QueueStore
+from trainlab.scheduling import queue_actions as actions
+from trainlab.scheduling.queue_store import FINISHED, PAUSED, QUEUED, RUNNING, SWEEP, TRIAL, WAITING, QueueEntry, QueueStore
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class QueueBoard:
 
     def refresh(self) -> bool:
         """Read the queue again; whether anything a view shows changed."""
-        from trainlab.scheduling.queue.scheduler import scheduler_holder
+        from trainlab.scheduling.scheduler import scheduler_holder
 
         entries = self.store.entries()
         waiting = [e.id for e in entries if e.parent is None and e.state in WAITING]
@@ -156,7 +156,7 @@ class QueueBoard:
 
     def ensure_scheduler(self) -> int | None:
         """Start the scheduler unless one runs; its pid, or None."""
-        from trainlab.scheduling.queue.scheduler import ensure_scheduler
+        from trainlab.scheduling.scheduler import ensure_scheduler
 
         pid = ensure_scheduler()
         self.refresh()

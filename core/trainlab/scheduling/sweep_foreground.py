@@ -17,8 +17,8 @@ from typing import Any, Callable
 from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import RunControl
 from trainlab.engine.plan import RunRequest
-from trainlab.scheduling.queue.execution import PRUNED_REASON, completed_outcome, execute_here, execute_on_gpus, start_point, visible_devices_env
-from trainlab.scheduling.sweep.study import SweepStudy
+from trainlab.scheduling.execution import PRUNED_REASON, completed_outcome, execute_here, execute_on_gpus, start_point, visible_devices_env
+from trainlab.scheduling.sweep_study import SweepStudy
 
 
 @dataclass

@@ -6,7 +6,7 @@ detached by ``trainlab queue add`` / ``sweep --queue`` (and the window's "Add
 to queue") when no process holds the lock.  It stops by itself once nothing
 is queued or running, so no service lingers.  Runs are not its children in
 any way that matters: each is a runner process in a session of its own
-(``trainlab.scheduling.queue.entry_process``) that holds its own GPU leases and writes its own
+(``trainlab.scheduling.entry_process``) that holds its own GPU leases and writes its own
 end into the queue, so a killed scheduler stops nothing; a restarted one
 reads the queue and carries on (``tick``).
 
@@ -29,10 +29,10 @@ import time
 from typing import Any, Callable
 
 from trainlab.engine.outcome import RunOutcome
-from trainlab.scheduling.queue.execution import completed_outcome, visible_devices_env
+from trainlab.scheduling.execution import completed_outcome, visible_devices_env
 from trainlab.engine.gpu_leases import Gpu, gpu_states, read_gpus
 from trainlab.system.locks import FileLock, Holder
-from trainlab.scheduling.queue.store import (
+from trainlab.scheduling.queue_store import (
     CANCELLED,
     DONE,
     FAILED,
@@ -151,7 +151,7 @@ class Scheduler:
                 self._runner_died(entry)
 
     def _runner_died(self, entry: QueueEntry) -> None:
-        from trainlab.scheduling.queue.entry_process import settle
+        from trainlab.scheduling.entry_process import settle
 
         child = self._children.pop(int(entry.runner_pid or 0), None)
         if child is not None:
@@ -171,7 +171,7 @@ class Scheduler:
             self.say(f"{entry.id}: its process died; back in line to resume from its checkpoint")
 
     def _start_what_fits(self) -> None:
-        from trainlab.scheduling.queue.entry_process import cpu_slot
+        from trainlab.scheduling.entry_process import cpu_slot
 
         gpus, _why = read_gpus(self.nvml)
         entries = self.store.entries()
@@ -220,7 +220,7 @@ class Scheduler:
             kwargs["start_new_session"] = True
         try:
             child = subprocess.Popen(
-                [sys.executable, "-m", "trainlab.scheduling.queue.entry_process", str(entry.id), token],
+                [sys.executable, "-m", "trainlab.scheduling.entry_process", str(entry.id), token],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -286,7 +286,7 @@ class Scheduler:
 
     def _study(self, sweep: QueueEntry) -> Any:
         """The sweep's study, once this scheduler holds its lock; None while another process drives it."""
-        from trainlab.scheduling.sweep.study import SweepStudy
+        from trainlab.scheduling.sweep_study import SweepStudy
 
         lock = self._study_locks.get(sweep.study)
         if lock is None:

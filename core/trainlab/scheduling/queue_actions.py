@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from trainlab.api.errors import UsageError
-from trainlab.scheduling.queue.store import CANCELLED, PAUSED, QUEUED, RUN, RUNNING, SWEEP, WAITING, QueueEntry, QueueStore
+from trainlab.scheduling.queue_store import CANCELLED, PAUSED, QUEUED, RUN, RUNNING, SWEEP, WAITING, QueueEntry, QueueStore
 
 
 def check_request(task: str, data: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def cancel(store: QueueStore, entry_id: int | str) -> QueueEntry:
     store.finish(entry.id, None, CANCELLED, "cancelled in the queue")
     if waited:  # a running trial's runner tells the study; these never ran to tell it
         from trainlab.engine.outcome import RunOutcome
-        from trainlab.scheduling.sweep.study import SweepStudy
+        from trainlab.scheduling.sweep_study import SweepStudy
 
         study = SweepStudy.load(entry.study)
         for trial in waited:

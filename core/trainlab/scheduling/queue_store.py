@@ -17,7 +17,7 @@ is killed at any moment:
   (``requeue`` with the token) wins, never both;
 * whoever finds an entry ``running`` whose runner is dead (a restarted
   scheduler) puts it back in line (``requeue``), and its runner, on the next
-  launch, resumes the run from its checkpoint (``trainlab.scheduling.queue.execution``).
+  launch, resumes the run from its checkpoint (``trainlab.scheduling.execution``).
 
 Entry states: ``queued``, ``running``, ``paused``, ``done``, ``failed``,
 ``cancelled``.  ``requested`` is what a user asked of a running entry

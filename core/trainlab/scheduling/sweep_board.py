@@ -91,10 +91,10 @@ class SweepBoard:
     @classmethod
     def load(cls, name: str) -> "SweepBoard":
         """The study ``name`` now (UsageError when there is no such study)."""
-        from trainlab.scheduling.sweep.study import SweepStudy
+        from trainlab.scheduling.sweep_study import SweepStudy
 
         study = SweepStudy.load(name)
-        from trainlab.scheduling.queue.board import gpu_names
+        from trainlab.scheduling.queue_board import gpu_names
 
         board = cls(study.summary(), devices=_trial_devices(name), dimensions=study.dimensions, gpu_names=gpu_names())
         board._study = study
@@ -214,8 +214,8 @@ class SweepBoard:
 
     def train_best(self, store: Any = None, *, epochs: int | None = None, gpus: int | None = None, start: bool = True):
         """Queue the best configuration as a full run; the queue entry."""
-        from trainlab.scheduling.queue import actions
-        from trainlab.scheduling.queue.store import QueueStore
+        from trainlab.scheduling import queue_actions as actions
+        from trainlab.scheduling.queue_store import QueueStore
 
         request = self.best_request(epochs)
         store = store or QueueStore()
@@ -223,7 +223,7 @@ class SweepBoard:
             gpus = int(self.summary.get("gpus_per_trial", 1))
         entry = actions.add_run(store, task=request["task"], data=request["data"], params=request["params"], gpus=gpus)
         if start:
-            from trainlab.scheduling.queue.scheduler import ensure_scheduler
+            from trainlab.scheduling.scheduler import ensure_scheduler
 
             ensure_scheduler()
         return entry
@@ -231,7 +231,7 @@ class SweepBoard:
 
 def study_names() -> list[str]:
     """The studies under the TrainLab home, newest first."""
-    from trainlab.scheduling.sweep.study import studies_dir
+    from trainlab.scheduling.sweep_study import studies_dir
 
     folder = studies_dir()
     if not folder.is_dir():
@@ -243,7 +243,7 @@ def study_names() -> list[str]:
 def _trial_devices(study: str) -> dict[int, str]:
     """The GPUs the queue gave each running trial of ``study`` (finished ones say it in run.json)."""
     try:
-        from trainlab.scheduling.queue.store import QueueStore
+        from trainlab.scheduling.queue_store import QueueStore
 
         entries = QueueStore().entries()
     except Exception:  # noqa: BLE001 - no queue yet

@@ -29,8 +29,8 @@ from typing import Any, Mapping
 from trainlab.system import paths
 from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback, RunControl, RunState
-from trainlab.scheduling.queue.execution import PRUNED_REASON
-from trainlab.scheduling.sweep.space import Dimension, parse_space
+from trainlab.scheduling.execution import PRUNED_REASON
+from trainlab.scheduling.sweep_space import Dimension, parse_space
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 SAMPLERS = ("tpe", "random", "grid")
