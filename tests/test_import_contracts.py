@@ -1,13 +1,12 @@
-"""The layers hold: the import-linter contracts in pyproject.toml, run in the suite.
+"""The layers hold: the import-linter contracts in pyproject.toml, on the tree as it is.
 
-lint-imports reads a package from the one folder it is found in, and
-TrainLab's packages come from four (``package-dir`` in pyproject.toml: core/
-is ``trainlab``, desktop/ is ``trainlab_desktop``, ...).  So the check runs on
-a copy of the modules laid out as pip installs them.  It runs in a
-subprocess: in this process ``trainlab`` is already imported from core/, and
-import-linter would find that one.
+``lint-imports`` with no arguments, from the repository root, in the
+environment ``make run`` sets up: every package is an ordinary folder that
+the editable install points at, so import-linter reads the checkout itself.
+The cases that break a contract on purpose run on a copy of the four source
+folders (the suite must not edit the checkout under other tests).
 
-By hand, the same report: ``python tests/test_import_contracts.py``.
+By hand, the same report: ``lint-imports`` (or ``python tests/test_import_contracts.py``).
 """
 
 from __future__ import annotations
@@ -16,129 +15,101 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: import-linter depends on tomli there
-    import tomli as tomllib
-
 ROOT = Path(__file__).resolve().parents[1]
-PYPROJECT = ROOT / "pyproject.toml"
+SOURCES = {"core": "trainlab", "desktop": "trainlab_desktop", "plugins": "trainlab_plugins", "resources": "trainlab_resources"}
 
+LAYERS = "The core's packages, each above the ones it uses"
+CYCLES = "No cycles between the modules and packages of one package, at any depth"
 WINDOW = "Nothing but the window imports trainlab_desktop"
 QT = "Nothing but the window imports Qt or pyqtgraph"
 PUBLIC_API = "Plugins import only the public API: the root package trainlab"
+RESOURCES = "The resources package is data: it imports no TrainLab code"
+CONTRACTS = (LAYERS, CYCLES, WINDOW, QT, PUBLIC_API, RESOURCES)
 
 
-def installed_layout(dest: Path) -> Path:
-    """Copy the modules of every package the wheel ships to where pip installs them, below ``dest``."""
-    setup = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["setuptools"]
-    package_dir = setup["package-dir"]
-    for package in setup["packages"]:
-        parts = package.split(".")
-        # the longest mapped prefix decides the folder (trainlab_plugins.image -> plugins/trainlab_plugins/image)
-        cut = max(i for i in range(len(parts) + 1) if i == 0 or ".".join(parts[:i]) in package_dir)
-        source = ROOT / package_dir[".".join(parts[:cut])] if cut else ROOT
-        source = source.joinpath(*parts[cut:])
-        target = dest.joinpath(*parts)
-        target.mkdir(parents=True, exist_ok=True)
-        for module in source.glob("*.py"):
-            shutil.copy2(module, target / module.name)
+def lint_imports(cwd: Path, pythonpath: str | None = None) -> subprocess.CompletedProcess:
+    """``lint-imports`` as a user runs it: no arguments, the contracts of ``cwd``'s pyproject.toml."""
+    code = "import sys; from importlinter.cli import lint_imports_command; sys.argv[0] = 'lint-imports'; lint_imports_command()"
+    env = dict(os.environ, COLUMNS="200", NO_COLOR="1")
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    return subprocess.run([sys.executable, "-c", code, "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+
+
+def test_the_contracts_are_kept_on_the_checkout():
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in CONTRACTS:  # each one ran: a contract that failed to load is not listed
+        assert f"{name} KEPT" in result.stdout, result.stdout
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in result.stdout, result.stdout
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory) -> Path:
+    """The four source folders and pyproject.toml, copied (a contract is broken in the copy, not here)."""
+    dest = tmp_path_factory.mktemp("tree")
+    for folder, package in SOURCES.items():
+        shutil.copytree(ROOT / folder / package, dest / folder / package, ignore=shutil.ignore_patterns("__pycache__", "samples", "templates"))
+    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
     return dest
 
 
-def lint_imports(tree: Path) -> subprocess.CompletedProcess:
-    """lint-imports with this project's contracts, on the ``trainlab`` found in ``tree``."""
-    code = "from importlinter.cli import lint_imports_command; lint_imports_command(prog_name='lint-imports')"
-    env = dict(os.environ, PYTHONPATH=str(tree), COLUMNS="200", NO_COLOR="1")
-    return subprocess.run(
-        [sys.executable, "-c", code, "--no-cache", "--no-logo", str(PYPROJECT)],
-        cwd=tree,  # lint-imports puts its working folder first on sys.path
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-@pytest.fixture
-def tree(tmp_path) -> Path:
-    return installed_layout(tmp_path / "site-packages")
-
-
-def test_the_import_contracts_are_kept(tree):
-    result = lint_imports(tree)
-    assert result.returncode == 0, result.stdout + result.stderr
-    # all three ran (a contract that failed to load would not be listed)
-    for name in (WINDOW, QT, PUBLIC_API):
-        assert f"{name} KEPT" in result.stdout, result.stdout
-
-
-def test_the_copy_holds_every_module_the_checkout_has(tree):
-    """A module missing from the copy would escape the contracts unseen."""
-    copied = {p.relative_to(tree).as_posix() for p in tree.rglob("*.py")}
-    expected = {
-        "trainlab/cli.py",
-        "trainlab/engine/runner.py",
-        "trainlab/desktop/main_window.py",
-        "trainlab/plugins/image/task.py",
-        "trainlab/plugins/text/models.py",
-        "trainlab/resources/__init__.py",
-    }
-    assert expected <= copied
-    in_checkout = sum(1 for folder in ("core", "desktop", "plugins") for _ in (ROOT / folder).rglob("*.py"))
-    in_checkout += sum(1 for _ in (ROOT / "resources").glob("*.py"))  # resources/trainlab_resources/icons/ holds a dev script, not a module
-    assert len(copied) == in_checkout
-
-
 # Each line breaks one contract when added to one module of the copy; the
-# report must name the contract and the import (module and line).
+# report must name the contract and the import.
 VIOLATIONS = {
     "engine imports the window": (
-        "trainlab/runs.py",
-        "from trainlab_desktop import formatting\n",
+        "core/trainlab/runfolder/index.py",
+        "from trainlab_desktop.common import formatting\n",
         WINDOW,
         "trainlab.runfolder.index -> trainlab_desktop.common.formatting",
     ),
-    "engine imports Qt": (
-        "trainlab/engine/loop.py",
-        "import PySide6.QtCore\n",
-        QT,
-        "trainlab.engine.loop -> PySide6",
-    ),
+    "engine imports Qt": ("core/trainlab/engine/loop.py", "import PySide6.QtCore\n", QT, "trainlab.engine.loop -> PySide6"),
     "plugin reaches an internal module from inside a function": (
-        "trainlab/plugins/text/data.py",
+        "plugins/trainlab_plugins/text/data.py",
         "def _store():\n    from trainlab.system.paths import model_store_dir\n\n    return model_store_dir()\n",
         PUBLIC_API,
         "trainlab_plugins.text.data -> trainlab.system.paths",
     ),
     "plugin imports an API module directly instead of the root package": (
-        "trainlab/plugins/image/folder.py",
-        "from trainlab.api import DataError as _DataError\n",
+        "plugins/trainlab_plugins/image/folder.py",
+        "from trainlab.api.errors import DataError as _DataError\n",
         PUBLIC_API,
-        "trainlab_plugins.image.folder -> trainlab.api",
+        "trainlab_plugins.image.folder -> trainlab.api.errors",
+    ),
+    "the run folder reaches up into the engine": (
+        "core/trainlab/runfolder/index.py",
+        "def _late():\n    from trainlab.engine import plan\n\n    return plan\n",
+        LAYERS,
+        "trainlab.runfolder.index -> trainlab.engine.plan",
+    ),
+    "two modules of one package import each other": (
+        "core/trainlab/system/paths.py",
+        "from trainlab.system import fileio as _fileio\n",
+        CYCLES,
+        "No cycles are allowed in trainlab.system",
     ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(VIOLATIONS))
-def test_a_forbidden_import_breaks_its_contract(tree, case):
+def test_a_forbidden_import_breaks_its_contract(copy, case, tmp_path):
     module, line, contract, reported = VIOLATIONS[case]
+    tree = tmp_path / "tree"
+    shutil.copytree(copy, tree)
     path = tree / module
     path.write_text(path.read_text(encoding="utf-8") + "\n\n" + line, encoding="utf-8")
-    result = lint_imports(tree)
+    result = lint_imports(tree, os.pathsep.join(str(tree / folder) for folder in SOURCES))
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"{contract} BROKEN" in result.stdout, result.stdout
     assert reported in result.stdout, result.stdout
-    assert "Contracts: 2 kept, 1 broken." in result.stdout, result.stdout
+    assert f"Contracts: {len(CONTRACTS) - 1} kept, 1 broken." in result.stdout, result.stdout
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory() as scratch:
-        done = lint_imports(installed_layout(Path(scratch)))
+    done = lint_imports(ROOT)
     print(done.stdout + done.stderr, end="")
     sys.exit(done.returncode)
