@@ -66,6 +66,7 @@ from pathlib import Path
 from pairs import load_average, order, ratio_summary
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))  # trainlab_dev, the data generators: not installed
 FIXTURES = ROOT / "tests" / "fixtures" / "plugins"
 GOAL = 1.6
 VAL_FRACTION = 0.05  # the toy task's validation split
@@ -86,7 +87,7 @@ def write_rows(path: Path, rows: int, features: int, classes: int = 3) -> Path:
 def prepare(args, root: Path) -> tuple[Path, list[str], int]:
     """(data, the command's task and options, training samples per epoch) for ``args.workload``."""
     if args.workload == "image":
-        from trainlab_plugins.image.sample import make_shapes_dataset
+        from trainlab_dev.image_samples import make_shapes_dataset
 
         data = make_shapes_dataset(root / "images", classes=IMAGE_CLASSES, size=IMAGE_SIZE,
                                    splits={"train": args.images, "val": max(1, args.images // 8)})  # fmt: skip

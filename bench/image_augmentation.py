@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainlab_plugins.image.sample import make_shapes_dataset
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # trainlab_dev, the data generators: not installed
+from trainlab_dev.image_samples import make_shapes_dataset
 
 AUGMENTATIONS = ("none", "light", "standard", "auto")
 

@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 
 from trainlab_plugins.image.folder import read_dataset
-from trainlab_plugins.image.sample import make_shapes_dataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # trainlab_dev, the data generators: not installed
+from trainlab_dev.image_samples import make_shapes_dataset
 
 
 def main() -> None:

@@ -43,7 +43,9 @@ from pathlib import Path
 import torch
 
 from pairs import Clock, order, spread
-from trainlab_plugins.image.sample import make_shapes_dataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # trainlab_dev, the data generators: not installed
+from trainlab_dev.image_samples import make_shapes_dataset
 
 CLASSES, PER_CLASS, SIZE = 8, 150, 64
 EPOCHS, BATCH, LR, SEED, VAL_FRACTION = 2, 64, 0.003, 1234, 0.2

@@ -59,6 +59,8 @@ import torch
 
 from pairs import load_average, order, ratio_summary, spread
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # trainlab_dev, the data generators: not installed
+
 CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS, SIZE = 6, 240, 60, 32
 SEED = 0
 # What the defaults were before the levers; each lever alone on top of that,
@@ -80,7 +82,7 @@ BACKBONE_CLASSES, BACKBONE_TRAIN, BACKBONE_VAL, BACKBONE_SIZE = 4, 24, 6, 256
 
 
 def make_data(root: Path) -> Path:
-    from trainlab_plugins.image.sample import make_shapes_dataset
+    from trainlab_dev.image_samples import make_shapes_dataset
 
     return make_shapes_dataset(root, classes=CLASSES, size=SIZE, seed=SEED, splits={"train": TRAIN_PER_CLASS, "val": VAL_PER_CLASS})
 
@@ -193,7 +195,7 @@ def time_to(epochs: list[dict], target: float) -> tuple[float | None, float | No
 
 def backbone_mode(pairs: int, sets: dict[str, str], say) -> dict:
     """resnet18 at 224 px (random weights), the defaults before the levers against now; seconds per epoch after the first."""
-    from trainlab_plugins.image.sample import make_shapes_dataset
+    from trainlab_dev.image_samples import make_shapes_dataset
 
     configs = {"before": {**BACKBONE, **BEFORE, "model": "resnet18", **sets}, "now": {**BACKBONE, **sets}}
     results: dict[str, list[dict]] = {name: [] for name in configs}

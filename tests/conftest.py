@@ -30,6 +30,8 @@ os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/trainlab-test-sy
 
 TESTS = Path(__file__).resolve().parent
 FIXTURE_PLUGINS = TESTS / "fixtures" / "plugins"
+# The data generators (trainlab_dev) are development helpers, not installed: import them from scripts/.
+sys.path.insert(0, str(TESTS.parent / "scripts"))
 
 
 def pytest_addoption(parser):

@@ -240,7 +240,7 @@ def test_two_nnodes_launches_on_loopback_form_one_run(two_rank_run, probe_home, 
 def test_two_ranks_keep_one_copy_of_the_decoded_images(probe_home, tmp_path):
     # image-classification on two ranks: train (no random crop) and val in one shared array
     from trainlab.engine.shared_memory import SHARED_FOLDER, _usable
-    from trainlab_plugins.image.sample import make_shapes_dataset
+    from trainlab_dev.image_samples import make_shapes_dataset
 
     if not _usable():
         pytest.skip("no shared arrays on this machine (x86-64 with /dev/shm)")

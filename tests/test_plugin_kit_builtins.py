@@ -24,7 +24,7 @@ class TestImagePlugin(PluginConformance):
         return {**self.run_params, "epochs": 6} if task_id == "image-multilabel" else dict(self.run_params)
 
     def make_tiny_data(self, task_id, folder):
-        from trainlab_plugins.image.sample import make_shapes_dataset
+        from trainlab_dev.image_samples import make_shapes_dataset
 
         shapes = make_shapes_dataset(Path(folder) / "shapes", classes=2, per_class=8, size=16)
         if task_id == "image-classification":

@@ -146,9 +146,9 @@ def test_a_rare_label_still_reaches_validation(tmp_path):
 
 
 def test_the_committed_samples_are_what_the_generator_writes(tmp_path):
-    from trainlab_plugins.text import make_family_samples
+    from trainlab_dev import family_samples
 
-    make_family_samples.main(["--samples", str(tmp_path)])
+    family_samples.main(["--samples", str(tmp_path)])
     for name in ("text-regression", "text-multilabel"):
         committed = resource_path("samples", name)
         for file in ("train.csv", "val.csv", "test.csv", "README.md"):

@@ -10,8 +10,8 @@
 Everything is drawn from a seed, so a table is reproducible.  The images lie
 beside the table, which names them by relative path.
 
-    python -m trainlab_plugins.image.table_samples cells OUT [--images 300] [--size 64] [--seed 0]
-    python -m trainlab_plugins.image.table_samples scenes OUT [--images 400] [--size 64] [--seed 0]
+    python scripts/trainlab_dev/table_samples.py cells OUT [--images 300] [--size 64] [--seed 0]
+    python scripts/trainlab_dev/table_samples.py scenes OUT [--images 400] [--size 64] [--seed 0]
 
 regenerate the bundled samples (resources/trainlab_resources/samples/images/cells and
 resources/trainlab_resources/samples/images/scenes) with the defaults.  No torch here: PIL and
@@ -23,12 +23,15 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
-from trainlab_plugins.image.sample import SHAPES, SUPERSAMPLE, _luma
+if not __package__:  # run as a file: its folder's parent, scripts/, holds the trainlab_dev package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from trainlab_dev.image_samples import SHAPES, SUPERSAMPLE, _luma
 
 SCENE_LABELS = ("circle", "cross", "square", "triangle")  # at most four: one to a quarter
 SCENE_PROBABILITY = 0.4

@@ -4,7 +4,7 @@ Each image is one filled shape (circle, square, star, ...) of random size,
 position, rotation and colour on a noisy gradient background, saved as JPEG.
 Everything is drawn from a seed, so a dataset is reproducible.
 
-    python -m trainlab_plugins.image.sample OUT [--classes 6] [--per-class 150] [--size 64]
+    python scripts/trainlab_dev/image_samples.py OUT [--classes 6] [--per-class 150] [--size 64]
 
 regenerates the bundled sample (resources/trainlab_resources/samples/images/shapes) with the
 defaults.  No torch here: PIL and numpy only.

@@ -2,7 +2,7 @@
 
 Run it from the repository root when the recipe changes::
 
-    .venv/bin/python -m trainlab_plugins.text.make_vocab
+    .venv/bin/python scripts/trainlab_dev/vocab.py
 
 Everything comes from material on every Python installation, so the script
 needs no download:
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterator
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-DEFAULT_OUT = Path(__file__).resolve().parents[3] / "resources" / "trainlab_resources" / "vocab" / "tiny-bert"
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "resources" / "trainlab_resources" / "vocab" / "tiny-bert"
 
 
 def gb2312_rows(rows: range) -> list[str]:
