@@ -37,7 +37,7 @@ def lint_imports(cwd: Path, pythonpath: str | None = None) -> subprocess.Complet
     env = dict(os.environ, COLUMNS="200", NO_COLOR="1")
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
-    return subprocess.run([sys.executable, "-c", code, "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run([sys.executable, "-c", code, "--no-cache", "--no-logo"], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
 
 
 def test_the_contracts_are_kept_on_the_checkout():
@@ -85,7 +85,7 @@ VIOLATIONS = {
         "def _late():\n    from trainlab.engine import plan\n\n    return plan\n",
         LAYERS,
         "trainlab.runfolder.index -> trainlab.engine.plan",
-    ),
+    ),  # and a cycle: the engine imports the run folder
     "two modules of one package import each other": (
         "core/trainlab/system/paths.py",
         "from trainlab.system import fileio as _fileio\n",
@@ -106,7 +106,8 @@ def test_a_forbidden_import_breaks_its_contract(copy, case, tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"{contract} BROKEN" in result.stdout, result.stdout
     assert reported in result.stdout, result.stdout
-    assert f"Contracts: {len(CONTRACTS) - 1} kept, 1 broken." in result.stdout, result.stdout
+    broken = 2 if contract == LAYERS else 1  # going up a layer closes a cycle with the import coming down
+    assert f"Contracts: {len(CONTRACTS) - broken} kept, {broken} broken." in result.stdout, result.stdout
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os as _os
 
-__version__ = "0.1.0"
-
 # The offline rule (CONTRACT.md "Offline"): set before huggingface_hub is
 # imported anywhere, so its module-level constants see them.
 _OFFLINE_ENV = {
@@ -33,11 +31,12 @@ for _key, _value in _OFFLINE_ENV.items():
 # Module paths of the earlier layout keep importing, with a warning, for one
 # release (trainlab.system.moved).
 from trainlab.system import moved as _moved  # noqa: E402
+from trainlab.system.release import TRAINLAB_VERSION as __version__  # noqa: E402 - a leaf, after the offline rule
 
 _moved.install()
 
-# The public API is imported on first use (PEP 562), so that ``import
-# trainlab`` stays cheap for the window's start-up and the CLI's --version.
+# The public API is imported on first use (PEP 562), module by module, so that
+# ``import trainlab`` stays cheap for the window's start-up and the CLI's --version.
 # Every module named here must itself import no torch, numpy or Qt
 # (tests/test_public_api.py checks it).  Plugins reach TrainLab only through
 # these names: an import-linter contract in pyproject.toml forbids them every
@@ -116,13 +115,44 @@ _API = {
 }
 
 
+def _module(name: str):
+    """The module behind a public name: each one an ordinary import, which the layer checks see."""
+    if name == "trainlab.api":
+        from trainlab import api as module
+    elif name == "trainlab.api.callbacks":
+        from trainlab.api import callbacks as module
+    elif name == "trainlab.api.events":
+        from trainlab.api import events as module
+    elif name == "trainlab.api.families":
+        from trainlab.api import families as module
+    elif name == "trainlab.api.finetune":
+        from trainlab.api import finetune as module
+    elif name == "trainlab.api.hookspecs":
+        from trainlab.api import hookspecs as module
+    elif name == "trainlab.api.predictions":
+        from trainlab.api import predictions as module
+    elif name == "trainlab.engine.memory":
+        from trainlab.engine import memory as module
+    elif name == "trainlab.models.catalog":
+        from trainlab.models import catalog as module
+    elif name == "trainlab.system.cache":
+        from trainlab.system import cache as module
+    elif name == "trainlab.system.fileio":
+        from trainlab.system import fileio as module
+    elif name == "trainlab.system.paths":
+        from trainlab.system import paths as module
+    elif name == "trainlab_resources":
+        import trainlab_resources as module
+    else:
+        raise AssertionError(name)
+    return module
+
+
 def __getattr__(name: str):
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'trainlab' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_module(module), name)
     globals()[name] = value
     return value
 

@@ -22,6 +22,10 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from trainlab import __version__
+from trainlab.viewmodel.settings import DesktopSettings
+from trainlab_desktop.common.i18n import install_translator
+from trainlab_desktop.common.style import apply_theme
+from trainlab_desktop.main_window import MainWindow
 
 log = logging.getLogger("trainlab_desktop")
 
@@ -82,17 +86,8 @@ def make_application(language: str | None = None, theme: str | None = None) -> t
     elif app.style().name().lower() != "fusion":
         app.setStyle("Fusion")
 
-    from trainlab.viewmodel.settings import DesktopSettings
-    from trainlab_desktop.common.style import apply_theme
-
     settings = DesktopSettings()
-    used = "en"
-    try:
-        from trainlab_desktop.common.i18n import install_translator
-
-        used = install_translator(app, language or settings.language)
-    except ImportError:
-        pass
+    used = install_translator(app, language or settings.language)
     resolved = apply_theme(app, theme or settings.theme, quick=True)  # checked again once shown
     return app, used, resolved
 
@@ -115,7 +110,6 @@ def run_app(
 ) -> int:
     """Open the main window (optionally pre-filled and started); returns the exit code."""
     app, used_language, resolved_theme = make_application(language)
-    from trainlab_desktop.main_window import MainWindow
 
     window = MainWindow(resolved_theme=resolved_theme)
     window.show()

@@ -37,7 +37,8 @@ from PySide6.QtWidgets import (
 
 from trainlab.viewmodel.settings import DesktopSettings
 from trainlab_desktop.common.placeholder import placeholder
-from trainlab_desktop.run.welcome import WelcomeView
+from trainlab_desktop.common.style import apply_theme, resolve_theme
+from trainlab_desktop.run.welcome import WelcomeView, sample_offers
 from trainlab_desktop.window_menus import WindowMenus
 
 log = logging.getLogger("trainlab_desktop")
@@ -157,14 +158,10 @@ class MainWindow(QMainWindow):
     def _check_system_theme(self) -> None:
         """At start-up "system" was judged from the palette alone (style.py);
         now that the window shows, ask the desktop, and switch if it differs."""
-        from trainlab_desktop.common.style import resolve_theme
-
         if self.settings.theme == "system" and resolve_theme("system") != self.resolved_theme:
             self.set_theme("system")
 
     def _setup_done(self) -> None:
-        from trainlab_desktop.run.welcome import sample_offers
-
         self._build_queue_page()
         self.welcome.set_samples(sample_offers(self.registry))
         self.refresh_recent_runs()
@@ -254,8 +251,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ the queue
     def _build_queue_page(self) -> None:
         try:
-            from trainlab_desktop.scheduling.queue_view import QueuePage
             from trainlab.scheduling.queue_board import QueueBoard
+            from trainlab_desktop.scheduling.queue_view import QueuePage
 
             self.queue_page = QueuePage(QueueBoard(), self.resolved_theme, self.stack)
         except Exception as exc:  # noqa: BLE001 - an unreadable queue file must not keep the window from starting
@@ -355,7 +352,6 @@ class MainWindow(QMainWindow):
 
     def set_theme(self, theme: str) -> None:
         from trainlab_desktop.plots.live_plots import plot_colors
-        from trainlab_desktop.common.style import apply_theme
 
         self.settings.theme = theme
         self.resolved_theme = apply_theme(QApplication.instance(), theme)
@@ -432,7 +428,6 @@ class MainWindow(QMainWindow):
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange and self.plots is not None:
             from trainlab_desktop.plots.live_plots import plot_colors
-            from trainlab_desktop.common.style import resolve_theme
 
             self.resolved_theme = resolve_theme(self.settings.theme)
             self.plots.apply_colors(plot_colors(self.resolved_theme))

@@ -12,6 +12,9 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication
 
+from trainlab.system.paths import runs_dir
+from trainlab_desktop.common.i18n import LANGUAGES
+
 
 class WindowMenus(QObject):
     """Builds ``window``'s menus; keeps the actions other code reaches."""
@@ -62,12 +65,7 @@ class WindowMenus(QObject):
             action.triggered.connect(lambda _=False, v=value: window.set_theme(v))
         language_menu = view.addMenu(self.tr("&Language"))
         languages = [("", self.tr("Follow the system"))]
-        try:
-            from trainlab_desktop.common.i18n import LANGUAGES
-
-            languages += list(LANGUAGES.items())
-        except ImportError:
-            languages += [("en", "English")]
+        languages += list(LANGUAGES.items())
         lang_group = QActionGroup(self)
         for code, title in languages:
             action = language_menu.addAction(title)
@@ -101,8 +99,6 @@ class WindowMenus(QObject):
     # -- what the menus open -------------------------------------------------------------
     def open_run_folder(self) -> None:
         from PySide6.QtWidgets import QFileDialog
-
-        from trainlab.system.paths import runs_dir
 
         folder = QFileDialog.getExistingDirectory(self.window, self.tr("Open a run folder"), str(runs_dir()))
         if folder:

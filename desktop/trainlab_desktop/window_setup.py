@@ -25,41 +25,23 @@ from PySide6 import QtCore
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QDockWidget
 
-from trainlab_desktop.common.placeholder import placeholder
 
 log = logging.getLogger("trainlab_desktop")
 
-# What the pages import (``start`` imports them in the background first).
-SETUP_MODULES = (
-    "numpy",
-    "pyqtgraph",
-    "trainlab.viewmodel.session",
-    "trainlab_desktop.run.data_panel",
-    "trainlab_desktop.run.gpu_panel",
-    "trainlab_desktop.history.page",
-    "trainlab_desktop.run.log_panel",
-    "trainlab_desktop.run.params_form",
-    "trainlab_desktop.plots.live_plots",
-    "trainlab_desktop.results.page",
-    "trainlab_desktop.run.run_controller",
-    "trainlab_desktop.run.run_controls",
-    "trainlab_desktop.run.session_view",
-    "trainlab_desktop.run.train_page",
-    "trainlab_desktop.tryit.page",
-)
-
 
 def import_for_setup() -> None:
-    """The modules the pages need, and the plugins (``start``'s background half)."""
-    import importlib
+    """The modules the pages need, and the plugins (``start``'s background half).
 
-    from trainlab_desktop.run.training_thread import importing_heavy_modules
+    ``trainlab_desktop.pages`` imports every module the pages are built from;
+    importing it here, on a worker thread, is what lets the steps below import
+    the same names on the GUI thread without waiting.
+    """
     from trainlab.pluginhost.host import registry
+    from trainlab_desktop.run.training_thread import importing_heavy_modules
 
     with importing_heavy_modules(torch=False):
-        for name in SETUP_MODULES:
-            importlib.import_module(name)
-        registry()
+        from trainlab_desktop import pages  # noqa: F401 - imported for the modules it loads
+    registry()
 
 
 class WindowSetup(QObject):
@@ -108,7 +90,7 @@ class WindowSetup(QObject):
 
     # -- the steps ---------------------------------------------------------------------
     def _registry(self) -> None:
-        from trainlab_desktop.run.log_panel import LogPanel
+        from trainlab_desktop.pages import LogPanel
         from trainlab.pluginhost.host import registry
 
         w = self.window
@@ -135,9 +117,7 @@ class WindowSetup(QObject):
             self.window.log_action.setChecked(visible)
 
     def _train_page(self) -> None:
-        from trainlab_desktop.run.run_controller import RunController
-        from trainlab_desktop.run.session_view import SessionView
-        from trainlab_desktop.run.train_page import TrainPage
+        from trainlab_desktop.pages import RunController, SessionView, TrainPage
 
         w = self.window
         w.runs = RunController(w)
@@ -154,7 +134,7 @@ class WindowSetup(QObject):
 
     def _gpu_panel(self) -> None:
         try:
-            from trainlab_desktop.run.gpu_panel import GpuPanel
+            from trainlab_desktop.pages import GpuPanel
         except ImportError:  # a build without telemetry: the plots take the room
             return
         w = self.window
@@ -166,42 +146,28 @@ class WindowSetup(QObject):
 
     def _history_page(self) -> None:
         w = self.window
-        try:
-            from trainlab_desktop.history.page import open_history_view
+        from trainlab_desktop.pages import open_history_view
 
-            w.history, page = open_history_view(w.stack)  # a page saying why when the run index cannot be opened
-            if w.history is not None:
-                w.history.runOpened.connect(w.open_run)
-                w.history.runsDeleted.connect(w._runs_deleted)
-            w._set_page("history", page)
-        except ImportError:
-            w._set_page("history", placeholder(self.tr("The run history is not available in this build."), w.stack))
+        w.history, page = open_history_view(w.stack)  # a page saying why when the run index cannot be opened
+        if w.history is not None:
+            w.history.runOpened.connect(w.open_run)
+            w.history.runsDeleted.connect(w._runs_deleted)
+        w._set_page("history", page)
 
     def _result_pages(self) -> None:
         w = self.window
-        try:
-            from trainlab_desktop.results.page import ResultsView
+        from trainlab_desktop.pages import ResultsView, TryItPanel
 
-            w.results = ResultsView(w.stack)
-            w._set_page("results", w.results)
-        except ImportError:
-            w._set_page("results", placeholder(self.tr("The results view is not available in this build."), w.stack))
-        try:
-            from trainlab_desktop.tryit.page import TryItPanel
-
-            w.tryit = TryItPanel(w.stack)
-            w._set_page("tryit", w.tryit)
-        except ImportError:
-            w._set_page("tryit", placeholder(self.tr("Try it is not available in this build."), w.stack))
+        w.results = ResultsView(w.stack)
+        w._set_page("results", w.results)
+        w.tryit = TryItPanel(w.stack)
+        w._set_page("tryit", w.tryit)
 
     def _telemetry(self) -> None:
         """One sampler for the window's life: the GPU panel is live even between runs."""
         w = self.window
         if w.gpu_panel is None:
             return
-        try:
-            from trainlab_desktop.window_telemetry import WindowTelemetry
+        from trainlab_desktop.pages import WindowTelemetry
 
-            w.telemetry = WindowTelemetry(w.gpu_panel, w)
-        except ImportError:  # a build without telemetry
-            pass
+        w.telemetry = WindowTelemetry(w.gpu_panel, w)

@@ -12,14 +12,15 @@ from typing import Any
 
 from PySide6.QtCore import QObject
 
+from trainlab.telemetry import TelemetrySampler
+from trainlab_desktop.common.sample_bridge import SampleBridge
+
 
 class WindowTelemetry(QObject):
     """Feeds ``gpu_panel`` from a ``TelemetrySampler`` while no run does."""
 
     def __init__(self, gpu_panel: Any, parent: QObject | None = None):
         super().__init__(parent)
-        from trainlab_desktop.common.sample_bridge import SampleBridge
-        from trainlab.telemetry import TelemetrySampler  # ImportError: a build without telemetry
 
         self._bridge = SampleBridge(self)
         self._bridge.sample.connect(gpu_panel.add_sample)

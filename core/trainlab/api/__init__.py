@@ -24,10 +24,6 @@ reported ``incompatible`` and not loaded.
 
 from __future__ import annotations
 
-from trainlab.api.errors import DataError, RunFailed, StopRequested, UsageError
-from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
-
-
 from trainlab.api.descriptors import (
     FAMILIES,
     FAMILY_METRICS,
@@ -41,7 +37,9 @@ from trainlab.api.descriptors import (
     Preset,
     TaskSpec,
 )
+from trainlab.api.errors import DataError, RunFailed, StopRequested, UsageError
 from trainlab.api.taskbase import DataSummary, EvalBatch, RunContext, Task
+from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
 
 
 def __getattr__(name: str):

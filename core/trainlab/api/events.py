@@ -12,7 +12,7 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, ClassVar, Mapping
 
 
 def _finite(value: Any) -> Any:

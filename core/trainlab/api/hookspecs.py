@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlab.api.descriptors import Preset, TaskSpec
     from trainlab.api.callbacks import Callback
+    from trainlab.api.descriptors import Preset, TaskSpec
 
 PROJECT = "trainlab"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -5,9 +5,10 @@ window only through the lazy import inside its ``gui`` command
 (``trainlab.cli.main``).
 """
 
+from trainlab.system.moved import moved_name
+
 
 def __getattr__(name: str):
     # Names scripts imported when this package was one module (trainlab.system.moved).
-    from trainlab.system.moved import moved_name
 
     return moved_name(__name__, name)

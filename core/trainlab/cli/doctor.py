@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import trainlab
+from trainlab.engine.device import cpu_has_native_bf16
+from trainlab.pluginhost.host import registry
 from trainlab.system import paths
 from trainlab.telemetry import NO_GPU, import_nvml, init_failure_reason
 
@@ -173,7 +175,6 @@ def _torch(problems: list[str], warnings: list[str]) -> tuple[dict[str, Any], An
         info["cpu_error"] = f"{type(exc).__name__}: {exc}"
     if not info["cpu_ok"]:
         problems.append(f"torch cannot compute on the CPU ({info.get('cpu_error', 'wrong result')})")
-    from trainlab.engine.device import cpu_has_native_bf16
 
     # what precision=auto gives a CPU run (docs/engine.md)
     info["cpu_bf16"] = cpu_has_native_bf16()
@@ -307,8 +308,6 @@ def _gpus(nvml_gpus: list[dict[str, Any]], torch_info: dict[str, Any], warnings:
 
 
 def _plugins(problems: list[str], warnings: list[str]) -> dict[str, Any]:
-    from trainlab.pluginhost.host import registry
-
     try:
         found = registry()
     except Exception as exc:  # noqa: BLE001

@@ -88,8 +88,8 @@ def _value_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 def cmd_runs(args, out: Output) -> int:
-    from trainlab.runfolder.display import MISSING, format_duration
     from trainlab.cli.reporting import declared_metrics, metric_text, task_spec
+    from trainlab.runfolder.display import MISSING, format_duration
     from trainlab.runfolder.index import RunStore
     from trainlab.runfolder.status import status_word
 

@@ -17,7 +17,14 @@ import trainlab
 from trainlab.api.errors import RunFailed, UsageError
 from trainlab.cli.common import ArgumentParser, Output, params_from, stop_on_signals
 from trainlab.cli.listings import cmd_models, cmd_runs, cmd_tasks
+from trainlab.cli.queue_commands import add_queue_parser
+from trainlab.cli.queue_commands import cmd_queue as queue
+from trainlab.cli.sweep_commands import add_sweep_parser
+from trainlab.cli.sweep_commands import cmd_sweep as sweep
+from trainlab.engine import torchrun as launch
 from trainlab.engine.outcome import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from trainlab.engine.torchrun import add_launch_options, train_launched
+from trainlab.system.shadowing import shadowing_error
 
 
 def _parser() -> ArgumentParser:
@@ -78,7 +85,6 @@ def _parser() -> ArgumentParser:
         help="resolve the run (parameters, data summary, fine-tuning plan, memory estimate, effective batch) and train nothing",
     )
     add_params(p)
-    from trainlab.engine.torchrun import add_launch_options
 
     add_launch_options(p)
 
@@ -107,9 +113,6 @@ def _parser() -> ArgumentParser:
     p.add_argument("--limit-gb", dest="limit_gb", type=float, metavar="GB", help="set the size cap over all caches (oldest evicted first)")
 
     add("doctor", "check this machine: torch, CUDA, driver, GPUs, plugins, offline state, folders")
-
-    from trainlab.cli.queue_commands import add_queue_parser
-    from trainlab.cli.sweep_commands import add_sweep_parser
 
     add_queue_parser(add, add_params)
     add_sweep_parser(add, add_params)
@@ -162,7 +165,6 @@ def cmd_train(args, out: Output) -> int:
         raise UsageError("train: TASK is required (see `trainlab tasks`)")
     if not args.resume and not args.data:
         raise UsageError("train: --data PATH is required")
-    from trainlab.engine import torchrun as launch
     from trainlab.engine.distributed import in_rank_environment
 
     rank = in_rank_environment()
@@ -192,8 +194,8 @@ def cmd_train(args, out: Output) -> int:
 
 def _dry_run(request, progress, out: Output) -> int:
     """``train --dry-run``: the plan and its memory estimate; no folder, no training."""
-    from trainlab.engine.plan import plan_run
     from trainlab.engine.memory import estimate_memory
+    from trainlab.engine.plan import plan_run
 
     plan = plan_run(request, log=progress.on_event)
     estimate = plan.memory or estimate_memory(plan)
@@ -222,8 +224,6 @@ def _train_here(request, progress):
 
 
 def _train_launched(args, out: Output) -> int:
-    from trainlab.engine.torchrun import train_launched
-
     return train_launched(args, out)
 
 
@@ -249,9 +249,9 @@ def _train_isolated(request, progress):
 
 
 def cmd_eval(args, out: Output) -> int:
+    from trainlab.cli.reporting import eval_lines, task_spec
     from trainlab.engine.predict import open_trained_run
     from trainlab.engine.scripting import evaluate_run
-    from trainlab.cli.reporting import eval_lines, task_spec
 
     record = open_trained_run(args.run_dir, need_model=False).read()  # a mistyped folder is named before torch loads
     report = evaluate_run(args.run_dir, args.data, device=args.device)
@@ -263,9 +263,9 @@ def cmd_eval(args, out: Output) -> int:
 
 
 def cmd_predict(args, out: Output) -> int:
+    from trainlab.cli.reporting import task_spec, write_predictions_csv
     from trainlab.engine.predict import open_trained_run, prediction_type
     from trainlab.engine.scripting import predict
-    from trainlab.cli.reporting import task_spec, write_predictions_csv
 
     if args.top_k < 1:
         raise UsageError("--top-k must be at least 1")
@@ -346,14 +346,10 @@ def cmd_uninstall_launcher(args, out: Output) -> int:
 
 
 def cmd_queue(args, out: Output) -> int:
-    from trainlab.cli.queue_commands import cmd_queue as queue
-
     return queue(args, out)
 
 
 def cmd_sweep(args, out: Output) -> int:
-    from trainlab.cli.sweep_commands import cmd_sweep as sweep
-
     return sweep(args, out)
 
 
@@ -391,7 +387,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
     out = Output(as_json)
-    from trainlab.system.shadowing import shadowing_error
 
     problem = shadowing_error()  # a folder named trainlab hiding this package: say so, not an AttributeError
     if problem is not None:

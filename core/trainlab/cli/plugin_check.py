@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trainlab.testing.checks import RUN_CHECKS, STATIC_CHECKS, CheckResult, StaticKit, run_check
+from trainlab.testing.runs import TaskKit
 from trainlab.testing.target import find_targets
 
 MARKS = {"passed": "ok  ", "failed": "FAIL", "skipped": "skip", "expected-failure": "xfail"}
@@ -48,8 +49,6 @@ def check_plugin(name_or_path: str, *, full: bool = False, on_result: Callable[[
 
 
 def _run_checks(kit: StaticKit, home: Path, said: Callable[[CheckResult], None]) -> None:
-    from trainlab.testing.runs import TaskKit
-
     if kit.record.status != "ok":
         return  # the static checks said why
     for task_id in kit.task_ids():

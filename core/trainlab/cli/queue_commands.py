@@ -5,13 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from trainlab.cli.common import ArgumentParser, params_from
 from trainlab.engine.outcome import EXIT_OK
 
 
 def add_queue_parser(add: Callable[..., Any], add_params: Callable[[Any], None]) -> None:
     """The ``queue`` command and its actions, on the CLI's parser (``add`` and ``add_params`` are its helpers)."""
-    from trainlab.cli.common import ArgumentParser
-
     queue = add("queue", "the persistent run queue across this machine's GPUs", json_flag=False)
     actions = queue.add_subparsers(dest="queue_action", metavar="ACTION", parser_class=ArgumentParser)
 
@@ -54,8 +53,6 @@ def cmd_queue(args: Any, out: Any) -> int:
     if action == "list":
         return _list(store, out)
     if action == "add":
-        from trainlab.cli.common import params_from
-
         entry = actions.add_run(
             store, task=args.task, data=args.data, params=params_from(args), out=args.out, resume=args.resume, gpus=args.gpus
         )

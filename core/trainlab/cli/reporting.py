@@ -18,8 +18,12 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from trainlab.api.callbacks import Callback
 from trainlab.api.descriptors import FAMILY_METRICS, Metric, TaskSpec
+from trainlab.api.events import EvalResult, Log, Progress, Started, TrainStep
+from trainlab.pluginhost.host import registry
 from trainlab.runfolder.display import format_metric
+from trainlab.system.fileio import atomic_write
 
 # Keys of a report that are numbers but not metrics.
 _NOT_METRICS = frozenset({"loss", "samples", "step", "epoch", "time", "labels_per_example"})
@@ -28,8 +32,6 @@ _NOT_METRICS = frozenset({"loss", "samples", "step", "epoch", "time", "labels_pe
 def task_spec(task_id: str) -> TaskSpec | None:
     """The installed task's descriptor, or None (a run of a plugin that is gone)."""
     try:
-        from trainlab.pluginhost.host import registry
-
         return registry().tasks[task_id].spec
     except Exception:  # noqa: BLE001 - a listing never fails over one run's plugin
         return None
@@ -86,16 +88,12 @@ class ConsoleProgress:
     """Human progress on stderr: a line per evaluation, a status line at most every 2 s."""
 
     def __init__(self, out: Any):
-        from trainlab.api.callbacks import Callback
-
         self.out = out
         self._last = 0.0
         self.metric_specs: tuple = ()
         self.callback = type("ConsoleCallback", (Callback,), {"on_event": lambda _self, e: self.on_event(e)})()
 
     def on_event(self, event) -> None:
-        from trainlab.api.events import EvalResult, Log, Progress, Started, TrainStep
-
         now = time.monotonic()
         if isinstance(event, Started):
             self.metric_specs = declared_metrics(task_spec(event.task))
@@ -182,8 +180,6 @@ def write_predictions_csv(
     path: Path, results: Sequence[Any], top_k: int, label_names: Sequence[str], prediction_type: type | None
 ) -> None:
     """``input``, the prediction's own columns (``Prediction.csv_header``), ``error``."""
-    from trainlab.system.fileio import atomic_write
-
     header = prediction_type.csv_header(top_k, label_names) if prediction_type is not None else []
 
     def write(tmp: Path) -> None:

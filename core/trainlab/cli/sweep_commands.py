@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trainlab.api.errors import UsageError
+from trainlab.cli.common import params_from, stop_on_signals
 from trainlab.engine.outcome import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 
@@ -29,7 +30,6 @@ def add_sweep_parser(add: Callable[..., Any], add_params: Callable[[Any], None])
 
 def sweep_spec(args: Any) -> Any:
     """The study's definition from the command line; UsageError naming a bad option or --space item."""
-    from trainlab.cli.common import params_from
     from trainlab.api.params import full_schema
     from trainlab.pluginhost.host import registry
     from trainlab.scheduling.queue_actions import check_request
@@ -82,8 +82,8 @@ def cmd_sweep(args: Any, out: Any) -> int:
 
 def _to_queue(args: Any, out: Any, study: Any) -> int:
     from trainlab.scheduling import queue_actions as actions
-    from trainlab.scheduling.scheduler import ensure_scheduler
     from trainlab.scheduling.queue_store import FINISHED, SWEEP, QueueStore
+    from trainlab.scheduling.scheduler import ensure_scheduler
 
     store = QueueStore()
     for entry in store.entries():
@@ -97,7 +97,6 @@ def _to_queue(args: Any, out: Any, study: Any) -> int:
 
 
 def _foreground(args: Any, out: Any, study: Any) -> int:
-    from trainlab.cli.common import stop_on_signals
     from trainlab.scheduling.sweep_foreground import SweepControl, place, run_sweep
 
     control = SweepControl()

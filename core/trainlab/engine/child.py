@@ -16,9 +16,10 @@ import sys
 import threading
 from typing import Iterator
 
+from trainlab.api.events import Event, Finished, Started, event_from_json
 from trainlab.engine.outcome import EXIT_INTERRUPTED, EXIT_USAGE, RunOutcome
 from trainlab.engine.plan import RunRequest
-from trainlab.api.events import Event, Finished, Started, event_from_json
+from trainlab.engine.plugin_calls import FAILURE_PREFIX
 
 log = logging.getLogger("trainlab.child")
 
@@ -157,8 +158,6 @@ class ChildRun:
 
     def failure(self) -> dict:
         """The plugin failure the child reported before its run began (empty if none)."""
-        from trainlab.engine.plugin_calls import FAILURE_PREFIX
-
         for line in reversed(self._stderr):
             if line.startswith(FAILURE_PREFIX):
                 try:

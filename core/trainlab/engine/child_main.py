@@ -16,20 +16,20 @@ import signal
 import sys
 import threading
 
+from trainlab.api.callbacks import Callback, RunControl
+from trainlab.api.errors import RunFailed, StopRequested, UsageError
+from trainlab.engine.execute import execute
+from trainlab.engine.outcome import EXIT_INTERRUPTED
+from trainlab.engine.plan import RunRequest, plan_run
+from trainlab.engine.plugin_calls import FAILURE_PREFIX, failure_of
+from trainlab.system.logs import setup_logging
+
 
 def main() -> int:
     # Keep the real stdout for events; send stray prints to stderr.
     events_out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-
-    from trainlab.api.errors import RunFailed, StopRequested, UsageError
-    from trainlab.api.callbacks import Callback, RunControl
-    from trainlab.engine.execute import execute
-    from trainlab.engine.outcome import EXIT_INTERRUPTED
-    from trainlab.engine.plan import RunRequest, plan_run
-    from trainlab.engine.plugin_calls import FAILURE_PREFIX, failure_of
-    from trainlab.system.logs import setup_logging
 
     setup_logging(console=False)
     line = sys.stdin.readline()

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab.api.taskbase import RunContext
+from trainlab.engine import distributed
 from trainlab.engine.plugin_calls import PluginCalls
 from trainlab.pluginhost.host import import_factory, registry
 
@@ -35,7 +37,6 @@ def make_context(params: dict[str, Any], run_dir: Path | None, log: Callable[[st
     device = resolve_device(str(params.get("device", "auto")))
     precision = resolve_precision(device, str(params.get("precision", "auto")))
     enable_tf32(device)
-    from trainlab.engine import distributed
     from trainlab.engine.shared_memory import SharedArrays
 
     group = distributed.current()
@@ -105,8 +106,6 @@ def class_weights(task, ctx: RunContext):
 def trained_task(run_dir, device: str = "auto"):
     """(record, task, ctx) of a finished run, its parameters as trained, on ``device``."""
     import sys
-
-    from trainlab.api.params import ENGINE_PARAMS, resolve
 
     record = run_dir.read()
     entry = registry().task(record["task"])

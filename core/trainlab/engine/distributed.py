@@ -70,6 +70,7 @@ from trainlab.api.errors import UsageError
 from trainlab.api.families import task_accumulator
 from trainlab.engine.ddp_hooks import FlagsInBucket, batch_norms_if_only_buffers
 from trainlab.engine.recorder import RunRecorder
+from trainlab.telemetry.ranks import RankTelemetry
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 AGREE_SECONDS = 0.1  # how often, in training time, the ranks agree on stop and pause
@@ -372,8 +373,6 @@ class RankGroup:
     def gather_telemetry(self) -> None:
         """Every rank's ``RankTelemetry.record()`` to every rank (collective); rank 0 keeps them."""
         if self._telemetry is None:
-            from trainlab.telemetry.ranks import RankTelemetry
-
             elsewhere = len(self.hosts) > self.rank and self.hosts[self.rank] != self.hosts[0]
             self._telemetry = RankTelemetry(self.rank, self.local_rank, self.device, read_nvml=elsewhere)
         records = self.gather_json(self._telemetry.record())

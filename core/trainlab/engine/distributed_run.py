@@ -18,21 +18,21 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from trainlab.api.callbacks import RunControl
 from trainlab.api.errors import RunFailed, UsageError
+from trainlab.api.events import Log
 from trainlab.engine import distributed
 from trainlab.engine.distributed_control import ControlFileWatcher
-from trainlab.engine.torchrun import effective_batch
-from trainlab.engine.outcome import RunOutcome
-from trainlab.api.events import Log
+from trainlab.engine.execute import execute
+from trainlab.engine.outcome import EXIT_FAILED, EXIT_USAGE, RunOutcome
+from trainlab.engine.plan import plan_run
+from trainlab.engine.torchrun import REPORTS_ENV, RESULT_ENV, effective_batch
+from trainlab.runfolder.index import new_run_id
+from trainlab.system import paths
 
 
 def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) -> RunOutcome:
     """Join the group, plan, execute; the rank's outcome (rank 0's is the run's)."""
-    from trainlab.system import paths
-    from trainlab.engine.execute import execute
-    from trainlab.engine.plan import plan_run
-    from trainlab.runfolder.index import new_run_id
-
     group = distributed.start(str(request.params.get("device", "auto")))
     watcher = None
     try:
@@ -74,10 +74,6 @@ def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) ->
 
 def rank_main(request: Any, progress: Any, out: Any, *, stop_on_signals: Any, fail: Any) -> int:
     """One rank of a group torchrun (or srun) started: rank 0 reports, the others stay quiet."""
-    from trainlab.api.callbacks import RunControl
-    from trainlab.engine.outcome import EXIT_FAILED, EXIT_USAGE
-    from trainlab.engine.torchrun import RESULT_ENV
-
     rank = int(os.environ["RANK"])
     control = RunControl()
     try:
@@ -102,8 +98,6 @@ def rank_main(request: Any, progress: Any, out: Any, *, stop_on_signals: Any, fa
 
 def report_rank(rank: int, outcome: dict[str, Any]) -> None:
     """The launcher's record of this rank's end (how a failed rank is named), and rank 0's outcome."""
-    from trainlab.engine.torchrun import REPORTS_ENV, RESULT_ENV
-
     folder = os.environ.get(REPORTS_ENV)
     error = str(outcome.get("error", ""))
     if folder:

@@ -12,15 +12,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+from trainlab.api.batches import split_batch
 from trainlab.api.errors import RunFailed, UsageError
 from trainlab.api.families import task_accumulator
 from trainlab.api.taskbase import RunContext, Task
-from trainlab.engine import distributed
-from trainlab.api.batches import split_batch
+from trainlab.engine import context, distributed
+from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
+from trainlab.engine.device import autocast, is_out_of_memory
 from trainlab.engine.loaders import SplitLoaders
 from trainlab.engine.plugin_calls import plugin_calls
-from trainlab.system.fileio import atomic_write_json
 from trainlab.runfolder.index import RunDir
+from trainlab.system.fileio import atomic_write_json, verify_safetensors_in
 
 
 class Evaluator:
@@ -82,8 +84,6 @@ class Evaluator:
 
         import torch
 
-        from trainlab.engine.device import autocast, is_out_of_memory
-
         task, ctx = self.task, self.ctx
         while True:
             outs: list[Any] = []
@@ -118,17 +118,13 @@ class Evaluator:
 
 def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto") -> dict[str, Any]:
     """Evaluate a trained run; the report is written beside (never over) eval.json."""
-    from trainlab.engine.context import trained_task
-
     rd = RunDir(run_dir)
-    record, task, ctx = trained_task(rd, device)
+    record, task, ctx = context.trained_task(rd, device)
     with plugin_calls(task).around():  # a failure in the task's code names its plugin and method
         return _evaluate_trained(rd, record, task, ctx, data)
 
 
 def _evaluate_trained(rd: RunDir, record: dict[str, Any], task: Task, ctx: RunContext, data: str | None) -> dict[str, Any]:
-    from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
-
     data_path = data or record["data"]["path"]
     if not Path(data_path).exists():
         raise UsageError(f"--data {data_path}: no such file or folder")
@@ -148,8 +144,6 @@ def _evaluate_trained(rd: RunDir, record: dict[str, Any], task: Task, ctx: RunCo
         tensors, plain = read_checkpoint(checkpoint)
         load_model_weights(model, tensors, plain)
     else:
-        from trainlab.system.fileio import verify_safetensors_in
-
         verify_safetensors_in(rd.model_dir)  # one line naming a damaged file, before the task's own loader
         model = task.prepare_model(task.load_trained_model(rd.model_dir, ctx), ctx)
     evaluator = Evaluator(task, model, ctx)

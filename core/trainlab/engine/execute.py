@@ -28,20 +28,27 @@ import traceback
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from trainlab.api.errors import RunFailed, UsageError
-from trainlab.engine import distributed
 from trainlab.api.callbacks import Callback, CallbackList, IsolatedCallback, RunControl, RunState
+from trainlab.api.errors import RunFailed, UsageError
+from trainlab.api.events import Finished, Log, Progress, Started
+from trainlab.engine import distributed
+from trainlab.engine.checkpoint import checkpoint_step, require_free_space, run_space_needed, tensor_bytes
 from trainlab.engine.context import class_weights
 from trainlab.engine.fitted import save_fitted_state
+from trainlab.engine.gpu_leases import hold_device_lease
 from trainlab.engine.outcome import RunOutcome
 from trainlab.engine.plan import RunPlan
 from trainlab.engine.plugin_calls import attributed, plugin_calls
 from trainlab.engine.recorder import MetricsFileCallback, RunRecorder, open_store
-from trainlab.api.events import Finished, Log, Progress, Started
-from trainlab.system.fileio import atomic_write_json, disk_full_message, folder_write_problem, is_disk_full, remove_stale_temporaries
 from trainlab.pluginhost.host import registry
-from trainlab.engine.gpu_leases import hold_device_lease
 from trainlab.runfolder.index import RunStore
+from trainlab.system.fileio import (
+    atomic_write_json,
+    disk_full_message,
+    folder_write_problem,
+    is_disk_full,
+    remove_stale_temporaries,
+)
 from trainlab.telemetry import TelemetryCallback
 
 
@@ -230,8 +237,6 @@ def _signals_deferred() -> Iterator[None]:
 
 def _abort_error(plan: RunPlan, position: Any) -> str:
     """What run.json says of a run aborted (a second Ctrl-C) between checkpoints, and what --resume will do."""
-    from trainlab.engine.checkpoint import checkpoint_step
-
     saved = checkpoint_step(plan.run_dir.last_checkpoint)
     if saved is None:
         return "aborted before a checkpoint was written: --resume restarts the run from step 0"
@@ -252,8 +257,6 @@ def _write_failure(exc: BaseException, folder: Path, what: str) -> str:
 
 def _check_space_for_the_run(plan: RunPlan, trainer: Any) -> None:
     """Fail before the first epoch's work when the checkpoints and export cannot fit."""
-    from trainlab.engine.checkpoint import require_free_space, run_space_needed
-
     run_dir = plan.run_dir
     kept = {}
     for path in (run_dir.last_checkpoint, run_dir.best_checkpoint):
@@ -292,7 +295,6 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
     state.emit(Progress(step=state.step, epoch=state.epoch, total_steps=state.total_steps, phase="save"))
     model_dir = run_dir.model_dir
     model_dir.mkdir(parents=True, exist_ok=True)
-    from trainlab.engine.checkpoint import require_free_space, tensor_bytes
 
     # safetensors, torch.export and ONNX: up to three copies of the weights.
     # Checked first, because a writer that fails half-way may not fail cleanly.

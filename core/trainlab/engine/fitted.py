@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainlab.system.fileio import atomic_write_json, read_json
+from trainlab.system.fileio import atomic_write_json, read_json, save_safetensors, verify_safetensors
 
 STATE_JSON = "task_state.json"
 STATE_TENSORS = "task_state.safetensors"
@@ -29,8 +29,6 @@ def save_fitted_state(task: Any, *folders: Path) -> None:
         folder = Path(folder)
         atomic_write_json(folder / STATE_JSON, state)
         if tensors:
-            from trainlab.system.fileio import save_safetensors
-
             save_safetensors(folder / STATE_TENSORS, {k: v.detach().contiguous().cpu() for k, v in tensors.items()})
 
 
@@ -43,8 +41,6 @@ def load_fitted_state(task: Any, *folders: Path) -> bool:
         state: dict[str, Any] = dict(read_json(folder / STATE_JSON))
         if (folder / STATE_TENSORS).is_file():
             from safetensors.torch import load_file
-
-            from trainlab.system.fileio import verify_safetensors
 
             verify_safetensors(folder / STATE_TENSORS)
             state["tensors"] = load_file(str(folder / STATE_TENSORS), device="cpu")

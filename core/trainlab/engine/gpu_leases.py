@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback, RunState
+from trainlab.api.errors import UsageError
 from trainlab.system.locks import FileLock, Holder
 from trainlab.telemetry.nvml import bare_uuid, decode, import_nvml, init_failure_reason
 

@@ -42,6 +42,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from trainlab.api.events import Event, Finished, Started, SystemSample
+from trainlab.engine.distributed_control import request
+from trainlab.engine.outcome import EXIT_INTERRUPTED, EXIT_USAGE, RunOutcome
+from trainlab.runfolder.index import RunDir, new_run_id
+from trainlab.runfolder.tail import MetricsTail
+from trainlab.system import paths
 
 log = logging.getLogger("trainlab_desktop")
 
@@ -85,9 +90,6 @@ class GroupRun:
     """One launched group: ``start``, iterate ``events()``, ``wait``, ``result``; ``stop`` from any thread."""
 
     def __init__(self, request: Any, launch: Any, *, python: str | None = None, env: dict[str, str] | None = None):
-        from trainlab.system import paths
-        from trainlab.runfolder.index import new_run_id
-
         self.request = request
         self.launch = launch
         self.run_dir = str(request.resume or request.out or paths.runs_dir() / new_run_id(request.task))
@@ -126,9 +128,6 @@ class GroupRun:
     # -- events ------------------------------------------------------------------
     def events(self) -> Iterator[Event]:
         """The run's events as rank 0 appends them to metrics.jsonl, until the launcher exits."""
-        from trainlab.runfolder.index import RunDir
-        from trainlab.runfolder.tail import MetricsTail
-
         assert self.proc is not None
         tail = MetricsTail(RunDir(self.run_dir).metrics_jsonl)
         if self.request.resume:  # what the run wrote before is the session's history already
@@ -174,8 +173,6 @@ class GroupRun:
             self._tell("resume")
 
     def _tell(self, word: str) -> None:
-        from trainlab.engine.distributed_control import request
-
         try:
             request(self.run_dir, word)
         except OSError as exc:  # the run folder went away (the run ended meanwhile): nothing to pause
@@ -227,8 +224,6 @@ class GroupRun:
     # -- the end -------------------------------------------------------------------
     def result(self, code: int) -> Any:
         """The launcher's outcome (rank 0's, with the failed rank named); else what metrics.jsonl and the exit code say."""
-        from trainlab.engine.outcome import EXIT_INTERRUPTED, EXIT_USAGE, RunOutcome
-
         said = self._outcome_json()
         if said is not None:
             said.setdefault("run_dir", self.run_dir if Path(self.run_dir).exists() else "")

@@ -25,11 +25,12 @@ from typing import Any
 
 import torch
 
-from trainlab.api.errors import RunFailed
-from trainlab.api.taskbase import RunContext, Task
-from trainlab.engine import distributed
 from trainlab.api.batches import batch_size_of, split_batch
 from trainlab.api.callbacks import CallbackList, RunState
+from trainlab.api.errors import RunFailed
+from trainlab.api.events import EvalResult, Log, Progress, TrainStep
+from trainlab.api.taskbase import RunContext, Task
+from trainlab.engine import distributed
 from trainlab.engine.checkpoint import (
     load_model_weights,
     read_checkpoint,
@@ -42,7 +43,6 @@ from trainlab.engine.loaders import SplitLoaders
 from trainlab.engine.loss_window import LossWindow
 from trainlab.engine.position import LoopPosition
 from trainlab.engine.schedule import Segment, SegmentedSchedule
-from trainlab.api.events import EvalResult, Log, Progress, TrainStep
 
 __all__ = ["LoopPosition", "StopRun", "Trainer"]
 

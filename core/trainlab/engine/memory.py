@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from trainlab.api.errors import UsageError
+from trainlab.system import paths
+from trainlab.system.fileio import atomic_write_json
 
 HEADROOM = 0.10  # of the device kept free: allocator fragmentation, evaluation batches
 PROBE_BATCHES = (1, 2)
@@ -255,9 +257,6 @@ def probe_key(plan: Any) -> str:
 
 def run_probe(plan: Any, *, use_cache: bool = True, timeout: float = 1800.0) -> dict[str, Any]:
     """The activation probe of ``plan``'s run, in a child process; cached by model, data and settings."""
-    from trainlab.system import paths
-    from trainlab.system.fileio import atomic_write_json
-
     cache = paths.cache_dir() / "memory" / f"{probe_key(plan)}.json"
     if use_cache and cache.is_file():
         try:

@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import sys
 
+from trainlab.api.errors import UsageError
+from trainlab.engine import memory
+from trainlab.engine.plan import RunRequest, plan_run
+
 
 def main() -> int:
-    from trainlab.api.errors import UsageError
-
     spec = json.loads(sys.stdin.read())
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # library prints must not corrupt the result line
@@ -35,9 +37,6 @@ def _probe(spec: dict) -> dict:
     import psutil
     import torch
 
-    from trainlab.engine.plan import RunRequest, plan_run
-    from trainlab.engine.memory import device_memory_bytes, fit_activations
-
     plan = plan_run(RunRequest(**spec["request"]))
     ctx = plan.ctx
     cuda = ctx.is_cuda
@@ -49,9 +48,9 @@ def _probe(spec: dict) -> dict:
         other = int(total - free - torch.cuda.memory_reserved(ctx.device))
     else:
         other = int(psutil.Process().memory_info().rss)
-    capacity = device_memory_bytes(ctx.device)
+    capacity = memory.device_memory_bytes(ctx.device)
     model = plan.task.prepare_model(plan.task.build_model(ctx), ctx)
-    fit = fit_activations(plan.task, model, ctx, tuple(int(b) for b in spec["sizes"]))
+    fit = memory.fit_activations(plan.task, model, ctx, tuple(int(b) for b in spec["sizes"]))
     return {
         "intercept": fit.intercept,
         "per_example": fit.per_example,

@@ -17,25 +17,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from trainlab.system import paths
 from trainlab.api.errors import UsageError
+from trainlab.api.events import Log
+from trainlab.api.finetune import check_quantized_training
+from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab.api.taskbase import DataSummary, RunContext, Task
 from trainlab.engine import distributed
 from trainlab.engine.context import RandomState, make_context
+from trainlab.engine.memory import apply_micro_batch, parse_micro_batch_size
 from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.engine.position import LoopPosition
 from trainlab.engine.prepare import PreparedTask, prepare, resolved_path
 from trainlab.engine.recorder import data_fingerprint
 from trainlab.engine.schedule import Segment, make_segment
-from trainlab.api.events import Log
-from trainlab.system.fileio import folder_write_problem
-from trainlab.api.finetune import check_quantized_training
 from trainlab.engine.torchrun import effective_batch
-from trainlab.engine.memory import apply_micro_batch, parse_micro_batch_size
-from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab.pluginhost.host import registry
-from trainlab.runfolder.records import RunFileError
 from trainlab.runfolder.index import RUN_SCHEMA_VERSION, RunDir, new_run_id
+from trainlab.runfolder.records import RunFileError
+from trainlab.system import paths
+from trainlab.system.fileio import folder_write_problem
 
 
 @dataclass

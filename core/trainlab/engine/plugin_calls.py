@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from trainlab.api.errors import RunFailed, UsageError
+from trainlab.api.taskbase import Task
+from trainlab.pluginhost.host import discovered
 
 log = logging.getLogger("trainlab.plugins")
 
@@ -141,8 +143,6 @@ class PluginCalls:
     def for_task(cls, task_id: str, task: Any = None) -> "PluginCalls":
         """For task ``task_id`` of the registry as discovered (never discovering
         here: whoever holds a task id found it there already)."""
-        from trainlab.pluginhost.host import discovered
-
         found = discovered()
         entry = found.tasks.get(task_id) if found is not None else None
         if entry is not None:
@@ -246,8 +246,6 @@ class PluginCalls:
 
 
 def _is_task(obj: Any) -> bool:
-    from trainlab.api.taskbase import Task
-
     return isinstance(obj, Task)
 
 

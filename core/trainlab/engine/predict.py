@@ -25,10 +25,12 @@ from typing import Any, Callable, Iterable, Sequence
 
 from trainlab.api.descriptors import TaskSpec
 from trainlab.api.errors import RunFailed, UsageError
-from trainlab.engine.plugin_calls import plugin_calls
-from trainlab.system.fileio import verify_safetensors_in
 from trainlab.api.predictions import LabelScores, LabelSet, Number, Prediction, as_prediction
+from trainlab.engine import context
+from trainlab.engine.plugin_calls import plugin_calls
+from trainlab.pluginhost.host import registry
 from trainlab.runfolder.index import RunDir
+from trainlab.system.fileio import verify_safetensors_in
 
 _predictors: dict[tuple[str, str], Any] = {}
 _predictors_lock = threading.Lock()
@@ -137,8 +139,6 @@ def _what(spec: TaskSpec) -> str:
 
 
 def _other_suffixes(task_id: str) -> set[str]:
-    from trainlab.pluginhost.host import registry
-
     return {s.lower() for tid, entry in registry().tasks.items() if tid != task_id for s in entry.spec.input.suffixes}
 
 
@@ -157,8 +157,6 @@ def predict(
     before the model loads.  ``on_warning`` hears what ``check_inputs``
     found (default: printed to stderr).
     """
-    from trainlab.pluginhost.host import registry
-
     rd = open_trained_run(run_dir)
     record = rd.read()
     entry = registry().task(str(record.get("task", "")))
@@ -170,9 +168,7 @@ def predict(
     with _predictors_lock:  # one predictor in memory (the window's try-it), loaded once
         cached = _predictors.get(key)
         if cached is None:
-            from trainlab.engine.context import trained_task
-
-            _, task, ctx = trained_task(rd, device)  # fitted state restored before load_predictor
+            _, task, ctx = context.trained_task(rd, device)  # fitted state restored before load_predictor
             items = _expand(task, inputs)  # before the model: bad input is reported without waiting for it
             verify_safetensors_in(rd.model_dir)  # a damaged file: one line naming it, before the task's own loader
             with plugin_calls(task).call("load_predictor"):

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from trainlab.api.errors import UsageError
+from trainlab.api.events import Log
+from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab.api.taskbase import DataSummary, RunContext, Task
 from trainlab.engine.context import RandomState, make_context, seed_everything, task_for
 from trainlab.engine.plugin_calls import PluginCalls
 from trainlab.engine.recorder import data_fingerprint
-from trainlab.api.events import Log
-from trainlab.api.params import ENGINE_PARAMS, resolve
+from trainlab.pluginhost.host import registry
 
 # Engine parameters that only the loop reads: a change in one of them leaves
 # a preparation valid.  Everything else (every task parameter, seed, device,
@@ -153,8 +154,6 @@ def prepare_task(
     ``should_stop`` lets a long preparation end early (``StopRequested``).
     UsageError (or its DataError) for bad input, as ``plan_run`` would raise.
     """
-    from trainlab.pluginhost.host import registry
-
     entry = registry().task(task_id)
     resolved = resolve(entry.spec, ENGINE_PARAMS, remembered or {}, params)
     if not Path(data).exists():

@@ -20,11 +20,12 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from trainlab import __version__
 from trainlab.api.callbacks import Callback, RunState
 from trainlab.api.events import Event, Finished, Progress
-from trainlab.system.fileio import disk_full_message, is_disk_full
+from trainlab.pluginhost.host import registry
 from trainlab.runfolder.index import MetricsWriter, RunDir, RunStore
+from trainlab.system.fileio import disk_full_message, is_disk_full
+from trainlab.system.release import TRAINLAB_VERSION as __version__
 
 
 def data_fingerprint(path: str) -> dict[str, Any]:
@@ -126,8 +127,6 @@ def metric_declarations(task_id: str) -> dict[str, Any]:
     """What run.json says about the task's metrics, so that a run reads right
     without its plugin: ``family`` and ``declared_metrics`` (each metric's
     name, title, direction and display, as ``trainlab.Metric.to_json``)."""
-    from trainlab.pluginhost.host import registry
-
     entry = registry().tasks.get(task_id)
     if entry is None:
         return {}

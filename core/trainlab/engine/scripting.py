@@ -1,19 +1,26 @@
-"""Running a training run end to end, evaluating and predicting with it.
+"""The engine for scripts: everything a headless script needs, in one module.
 
-The names scripts and ``docs/engine.md`` use, kept here: ``run_training`` is
-``execute(plan_run(request))`` (``trainlab.engine.plan`` and
-``trainlab.engine.execute``), ``RunResult`` is ``RunOutcome``, and evaluation
-and prediction live in ``trainlab.engine.evaluation`` and
-``trainlab.engine.predict``.  Nothing here imports torch until a function
-needs it: the window imports ``RunRequest`` on its GUI thread.
+    from trainlab.engine.scripting import RunRequest, run_training, evaluate_run, predict
+
+``run_training`` is ``execute(plan_run(request))``; ``plan_run`` and
+``execute`` are here too for scripts that look at the plan first,
+``prepare_task`` for one that checks the data once and trains several
+times, ``Callback``/``RunControl``/``RunState`` to follow and steer a run, the
+events it emits, and ``RunResult`` (= ``RunOutcome``) for what it returns.
+docs/engine.md describes each. These names stay here across releases; the
+modules that define them may move (``trainlab.engine.runner``, the older
+home of this module, still imports for one release with a warning).
+Nothing here imports torch until a function needs it: the window imports
+``RunRequest`` on its GUI thread.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
+from trainlab.api.callbacks import Callback, RunControl, RunState
 from trainlab.api.errors import UsageError
-from trainlab.api.callbacks import Callback, RunControl
+from trainlab.api.events import EvalResult, Event, Finished, Log, Progress, Started, SystemSample, TrainStep
 from trainlab.engine.evaluation import evaluate_run
 from trainlab.engine.execute import execute
 from trainlab.engine.outcome import RunOutcome
@@ -21,12 +28,22 @@ from trainlab.engine.plan import RunPlan, RunRequest, plan_run
 from trainlab.engine.predict import predict
 from trainlab.engine.prepare import PreparedTask, prepare_task
 from trainlab.engine.recorder import data_fingerprint
-from trainlab.api.events import Event
 from trainlab.runfolder.index import RunStore
 
 RunResult = RunOutcome  # the name before plan_run/execute
 
 __all__ = [
+    "Callback",
+    "EvalResult",
+    "Event",
+    "Finished",
+    "Log",
+    "Progress",
+    "RunControl",
+    "RunState",
+    "Started",
+    "SystemSample",
+    "TrainStep",
     "PreparedTask",
     "RunOutcome",
     "RunPlan",

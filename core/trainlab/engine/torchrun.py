@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from trainlab.api.errors import UsageError
+from trainlab.engine.outcome import EXIT_FAILED, RunOutcome
 
 # torchrun's names; each takes one value
 LAUNCH_OPTIONS = ("--gpus", "--nproc-per-node", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--rdzv-endpoint", "--rdzv-id")
@@ -290,9 +291,8 @@ def _with_rank_reports(outcome: dict[str, Any] | None, reports: Path, opts: Laun
 def train_launched(args: Any, out: Any) -> int:
     """``trainlab train`` with launch options: start the group through torchrun and wait;
     rank 0's outcome is this command's (printed with ``--json``), its exit code too."""
-    from trainlab.system import paths
-    from trainlab.engine.outcome import EXIT_FAILED, RunOutcome
     from trainlab.runfolder.index import RunDir, new_run_id
+    from trainlab.system import paths
 
     if args.isolated:
         raise UsageError("--isolated with several processes: the ranks are child processes already")

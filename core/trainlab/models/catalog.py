@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 from trainlab.api.errors import UsageError
-from trainlab.system.fileio import verify_safetensors
 from trainlab.models.formats import (  # noqa: F401 - re-exported: callers find formats with the models
     MODEL_DESCRIPTION,
     TORCH_CHECKPOINT_SUFFIXES,
@@ -50,6 +49,7 @@ from trainlab.models.formats import (  # noqa: F401 - re-exported: callers find 
     model_format,
     tasks_accepting,
 )
+from trainlab.system.fileio import verify_safetensors
 from trainlab.system.paths import model_store_dir
 
 METADATA_FILE = "trainlab-model.json"

@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from trainlab.pluginhost.host import registry
+
 CONFIG_FILE = "config.json"
 MODEL_DESCRIPTION = "model.json"
 TORCH_CHECKPOINT_SUFFIXES = (".pth", ".pt", ".safetensors")
@@ -52,8 +54,6 @@ def accepts(spec: Any, model: dict[str, Any] | str) -> bool:
 def tasks_accepting(fmt: str) -> list[str]:
     """Ids of the installed tasks whose ``model_formats`` include ``fmt`` (registry order)."""
     try:
-        from trainlab.pluginhost.host import registry
-
         return [task_id for task_id, entry in registry().tasks.items() if accepts(entry.spec, fmt)]
     except Exception:  # noqa: BLE001 - a listing never fails over the plugins
         return []

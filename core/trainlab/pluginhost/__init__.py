@@ -2,9 +2,10 @@
 in a child process first.
 """
 
+from trainlab.system.moved import moved_name
+
 
 def __getattr__(name: str):
     # Names scripts imported when this package was one module (trainlab.system.moved).
-    from trainlab.system.moved import moved_name
 
     return moved_name(__name__, name)

@@ -41,11 +41,12 @@ from typing import Any, Callable, Iterable, Sequence
 import pluggy
 
 from trainlab.api import hookspecs
-from trainlab.pluginhost import probe as pluginprobe
 from trainlab.api.descriptors import Preset, TaskSpec
 from trainlab.api.errors import UsageError
-from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
 from trainlab.api.params import ENGINE_PARAMS
+from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
+from trainlab.pluginhost import probe as pluginprobe
+from trainlab.system.user_settings import load_settings, save_settings
 
 GROUP = "trainlab.plugins"
 BUILTIN_DIST = "trainlab"
@@ -103,8 +104,6 @@ def safe_mode() -> bool:
 
 def blocked_names() -> set[str]:
     """Blocked by the user: settings ``blocked_plugins`` plus TRAINLAB_BLOCK_PLUGINS."""
-    from trainlab.system.user_settings import load_settings
-
     names = {str(n) for n in load_settings().get("blocked_plugins", []) if n}
     env = os.environ.get("TRAINLAB_BLOCK_PLUGINS", "")
     names.update(n.strip() for n in env.split(",") if n.strip())
@@ -112,8 +111,6 @@ def blocked_names() -> set[str]:
 
 
 def set_blocked(name: str, blocked: bool) -> None:
-    from trainlab.system.user_settings import load_settings, save_settings
-
     settings = load_settings()
     names = set(settings.get("blocked_plugins", []))
     (names.add if blocked else names.discard)(name)

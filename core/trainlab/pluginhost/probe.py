@@ -44,6 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from trainlab.system import paths
+from trainlab.system.fileio import atomic_write_json
+
 TIMEOUT_ENV = "TRAINLAB_PLUGIN_IMPORT_TIMEOUT"
 DEFAULT_TIMEOUT_S = 20.0
 CACHE_NAME = "plugin-probes.json"
@@ -150,8 +153,6 @@ class Candidate:
 
 
 def cache_path() -> Path:
-    from trainlab.system import paths
-
     return paths.cache_dir() / CACHE_NAME
 
 
@@ -164,8 +165,6 @@ def _read_cache() -> dict[str, Any]:
 
 
 def _write_cache(entries: dict[str, Any]) -> None:
-    from trainlab.system.fileio import atomic_write_json
-
     try:
         path = cache_path()
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,14 +20,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from trainlab.system import paths
 from trainlab.api.errors import UsageError
 from trainlab.api.events import Event
-from trainlab.system.fileio import atomic_write_json, folder_write_problem
 from trainlab.runfolder.eval_report import EvalRecord
 from trainlab.runfolder.records import RUN_SCHEMA_VERSION, RunFileError, RunRecord, read_json_object, run_title
 from trainlab.runfolder.status import FAILED, FINISHED, INTERRUPTED_ERROR, RUNNING
 from trainlab.runfolder.tail import MetricsTail
+from trainlab.system import paths
+from trainlab.system.fileio import atomic_write_json, folder_write_problem
 
 __all__ = ["RUN_SCHEMA_VERSION", "IndexUnavailable", "MetricsWriter", "RunDir", "RunFileError", "RunStore", "new_run_id"]
 NETWORK_FILESYSTEMS = {"nfs", "nfs4", "cifs", "smbfs", "smb3", "sshfs", "fuse.sshfs", "9p", "afs", "ceph", "glusterfs", "lustre"}

@@ -19,8 +19,9 @@ import sys
 import traceback
 from typing import Any
 
-from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback, RunControl
+from trainlab.api.errors import UsageError
+from trainlab.engine.gpu_leases import LeaseTaken, acquire
 from trainlab.engine.outcome import RunOutcome
 from trainlab.scheduling.execution import (
     CANCELLED_REASON,
@@ -35,21 +36,21 @@ from trainlab.scheduling.execution import (
     watch,
 )
 from trainlab.scheduling.queue_store import CANCELLED, DONE, FAILED, PAUSED, TRIAL, QueueEntry, QueueStore, queue_dir
+from trainlab.scheduling.sweep_study import SweepStudy
+from trainlab.system.locks import FileLock
+from trainlab.system.logs import setup_logging
 
 REQUESTED_REASONS = {"pause": PAUSED_REASON, "cancel": CANCELLED_REASON}
 
 
 def cpu_slot():
     """The queue's one CPU run at a time: a lock beside the queue (per queue, not machine-wide)."""
-    from trainlab.system.locks import FileLock
-
     return FileLock(queue_dir() / "cpu.lock")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     entry_id, token = int(argv[0]), argv[1]
-    from trainlab.system.logs import setup_logging
 
     setup_logging(console=True)
     store = QueueStore()
@@ -100,8 +101,6 @@ def _process_start() -> float | None:
 
 def _take_slot(store: QueueStore, entry: QueueEntry, token: str):
     """Lease the entry's GPUs (or the CPU slot); back in line, and None, when another process got there first."""
-    from trainlab.engine.gpu_leases import LeaseTaken, acquire
-
     if entry.devices:
         try:
             lease = acquire(entry.devices, f"trainlab queue entry {entry.id} ({entry.task})")
@@ -135,8 +134,6 @@ def run_entry(store: QueueStore, entry: QueueEntry, token: str, control: RunCont
     callbacks: list[Callback] = []
     extra: dict[str, Any] | None = None
     if entry.kind == TRIAL:
-        from trainlab.scheduling.sweep_study import SweepStudy
-
         study = SweepStudy.load(entry.study)
         study.note_run_dir(int(entry.trial), run_dir, ", ".join(entry.devices) or "cpu")
         callbacks.append(study.pruning(int(entry.trial)))
@@ -173,8 +170,6 @@ def settle(store: QueueStore, entry: QueueEntry, token: str, outcome: RunOutcome
         store.requeue(entry.id, token, f"stopped ({outcome.error or 'no reason'}); back in line to resume")
         return
     if entry.kind == TRIAL and state != PAUSED:
-        from trainlab.scheduling.sweep_study import SweepStudy
-
         SweepStudy.load(entry.study).tell_outcome(int(entry.trial), outcome)
     store.finish(entry.id, token, state, reason)
 

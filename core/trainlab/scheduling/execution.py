@@ -18,12 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from trainlab.api.errors import StopRequested, UsageError
 from trainlab.api.callbacks import Callback, RunControl
-from trainlab.engine.outcome import RunOutcome
-from trainlab.engine.plan import RunRequest
+from trainlab.api.errors import StopRequested, UsageError
 from trainlab.api.events import EvalResult
-from trainlab.runfolder.index import RunDir
+from trainlab.engine.outcome import RunOutcome
+from trainlab.engine.plan import RunRequest, plan_run
+from trainlab.runfolder.index import RunDir, new_run_id
+from trainlab.system import paths
 
 # The reasons a queue gives a stopped run (run.json's ``error`` of a cancelled run).
 PAUSED_REASON = "paused"
@@ -82,9 +83,6 @@ def completed_outcome(run_dir: str) -> RunOutcome | None:
 
 
 def _new_run_path(task: str) -> Path:
-    from trainlab.system import paths
-    from trainlab.runfolder.index import new_run_id
-
     return paths.runs_dir() / new_run_id(task)
 
 
@@ -101,7 +99,6 @@ def execute_here(
     Stopped while preparing: a cancelled outcome without a run folder.
     """
     from trainlab.engine.execute import execute
-    from trainlab.engine.plan import plan_run
 
     try:
         plan = plan_run(request, log=log, should_stop=lambda: control.stop_requested)

@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from trainlab.api.errors import UsageError
+from trainlab.api.params import ENGINE_PARAMS, resolve
+from trainlab.engine.outcome import RunOutcome
+from trainlab.pluginhost.host import registry
+from trainlab.runfolder.index import RunDir
 from trainlab.scheduling.queue_store import CANCELLED, PAUSED, QUEUED, RUN, RUNNING, SWEEP, WAITING, QueueEntry, QueueStore
 
 
 def check_request(task: str, data: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """The resolved parameters of a run of ``task`` on ``data``; UsageError naming what is wrong."""
-    from trainlab.api.params import ENGINE_PARAMS, resolve
-    from trainlab.pluginhost.host import registry
-
     if not task:
         raise UsageError("which task? give TASK (see `trainlab tasks`)")
     if not data:
@@ -56,8 +57,6 @@ def add_run(
 ) -> QueueEntry:
     params = dict(params or {})
     if resume:
-        from trainlab.runfolder.index import RunDir
-
         prior = RunDir(resume).read()
         task, data = task or str(prior.get("task", "")), data or str((prior.get("data") or {}).get("path", ""))
         resume = str(RunDir(resume).path)
@@ -108,7 +107,6 @@ def cancel(store: QueueStore, entry_id: int | str) -> QueueEntry:
             store.request_stop(trial.id, "cancel")
     store.finish(entry.id, None, CANCELLED, "cancelled in the queue")
     if waited:  # a running trial's runner tells the study; these never ran to tell it
-        from trainlab.engine.outcome import RunOutcome
         from trainlab.scheduling.sweep_study import SweepStudy
 
         study = SweepStudy.load(entry.study)

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from trainlab.engine.gpu_leases import read_gpus
 from trainlab.scheduling import queue_actions as actions
 from trainlab.scheduling.queue_store import FINISHED, PAUSED, QUEUED, RUNNING, SWEEP, TRIAL, WAITING, QueueEntry, QueueStore
+from trainlab.scheduling.scheduler import ensure_scheduler, scheduler_holder
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,6 @@ class QueueRow:
 
 def gpu_names(nvml: Any = None) -> dict[str, str]:
     """This machine's GPU UUIDs and their names in the views ("GPU 0"); empty without NVIDIA GPUs."""
-    from trainlab.engine.gpu_leases import read_gpus
-
     gpus, _why = read_gpus(nvml)
     return {g.uuid: f"GPU {g.index}" for g in gpus}
 
@@ -100,8 +100,6 @@ class QueueBoard:
 
     def refresh(self) -> bool:
         """Read the queue again; whether anything a view shows changed."""
-        from trainlab.scheduling.scheduler import scheduler_holder
-
         entries = self.store.entries()
         waiting = [e.id for e in entries if e.parent is None and e.state in WAITING]
         if self._gpu_names is None:
@@ -156,8 +154,6 @@ class QueueBoard:
 
     def ensure_scheduler(self) -> int | None:
         """Start the scheduler unless one runs; its pid, or None."""
-        from trainlab.scheduling.scheduler import ensure_scheduler
-
         pid = ensure_scheduler()
         self.refresh()
         return pid

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from trainlab.system import paths
 from trainlab.api.errors import UsageError
+from trainlab.system import paths
 
 QUEUED, RUNNING, PAUSED, DONE, FAILED, CANCELLED = "queued", "running", "paused", "done", "failed", "cancelled"
 STATES = (QUEUED, RUNNING, PAUSED, DONE, FAILED, CANCELLED)

@@ -28,10 +28,9 @@ import sys
 import time
 from typing import Any, Callable
 
+from trainlab.engine.gpu_leases import Gpu, gpu_states, read_gpus
 from trainlab.engine.outcome import RunOutcome
 from trainlab.scheduling.execution import completed_outcome, visible_devices_env
-from trainlab.engine.gpu_leases import Gpu, gpu_states, read_gpus
-from trainlab.system.locks import FileLock, Holder
 from trainlab.scheduling.queue_store import (
     CANCELLED,
     DONE,
@@ -45,6 +44,7 @@ from trainlab.scheduling.queue_store import (
     QueueStore,
     queue_dir,
 )
+from trainlab.system.locks import FileLock, Holder
 
 MAX_ATTEMPTS = 3  # starts of one entry whose runner died, before it is failed (a crash loop)
 POLL_SECONDS = 0.5

@@ -19,6 +19,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from trainlab.api.errors import UsageError
+from trainlab.scheduling import queue_actions as actions
+from trainlab.scheduling.queue_board import gpu_names
+from trainlab.scheduling.queue_store import QueueStore
+from trainlab.scheduling.scheduler import ensure_scheduler
+from trainlab.scheduling.sweep_study import SweepStudy, studies_dir
+
 IMPORTANCE_EVALUATOR = "PED-ANOVA (optuna.importance.PedAnovaImportanceEvaluator)"
 MIN_TRIALS_FOR_IMPORTANCE = 2
 FIXED_COLUMNS = ("trial", "state", "gpu")
@@ -91,10 +98,7 @@ class SweepBoard:
     @classmethod
     def load(cls, name: str) -> "SweepBoard":
         """The study ``name`` now (UsageError when there is no such study)."""
-        from trainlab.scheduling.sweep_study import SweepStudy
-
         study = SweepStudy.load(name)
-        from trainlab.scheduling.queue_board import gpu_names
 
         board = cls(study.summary(), devices=_trial_devices(name), dimensions=study.dimensions, gpu_names=gpu_names())
         board._study = study
@@ -204,8 +208,6 @@ class SweepBoard:
         """The run that trains the best trial's values: the study's base parameters and those values."""
         best = self.best()
         if best is None:
-            from trainlab.api.errors import UsageError
-
             raise UsageError(f"study {self.name}: no trial has completed yet")
         params = {**dict(self.summary.get("params") or {}), **dict(best.params)}
         if epochs:
@@ -214,25 +216,18 @@ class SweepBoard:
 
     def train_best(self, store: Any = None, *, epochs: int | None = None, gpus: int | None = None, start: bool = True):
         """Queue the best configuration as a full run; the queue entry."""
-        from trainlab.scheduling import queue_actions as actions
-        from trainlab.scheduling.queue_store import QueueStore
-
         request = self.best_request(epochs)
         store = store or QueueStore()
         if gpus is None:
             gpus = int(self.summary.get("gpus_per_trial", 1))
         entry = actions.add_run(store, task=request["task"], data=request["data"], params=request["params"], gpus=gpus)
         if start:
-            from trainlab.scheduling.scheduler import ensure_scheduler
-
             ensure_scheduler()
         return entry
 
 
 def study_names() -> list[str]:
     """The studies under the TrainLab home, newest first."""
-    from trainlab.scheduling.sweep_study import studies_dir
-
     folder = studies_dir()
     if not folder.is_dir():
         return []
@@ -243,8 +238,6 @@ def study_names() -> list[str]:
 def _trial_devices(study: str) -> dict[int, str]:
     """The GPUs the queue gave each running trial of ``study`` (finished ones say it in run.json)."""
     try:
-        from trainlab.scheduling.queue_store import QueueStore
-
         entries = QueueStore().entries()
     except Exception:  # noqa: BLE001 - no queue yet
         return {}

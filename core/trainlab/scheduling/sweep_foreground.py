@@ -14,10 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import RunControl
+from trainlab.api.errors import UsageError
+from trainlab.engine.gpu_leases import acquire, gpu_states, read_gpus, torch_index
 from trainlab.engine.plan import RunRequest
-from trainlab.scheduling.execution import PRUNED_REASON, completed_outcome, execute_here, execute_on_gpus, start_point, visible_devices_env
+from trainlab.scheduling.execution import (
+    PRUNED_REASON,
+    completed_outcome,
+    execute_here,
+    execute_on_gpus,
+    start_point,
+    visible_devices_env,
+)
 from trainlab.scheduling.sweep_study import SweepStudy
 
 
@@ -46,8 +54,6 @@ class Placement:
 
 def place(gpus_per_trial: int, device: str | None, nvml: Any = None):
     """(placement, lease or None): a free GPU set leased for the whole sweep, else the device asked or the CPU."""
-    from trainlab.engine.gpu_leases import acquire, gpu_states, read_gpus, torch_index
-
     if device or gpus_per_trial == 0:
         return Placement(device or "cpu"), None
     gpus, _ = read_gpus(nvml)

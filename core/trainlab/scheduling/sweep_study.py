@@ -26,11 +26,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from trainlab.system import paths
-from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback, RunControl, RunState
+from trainlab.api.errors import UsageError
+from trainlab.api.params import full_schema
+from trainlab.pluginhost.host import registry
 from trainlab.scheduling.execution import PRUNED_REASON
 from trainlab.scheduling.sweep_space import Dimension, parse_space
+from trainlab.system import paths
+from trainlab.system.locks import FileLock
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 SAMPLERS = ("tpe", "random", "grid")
@@ -144,8 +147,6 @@ class SweepStudy:
 
     def lock(self):
         """The lock whoever drives the study holds (the foreground sweep, or the queue's scheduler)."""
-        from trainlab.system.locks import FileLock
-
         return FileLock(studies_dir() / f"{self.name}.lock")
 
     # -- trials ---------------------------------------------------------------------
@@ -310,7 +311,4 @@ def trial_json(trial: Any) -> dict[str, Any]:
 
 
 def _schema(task: str):
-    from trainlab.api.params import full_schema
-    from trainlab.pluginhost.host import registry
-
     return full_schema(registry().task(task).spec)

@@ -23,9 +23,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from trainlab.shortcuts import freedesktop
-from trainlab.shortcuts import macos
-from trainlab.shortcuts import windows
+from trainlab.shortcuts import freedesktop, macos, windows
 from trainlab.shortcuts.freedesktop import applications_dir, desktop_dir, desktop_entry_text
 from trainlab.shortcuts.identity import APP_NAME, DESKTOP_ID, GUI_SCRIPT, WM_CLASS, gui_executable, icon_file
 from trainlab.shortcuts.macos import macos_bundle_path

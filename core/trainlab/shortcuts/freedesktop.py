@@ -15,10 +15,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from trainlab import __version__
 from trainlab.api.errors import UsageError
-from trainlab.system.fileio import atomic_write_text
 from trainlab.shortcuts.identity import APP_NAME, COMMENT, DESKTOP_ID, MARKER_KEY, WM_CLASS, gui_executable, icon_file
+from trainlab.system.fileio import atomic_write_text
+from trainlab.system.release import TRAINLAB_VERSION as __version__
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ import sysconfig
 from pathlib import Path
 
 from trainlab.api.errors import UsageError
+from trainlab_resources import resource_path
 
 APP_NAME = "TrainLab"
 #: Desktop Entry id (file name without ``.desktop``), macOS bundle id and
@@ -64,8 +65,6 @@ def gui_executable() -> Path:
 
 def icon_file(name: str = "trainlab.svg") -> Path:
     """Absolute path of an installed icon file, e.g. ``trainlab-256.png``."""
-    from trainlab_resources import resource_path
-
     path = resource_path("icons", name)
     if not path.is_file():
         raise UsageError(f"icon {name} is missing from this TrainLab installation ({path}); reinstall TrainLab")

@@ -13,9 +13,9 @@ import shlex
 import shutil
 from pathlib import Path
 
-from trainlab import __version__
 from trainlab.api.errors import UsageError
 from trainlab.shortcuts.identity import APP_NAME, DESKTOP_ID, MARKER_KEY, gui_executable, icon_file
+from trainlab.system.release import TRAINLAB_VERSION as __version__
 
 
 def macos_bundle_path() -> Path:

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import IO
 
-from trainlab import __version__
 from trainlab.shortcuts.identity import GUI_SCRIPT
 from trainlab.system.paths import log_dir
+from trainlab.system.release import TRAINLAB_VERSION as __version__
 
 GUI_LOG_NAME = "trainlab-gui.log"
 CRASH_LOG_NAME = "crash.log"

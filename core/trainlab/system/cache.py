@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainlab.system import paths, user_settings
 from trainlab.api.errors import UsageError
+from trainlab.system import paths, user_settings
+from trainlab.system.fileio import format_bytes
 
 DEFAULT_LIMIT_GB = 5.0
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -209,8 +210,6 @@ def run_command(action: str, limit_gb: float | None) -> tuple[list[str], dict[st
 
 def describe(state: CacheReport, freed: int | None = None, evicted: int = 0) -> list[str]:
     """``trainlab cache``'s lines for people."""
-    from trainlab.system.fileio import format_bytes
-
     lines = []
     if freed is not None:
         lines.append(f"cleared {format_bytes(freed)}")

@@ -41,8 +41,8 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from trainlab.system import paths
 from trainlab.api.errors import DataError
+from trainlab.system import paths
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)

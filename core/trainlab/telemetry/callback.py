@@ -6,8 +6,8 @@ import socket
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
-from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback, RunState
+from trainlab.api.errors import UsageError
 from trainlab.api.events import Finished, Log, SystemSample
 from trainlab.telemetry.ranks import with_ranks
 from trainlab.telemetry.sampler import MAX_RUN_INTERVAL, MIN_INTERVAL, TelemetrySampler

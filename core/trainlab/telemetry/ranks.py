@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from trainlab.api.events import SystemSample
 from trainlab.telemetry.nvml import bare_uuid
+from trainlab.telemetry.sampler import MAX_INTERVAL, TelemetrySampler
 
 # Keys of every entry of SystemSample.ranks, always present (None when unknown).
 RANK_FIELDS = (
@@ -85,8 +86,6 @@ class RankTelemetry:
         if not uuid:
             return None
         if self._sampler is None:
-            from trainlab.telemetry.sampler import MAX_INTERVAL, TelemetrySampler
-
             self._sampler = TelemetrySampler(MAX_INTERVAL, nvml=self._nvml, processes=False, only_uuids=[uuid])
         try:
             sample = self._sampler.sample()

@@ -18,6 +18,7 @@ from typing import Any, Callable, Collection
 
 from trainlab.api.errors import UsageError
 from trainlab.api.events import SystemSample
+from trainlab.system.paths import data_dir
 from trainlab.telemetry.nvml import (
     bare_uuid,
     constant,
@@ -452,8 +453,6 @@ class TelemetrySampler:
         if self.path is not None:
             path = self.path
         else:
-            from trainlab.system.paths import data_dir
-
             path = data_dir()
         path = path.resolve()
         while not path.exists() and path != path.parent:

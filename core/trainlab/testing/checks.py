@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
+from trainlab.pluginhost.host import import_factory
 from trainlab.testing.target import PluginTarget, host_for, kit_environment, record_of
 
 # Modules an entry point must not import: discovery runs before every
@@ -106,8 +108,6 @@ class StaticKit:
 
 
 def check_api_version(kit: StaticKit) -> str:
-    from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
-
     record = kit.record
     if record.status == "incompatible":
         raise CheckFailed(record.message)
@@ -165,8 +165,6 @@ def check_entry_point_imports_no_torch(kit: StaticKit) -> str:
 
 
 def check_descriptors(kit: StaticKit) -> str:
-    from trainlab.pluginhost.host import import_factory
-
     record = kit.loaded()
     problems = [w for w in record.warnings if "invalid task descriptor" in w or "returned" in w or "already provided" in w]
     tasks = kit.task_ids()

@@ -30,6 +30,7 @@ import pytest
 
 from trainlab.testing import checks
 from trainlab.testing.checks import RUN_CHECKS, STATIC_CHECKS, run_check
+from trainlab.testing.target import find_targets
 
 
 class PluginConformance:
@@ -72,7 +73,6 @@ class PluginConformance:
         """``tasks``, or the ids the entry point's ``trainlab_tasks()`` declares (it is cheap by contract)."""
         if cls.tasks:
             return list(cls.tasks)
-        from trainlab.testing.target import find_targets
 
         ids = []
         for target in find_targets(cls.plugin):

@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from trainlab.engine.predict import predict
+from trainlab.engine.prepare import prepare_task
+from trainlab.engine.scripting import RunRequest, evaluate_run, run_training
+
 
 class HeadlessEngine:
     """Train, evaluate and predict through TrainLab's real engine, on the CPU, in ``home``.
@@ -19,29 +23,19 @@ class HeadlessEngine:
 
     def train(self, task: str, data: str | Path, *, callbacks: Sequence[Any] = (), out: str | Path | None = None, **params: Any):
         """The ``RunOutcome`` of one run (``UsageError`` for bad input, as ``trainlab train`` exits 2)."""
-        from trainlab.engine.scripting import RunRequest, run_training
-
         values = {"device": "cpu", "precision": "fp32", "telemetry_every": 0, **params}
         request = RunRequest(task=task, data=str(data), params={k: str(v) for k, v in values.items()}, out=str(out) if out else None)
         return run_training(request, callbacks=list(callbacks))
 
     def resume(self, run_dir: str | Path, *, callbacks: Sequence[Any] = ()):
-        from trainlab.engine.scripting import RunRequest, run_training
-
         return run_training(RunRequest(resume=str(run_dir)), callbacks=list(callbacks))
 
     def evaluate(self, run_dir: str | Path, data: str | Path | None = None) -> dict[str, Any]:
-        from trainlab.engine.scripting import evaluate_run
-
         return evaluate_run(str(run_dir), str(data) if data else None, device="cpu")
 
     def predict(self, run_dir: str | Path, inputs: Sequence[str], top_k: int = 3) -> list[Any]:
-        from trainlab.engine.predict import predict
-
         return predict(run_dir, list(inputs), top_k, device="cpu", on_warning=lambda message: None)
 
     def prepare(self, task: str, data: str | Path, **params: Any):
         """The task prepared on ``data`` as the window's data check does (``DataError`` for bad data)."""
-        from trainlab.engine.prepare import prepare_task
-
         return prepare_task(task, str(data), {k: str(v) for k, v in {"device": "cpu", **params}.items()})

@@ -33,12 +33,17 @@ from pathlib import Path
 
 import pytest
 
+import trainlab.pluginhost.host as host
+from trainlab.testing.checks import StaticKit
+from trainlab.testing.engine import HeadlessEngine
+from trainlab.testing.runs import TaskKit
+from trainlab.testing.target import find_targets, host_for
+from trainlab.testing.window import open_window
+
 
 @pytest.fixture
 def trainlab_home(tmp_path_factory, monkeypatch) -> Path:
     """A TrainLab home of this test's own (runs, index, settings, caches, model store)."""
-    import trainlab.pluginhost.host as host
-
     home = tmp_path_factory.mktemp("trainlab-home")
     monkeypatch.setenv("TRAINLAB_HOME", str(home))
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(home / "cache" / "torchinductor"))
@@ -61,9 +66,6 @@ def trainlab_plugin(request) -> str:
 @pytest.fixture
 def trainlab_plugin_host(trainlab_home, trainlab_plugin, monkeypatch):
     """TrainLab's plugin registry for this test, holding only the plugin under test."""
-    import trainlab.pluginhost.host as host
-    from trainlab.testing.target import find_targets, host_for
-
     (target, *_) = find_targets(trainlab_plugin)
     registry = host_for(target)
     monkeypatch.setattr(host, "_registry", registry)
@@ -94,8 +96,6 @@ def trainlab_tiny_data(request, tmp_path):
 @pytest.fixture
 def trainlab_engine(trainlab_home, trainlab_plugin_host):
     """The headless engine on the CPU, in this test's home, with only the plugin under test."""
-    from trainlab.testing.engine import HeadlessEngine
-
     return HeadlessEngine(trainlab_home)
 
 
@@ -113,7 +113,6 @@ def trainlab_window(request, trainlab_home):
         qtbot = request.getfixturevalue("qtbot")
     except pytest.FixtureLookupError:
         pytest.skip("the window fixture needs pytest-qt (pip install pytest-qt)")
-    from trainlab.testing.window import open_window
 
     window = open_window(qtbot)
     yield window
@@ -123,9 +122,6 @@ def trainlab_window(request, trainlab_home):
 @pytest.fixture(scope="class")
 def trainlab_static_kit(request, tmp_path_factory):
     """The plugin under test, discovered once per class in a home of the kit's own."""
-    from trainlab.testing.checks import StaticKit
-    from trainlab.testing.target import find_targets
-
     (target, *_) = find_targets(request.cls.plugin)
     return StaticKit(target, home=tmp_path_factory.mktemp("kit-home"))
 
@@ -133,8 +129,6 @@ def trainlab_static_kit(request, tmp_path_factory):
 @pytest.fixture(scope="class")
 def trainlab_task_kit(request, trainlab_task, trainlab_static_kit, tmp_path_factory):
     """One task's tiny runs, made once per class and shared by its checks."""
-    from trainlab.testing.runs import TaskKit
-
     author = request.cls()
     workdir = tmp_path_factory.mktemp(f"kit-{trainlab_task}")
     (workdir / "data").mkdir()

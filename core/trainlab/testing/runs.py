@@ -10,13 +10,23 @@ under test (``active``), so a check never reads the user's runs or plugins.
 from __future__ import annotations
 
 import math
-import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from trainlab.api.errors import DataError, UsageError
+import trainlab.pluginhost.host as host
 from trainlab.api.callbacks import Callback
+from trainlab.api.errors import DataError, UsageError
+from trainlab.api.events import EVENT_TYPES, EvalResult, Finished, Log, Started, TrainStep, event_from_dict
+from trainlab.api.predictions import LabelScores, LabelSet, Number
+from trainlab.engine import context
+from trainlab.engine.predict import predict
+from trainlab.engine.prepare import prepare_task
+from trainlab.engine.scripting import RunRequest, run_training
+from trainlab.runfolder.index import RunDir, RunStore
+from trainlab.runfolder.tail import read_events
+from trainlab.system import paths
+from trainlab.system.fileio import verify_safetensors
 from trainlab.testing.checks import CheckFailed, CheckSkipped
 from trainlab.testing.target import kit_environment
 from trainlab.testing.watch import watching
@@ -94,8 +104,6 @@ class TaskKit:
     @contextmanager
     def active(self) -> Iterator[None]:
         """This kit's home and plugin host for TrainLab, for the duration of a check."""
-        import trainlab.pluginhost.host as host
-
         saved_registry = host._registry
         with kit_environment(self.home):
             host._registry = self.registry
@@ -105,8 +113,6 @@ class TaskKit:
                 host._registry = saved_registry
 
     def train(self, name: str, callbacks: Sequence[Callback] = (), **params: Any):
-        from trainlab.engine.scripting import RunRequest, run_training
-
         values = {k: str(v) for k, v in {**self.params, **params}.items()}
         request = RunRequest(task=self.task_id, data=self.data, params=values, out=str(self.workdir / "runs" / name))
         with self.active():
@@ -139,8 +145,6 @@ class TaskKit:
 
     # -- the checks ------------------------------------------------------------------
     def bad_data_raises_data_error(self) -> str:
-        from trainlab.engine.prepare import prepare_task
-
         bad = Path(self._bad_data() if self._bad_data else default_bad_data(self.spec, self.workdir / "bad"))
         with self.active():
             try:
@@ -156,9 +160,6 @@ class TaskKit:
         raise CheckFailed(f"{bad}: prepare() accepted data that is not of this task (expected a DataError naming the file)")
 
     def loss_finite_and_falls(self) -> str:
-        from trainlab.api.events import TrainStep
-        from trainlab.runfolder.tail import read_events
-
         run = self.straight()
         losses = [e.loss for e in read_events(Path(run.run_dir) / "metrics.jsonl") if isinstance(e, TrainStep)]
         if len(losses) < 2:
@@ -176,8 +177,6 @@ class TaskKit:
 
     def events_match_schema(self) -> str:
         import json
-
-        from trainlab.api.events import EVENT_TYPES, EvalResult, Finished, Log, Started, TrainStep, event_from_dict
 
         run = self.straight()
         path = Path(run.run_dir) / "metrics.jsonl"
@@ -212,10 +211,6 @@ class TaskKit:
         return f"{len(events)} events, {len(evals)} evaluations with {', '.join(declared)}"
 
     def saved_model_loads(self) -> str:
-        from trainlab.engine.context import trained_task
-        from trainlab.system.fileio import verify_safetensors
-        from trainlab.runfolder.index import RunDir
-
         run = self.straight()
         rd = RunDir(run.run_dir)
         model_dir = rd.model_dir
@@ -226,7 +221,7 @@ class TaskKit:
             if path.suffix == ".safetensors":
                 verify_safetensors(path)
         with self.active():
-            _, task, ctx = trained_task(rd, "cpu")
+            _, task, ctx = context.trained_task(rd, "cpu")
             try:
                 model = task.load_trained_model(model_dir, ctx)
             except NotImplementedError as exc:
@@ -242,9 +237,6 @@ class TaskKit:
         return f"{len(files)} file(s) in model/, {len(common)} tensors as trained"
 
     def predicts(self) -> str:
-        from trainlab.engine.predict import predict
-        from trainlab.api.predictions import LabelScores, LabelSet, Number
-
         inputs = list(self._predict_inputs() if self._predict_inputs else default_predict_inputs(self.spec, self.data))
         if not inputs:
             raise CheckSkipped("no inputs to predict (implement predict_inputs)")
@@ -262,8 +254,6 @@ class TaskKit:
         return f"{len(results)} prediction(s): {results[0].prediction.summary()}"
 
     def resume_is_exact(self) -> str:
-        from trainlab.engine.scripting import RunRequest, run_training
-
         straight = self.straight()
         stopped, stop_at = self.stopped()
         if stopped.status != "cancelled":
@@ -295,9 +285,6 @@ class TaskKit:
         return f"stop at step {stop_at}: cancelled after {stopped.steps}"
 
     def writes_only_its_run_folder(self) -> str:
-        from trainlab.system import paths
-        from trainlab.runfolder.index import RunStore
-
         run = self.straight()
         with self.active():
             allowed = [Path(run.run_dir), paths.cache_dir(), paths.model_store_dir(), paths.log_dir(), paths.config_dir()]

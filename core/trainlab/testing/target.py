@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from trainlab.api.errors import UsageError
+from trainlab.pluginhost.host import PluginRegistry
 
 GROUP = "trainlab.plugins"
 
@@ -106,8 +107,6 @@ def _from_project(folder: Path) -> list[PluginTarget]:
 
 def host_for(target: PluginTarget):
     """A plugin registry that holds only this plugin, discovered as TrainLab discovers plugins."""
-    from trainlab.pluginhost.host import PluginRegistry
-
     target.on_path()
     return PluginRegistry.discover(entry_points=[target.make_entry_point()])
 

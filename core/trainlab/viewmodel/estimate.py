@@ -28,7 +28,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import trainlab.engine.memory as engine_memory
+from trainlab.engine import memory
 from trainlab.engine.memory import HEADROOM, NOT_SHAPING, MemoryEstimate
+from trainlab.engine.plan import RunRequest, plan_run
+from trainlab.system.fileio import free_bytes
 
 # a requested estimate probes two training steps in a grandchild: a large
 # model takes minutes to load; past this the window says so and gives up
@@ -136,7 +139,6 @@ class DiskNeed:
 def disk_need(outputs: dict[str, Any] | None, memory: MemoryEstimate | None, folder: Path) -> DiskNeed | None:
     if not outputs:
         return None
-    from trainlab.system.fileio import free_bytes
 
     merged = bool(outputs.get("merged_model"))
     # the adapters' file holds the trainable tensors at their dtype: the gradients' bytes
@@ -205,9 +207,6 @@ def result_from(key: str, data: dict[str, Any]) -> EstimateResult:
 
 # -- the child process itself ---------------------------------------------------------
 def _estimate(spec: dict[str, Any]) -> dict[str, Any]:
-    from trainlab.engine import memory
-    from trainlab.engine.plan import RunRequest, plan_run
-
     measured = bool(spec.get("measured", True))
     request = dict(spec["request"])
     if not measured:  # micro_batch_size=auto would probe while planning

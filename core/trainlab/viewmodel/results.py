@@ -23,8 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from trainlab.api.errors import UsageError
 from trainlab.api.descriptors import FAMILY_METRICS, Metric, TaskSpec
+from trainlab.api.errors import UsageError
 from trainlab.api.events import EvalResult
 from trainlab.runfolder.eval_report import EvalExample, SplitReport
 from trainlab.runfolder.records import RunRecord, run_title
@@ -33,6 +33,7 @@ __all__ = [
     "EvalExample", "EvalPoint", "ReportSource", "RunResults", "SplitReport", "eval_history", "is_image_example",
     "load_results", "task_spec",
 ]
+from trainlab.pluginhost.host import registry
 from trainlab.runfolder.index import RunDir
 from trainlab.runfolder.status import RUNNING, UNKNOWN
 
@@ -127,8 +128,6 @@ def task_spec(task_id: str) -> TaskSpec | None:
     if not task_id:
         return None
     try:
-        from trainlab.pluginhost.host import registry
-
         entry = registry().tasks.get(task_id)
     except Exception:  # noqa: BLE001 - a view never fails over the plugins; it shows what the files say
         return None

@@ -30,9 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from trainlab.viewmodel.curves import RunCurves
+from trainlab.api.errors import UsageError
 from trainlab.api.events import EvalResult, Event, Finished, Log, Progress, Started, SystemSample, TrainStep
+from trainlab.engine.outcome import RunOutcome
+from trainlab.runfolder.index import RunDir
 from trainlab.runfolder.status import FINISHED, RUNNING
+from trainlab.viewmodel.curves import RunCurves
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlab.engine.outcome import RunOutcome
@@ -178,8 +181,6 @@ class RunSession:
         return self._notify(SessionChange(reset=True, status=True))
 
     def _read_history(self, run_dir: str | Path) -> None:
-        from trainlab.runfolder.index import RunDir
-
         folder = RunDir(run_dir)
         self.run_dir = str(folder.path)
         try:
@@ -276,8 +277,6 @@ class RunSession:
             self.status = RUNNING
 
     def _finished(self, event: Finished) -> None:
-        from trainlab.engine.outcome import RunOutcome
-
         outcome = RunOutcome.from_finished(event)
         if not outcome.run_dir and self.run_dir:
             outcome = RunOutcome.from_json({**outcome.to_json(), "run_dir": self.run_dir})
@@ -290,9 +289,6 @@ class RunSession:
         """Show the run in ``run_dir``: what its ``metrics.jsonl`` holds now, and,
         while ``run.json`` says it runs, what ``poll`` finds appended later
         (an unreadable ``run.json``: the curves, and no status)."""
-        from trainlab.api.errors import UsageError
-        from trainlab.runfolder.index import RunDir
-
         folder = RunDir(run_dir)
         try:
             stored = folder.read_record().status

@@ -35,6 +35,8 @@ from typing import Any
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
+from trainlab.shortcuts.identity import DESKTOP_ID
+
 log = logging.getLogger("trainlab_desktop")
 
 APP_NAME = "TrainLab"
@@ -73,8 +75,6 @@ def notify(title: str, body: str, window: QWidget | None = None, icon_path: str 
     if window is not None:
         QApplication.alert(window)
     if _has_dbus():
-        from trainlab.shortcuts.identity import DESKTOP_ID
-
         hints = {"desktop-entry": ("s", DESKTOP_ID)}  # the desktop shows our name and icon
         try:
             dbus_call("SESSION", NOTIFICATIONS, "Notify", "susssasa{sv}i",

@@ -31,10 +31,10 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.api.errors import UsageError
-from trainlab_desktop.history.curve_view import RunCurvesView
-from trainlab_desktop.history.table import COLUMNS, RunFilterProxy, RunHistoryModel, row_title
 from trainlab.runfolder.index import RunStore
 from trainlab.runfolder.status import RUNNING
+from trainlab_desktop.history.curve_view import RunCurvesView
+from trainlab_desktop.history.table import COLUMNS, RunFilterProxy, RunHistoryModel, row_title
 
 __all__ = ["COLUMNS", "REFRESH_MS", "RunCurvesView", "RunHistoryModel", "RunHistoryView", "open_history_view"]
 

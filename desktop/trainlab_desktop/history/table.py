@@ -27,10 +27,10 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
 from trainlab.api.errors import UsageError
-from trainlab_desktop.common.formatting import MISSING, format_duration, format_metric, status_title
-from trainlab.runfolder.records import run_title
 from trainlab.runfolder.index import RunDir, RunStore
+from trainlab.runfolder.records import run_title
 from trainlab.runfolder.status import CANCELLED, COMPLETED, FAILED, INTERRUPTED, RUNNING, shown_status
+from trainlab_desktop.common.formatting import MISSING, format_duration, format_metric, status_title
 
 COLUMNS = ("status", "name", "task", "started", "duration", "best")
 STATUS_DOTS = {

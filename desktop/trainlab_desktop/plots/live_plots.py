@@ -21,9 +21,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
 
-from trainlab_desktop.plots.axes import ElapsedAxis, EpochAxis, GridAxis, SteadyViewBox, grid_below
 from trainlab.viewmodel.curves import RunCurves
 from trainlab_desktop.common.flow_layout import FlowLayout, group
+from trainlab_desktop.plots.axes import ElapsedAxis, EpochAxis, GridAxis, SteadyViewBox, grid_below
 from trainlab_desktop.plots.metric_plots import MetricPlots, run_declarations
 
 REFRESH_HZ = 20

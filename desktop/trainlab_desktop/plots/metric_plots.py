@@ -23,9 +23,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from trainlab.api.descriptors import FAMILY_METRICS, Metric
+from trainlab.api.errors import UsageError
+from trainlab.runfolder.display import metric_kind
+from trainlab.runfolder.index import RunDir
+from trainlab.viewmodel.results import recorded_declarations, task_spec
+from trainlab_desktop.common.formatting import format_metric, metric_title
 from trainlab_desktop.plots.axes import EpochAxis, GridAxis, HeadroomRange, grid_below
-from trainlab_desktop.common.formatting import format_metric
-from trainlab_desktop.common.formatting import metric_title
 
 BOUNDED = ("percent", "score")
 SYMBOLS = ("o", "t", "s", "d", "+", "x")
@@ -50,10 +53,6 @@ def _drawn_as(metrics: Sequence[Metric]) -> list[tuple[str, str, str]]:
 def run_declarations(run_dir: str, task: str) -> tuple[tuple[Metric, ...], str]:
     """The metrics and monitor of the run in ``run_dir`` (of task ``task``):
     as its run.json recorded them, else as the installed task declares them."""
-    from trainlab.api.errors import UsageError
-    from trainlab.viewmodel.results import recorded_declarations, task_spec
-    from trainlab.runfolder.index import RunDir
-
     metrics: tuple[Metric, ...] = ()
     monitor = ""
     try:
@@ -228,8 +227,6 @@ class MetricPlots:
 
 
 def _display(name: str) -> str:
-    from trainlab.runfolder.display import metric_kind
-
     return metric_kind(name)
 
 

@@ -27,9 +27,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trainlab_desktop.results.confusion import ConfusionMatrixView
-from trainlab_desktop.common.formatting import format_metric
 from trainlab.viewmodel.results import EvalExample, RunResults, SplitReport, is_image_example
+from trainlab_desktop.common.formatting import format_metric
+from trainlab_desktop.results.confusion import ConfusionMatrixView
 from trainlab_desktop.results.widgets import (
     THUMBNAIL_SIZE,
     NumberItem,

@@ -12,10 +12,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
 
-from trainlab_desktop.common.formatting import format_metric
 from trainlab.viewmodel.results import RunResults, SplitReport, eval_history
+from trainlab_desktop.common.formatting import format_metric, metric_title
 from trainlab_desktop.results.charts import ACCENT, WARM, PlotCanvas, pen
-from trainlab_desktop.common.formatting import metric_title
 from trainlab_desktop.results.widgets import ReportPage, metric_rows, section_label, setup_table, stacked
 
 PLOT_COLUMNS = 3

@@ -15,12 +15,13 @@ from PySide6.QtCore import QSize, Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
 
-from trainlab_desktop.common.formatting import format_metric
+from trainlab.runfolder.eval_report import LabelSetExample
 from trainlab.viewmodel.results import RunResults, SplitReport
+from trainlab_desktop.common.formatting import format_metric
 from trainlab_desktop.results.widgets import (
+    ROW_THUMBNAIL,
     NumberItem,
     ReportPage,
-    ROW_THUMBNAIL,
     TableThumbnails,
     metric_rows,
     score_table,
@@ -28,7 +29,6 @@ from trainlab_desktop.results.widgets import (
     setup_table,
     stacked,
 )
-from trainlab.runfolder.eval_report import LabelSetExample
 
 SCORES_SHOWN = 3
 

@@ -26,14 +26,13 @@ from typing import Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
 
-from trainlab_desktop.common.formatting import status_title
 from trainlab.viewmodel.results import ReportSource, RunResults, SplitReport, load_results
+from trainlab_desktop.common.formatting import status_title
+from trainlab_desktop.results.classification import ClassificationPage
 from trainlab_desktop.results.widgets import MetricsTable, ReportPage
 
 
 def _classification() -> type[ReportPage]:
-    from trainlab_desktop.results.classification import ClassificationPage
-
     return ClassificationPage
 
 

@@ -16,21 +16,20 @@ from PySide6.QtCore import QSize, Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QLabel, QWidget
 
-from trainlab_desktop.common.formatting import MISSING, format_metric
+from trainlab.runfolder.eval_report import RegressionExample
 from trainlab.viewmodel.results import RunResults, SplitReport
+from trainlab_desktop.common.formatting import MISSING, format_metric
 from trainlab_desktop.results.charts import ACCENT, MUTED, WARM, PlotCanvas, brush, pen
 from trainlab_desktop.results.widgets import (
+    ROW_THUMBNAIL,
     NumberItem,
     ReportPage,
-    ROW_THUMBNAIL,
     TableThumbnails,
     metric_rows,
     score_table,
     section_label,
     stacked,
 )
-from trainlab.runfolder.eval_report import RegressionExample
-
 
 
 def value_text(value: float | None, signed: bool = False) -> str:

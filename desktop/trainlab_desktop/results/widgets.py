@@ -26,8 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trainlab_desktop.common.formatting import format_metric, metric_title
 from trainlab.viewmodel.results import RunResults, SplitReport, is_image_example
+from trainlab_desktop.common.formatting import format_metric, metric_title
 
 THUMBNAIL_SIZE = 96
 

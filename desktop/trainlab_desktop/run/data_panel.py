@@ -50,8 +50,9 @@ from PySide6.QtWidgets import (
 from trainlab.api.descriptors import TaskSpec
 from trainlab.api.errors import StopRequested
 from trainlab.api.taskbase import DataSummary
-
+from trainlab.engine.prepare import prepare_task
 from trainlab_desktop.common import background
+from trainlab_desktop.run.training_thread import importing_heavy_modules
 
 log = logging.getLogger("trainlab_desktop")
 
@@ -186,10 +187,7 @@ def check_data(spec: TaskSpec, data: str, params: dict[str, Any], should_stop: C
     """``spec``'s task prepared on ``data`` as a run prepares it: a ``PreparedTask``
     (its ``summary`` is what the panel shows); ``should_stop`` ends a long
     preparation early, as it does a run's (then None)."""
-    from trainlab_desktop.run.training_thread import importing_heavy_modules
-
     with importing_heavy_modules():  # prepare_task names the plugin and the method of a failure
-        from trainlab.engine.prepare import prepare_task
 
         try:
             return prepare_task(spec.id, data, params, log=lambda event: log.info("%s", event.message),

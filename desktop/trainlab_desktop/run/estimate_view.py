@@ -29,6 +29,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from trainlab.engine.memory import HEADROOM
 from trainlab.viewmodel.estimate import (
     DiskNeed,
     EstimateResult,
@@ -41,7 +42,6 @@ from trainlab.viewmodel.estimate import (
     result_from,
     settings_key,
 )
-from trainlab.engine.memory import HEADROOM
 
 log = logging.getLogger("trainlab_desktop")
 

@@ -31,8 +31,8 @@ from PySide6.QtCore import QCoreApplication, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from trainlab_desktop.plots.axes import DateAxis, GridAxis, HeadroomRange, grid_below
 from trainlab.api.events import SystemSample
+from trainlab_desktop.plots.axes import DateAxis, GridAxis, HeadroomRange, grid_below
 
 GB = 1024**3  # binary, as GPU makers count: a "24 GB" card shows 24.0, not 25.8
 CPU_KEY = "cpu"

@@ -31,6 +31,7 @@ from typing import Any, Sequence
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
+from trainlab.engine.torchrun import effective_batch
 from trainlab.viewmodel.devices import GpuInfo
 
 
@@ -245,7 +246,6 @@ class LaunchSummary(QLabel):
             self.clear()
             self.hide()
             return
-        from trainlab.engine.torchrun import effective_batch
 
         world = choice.world_size
         text = self.tr("World size %1").replace("%1", str(world))

@@ -40,10 +40,9 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.api.descriptors import Param, TaskSpec
-from trainlab.viewmodel.param_values import EXPLICIT, REMEMBERED, ParamValues, format_value
 from trainlab.api.params import ENGINE_PARAMS, full_schema, preset_for
-
 from trainlab.viewmodel.devices import DeviceChoice, GpuInfo
+from trainlab.viewmodel.param_values import EXPLICIT, REMEMBERED, ParamValues, format_value
 from trainlab_desktop.run.gpu_picker import LaunchChoice, LaunchPicker
 
 GROUP_ORDER = ("model", "task", "data", "training", "hardware", "output")

@@ -17,7 +17,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from trainlab.runfolder.index import RunDir
 from trainlab.viewmodel.session import RunSession
+from trainlab_desktop.run.training_thread import TrainingWorker
 
 log = logging.getLogger("trainlab_desktop")
 
@@ -57,8 +59,6 @@ class RunController(QObject):
 
     def continuable(self) -> bool:
         """The session's run ended and left a checkpoint to go on from."""
-        from trainlab.runfolder.index import RunDir
-
         session = self.session
         return bool(session.run_dir) and session.ended and RunDir(session.run_dir).checkpoints.is_dir()
 
@@ -73,7 +73,6 @@ class RunController(QObject):
         """
         if self.running:
             return False
-        from trainlab_desktop.run.training_thread import TrainingWorker
 
         self.stop_following()
         self.session.begin(history=request.resume)

@@ -23,10 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trainlab_desktop.run.estimate_view import EstimateView
+from trainlab.viewmodel.session import RunProgress  # noqa: F401 - its old home; views draw it
 from trainlab_desktop.common.flow_layout import FlowLayout, group
 from trainlab_desktop.common.formatting import format_duration
-from trainlab.viewmodel.session import RunProgress  # noqa: F401 - its old home; views draw it
+from trainlab_desktop.run.estimate_view import EstimateView
 
 
 def format_rate(value: float | None) -> str:

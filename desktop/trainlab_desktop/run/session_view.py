@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject
 
 from trainlab.runfolder.display import format_metric
 from trainlab.viewmodel.session import RunSession, SessionChange
+from trainlab_desktop.common.formatting import metric_title
 
 log = logging.getLogger("trainlab_desktop")
 run_log = logging.getLogger("trainlab.run")
@@ -114,8 +115,6 @@ class SessionView(QObject):
     def final_score(self, metrics: Any) -> str:
         """The run's headline metric, its number as the results page writes it ("accuracy 92.50%"):
         the monitored one, else the first the task declares; '' when there is none."""
-        from trainlab_desktop.common.formatting import metric_title
-
         declared = {m.name: m for m in self.plots.metrics.shown}  # the run's declarations (show_run_metrics)
         monitor = self.plots.metrics.monitored
         names = [monitor] if monitor and monitor != "loss" else []

@@ -31,13 +31,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trainlab_desktop.run.data_panel import DataPanel
+from trainlab.api.errors import UsageError
+from trainlab.engine.plan import RunRequest
+from trainlab.engine.prepare import TRAINING_ONLY_PARAMS
+from trainlab.system import paths
 from trainlab.viewmodel.devices import device_choices, nvml_gpus
+from trainlab_desktop.common import background
+from trainlab_desktop.plots.live_plots import LivePlots, plot_colors
+from trainlab_desktop.run.data_panel import DataPanel
 from trainlab_desktop.run.estimate_view import EstimateSettings, MemoryEstimates
 from trainlab_desktop.run.gpu_picker import LaunchSummary
 from trainlab_desktop.run.params_form import ParamsForm
-from trainlab_desktop.plots.live_plots import LivePlots, plot_colors
 from trainlab_desktop.run.run_controls import RunControls
+from trainlab_desktop.run.training_thread import prewarm_engine
+from trainlab_desktop.run.welcome import sample_data_path
 
 log = logging.getLogger("trainlab_desktop")
 
@@ -248,7 +255,6 @@ class TrainPage(QSplitter):
         # on changed (a text column, the split fraction, the seed); a training
         # value (the learning rate, say) leaves the check, and its
         # preparation, as they are.
-        from trainlab.engine.prepare import TRAINING_ONLY_PARAMS
 
         checked = self.data_panel.checked_params()
         if checked is None:
@@ -261,9 +267,6 @@ class TrainPage(QSplitter):
     def _data_checked(self, summary) -> None:
         self.update_actions()
         if summary is not None and not self.prewarmed and not self._prewarming:
-            from trainlab_desktop.common import background
-            from trainlab_desktop.run.training_thread import prewarm_engine
-
             self._prewarming = True
             background.start(prewarm_engine, self._prewarm_done, self._prewarm_failed)
 
@@ -285,8 +288,6 @@ class TrainPage(QSplitter):
     # -- samples and pre-filling -------------------------------------------------------------
     def sample_path(self, task_id: str) -> str:
         """The sample data of ``task_id`` ('' when there is none): a built-in's or a plugin's own."""
-        from trainlab_desktop.run.welcome import sample_data_path
-
         return sample_data_path(self.registry, task_id)
 
     def try_sample(self, task_id: str) -> bool:
@@ -345,8 +346,6 @@ class TrainPage(QSplitter):
 
     def queue_request(self) -> tuple[str, str, dict[str, Any]]:
         """(task, data, parameters) of the run the form describes, for the queue; UsageError when it cannot be queued."""
-        from trainlab.api.errors import UsageError
-
         blockers = [b for b in self.start_blockers() if b != self.tr("A run is in progress.")]
         if blockers:
             raise UsageError(" ".join(blockers))
@@ -397,7 +396,6 @@ class TrainPage(QSplitter):
         """Start a run from the form (or continue ``resume``); False if it cannot start."""
         if self.controller.running:
             return False
-        from trainlab.engine.plan import RunRequest
 
         prepared = None
         if resume:
@@ -437,7 +435,6 @@ class TrainPage(QSplitter):
             resolved = values.resolved()
         except Exception:  # noqa: BLE001 - a value marked in red: nothing to estimate
             return None
-        from trainlab.system import paths
 
         return EstimateSettings(task_id, data, values.explicit(), values.remembered(), resolved, dict(values.schema),
                                 self.data_panel.summary, str(paths.runs_dir()))

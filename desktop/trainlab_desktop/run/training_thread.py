@@ -45,7 +45,11 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QThread, QTimer, Signal
 
+from trainlab.api.callbacks import Callback, RunControl
+from trainlab.api.errors import UsageError
 from trainlab.api.events import EvalResult, Event, Finished, Log, Progress, Started, SystemSample, TrainStep
+from trainlab.engine.outcome import RunOutcome
+from trainlab.engine.plan import plan_run
 
 log = logging.getLogger("trainlab_desktop")
 
@@ -349,7 +353,6 @@ class TrainingWorker(QThread):
             self.eventBatch.emit(batch)
 
     def run(self) -> None:  # noqa: D401 - QThread entry point
-        from trainlab.engine.outcome import RunOutcome
 
         if self.mode == "thread" and self.launch is None:
             lower_priority(self.niceness)  # this thread, and the torch threads it starts
@@ -383,7 +386,6 @@ class TrainingWorker(QThread):
         # a data check that may be importing the same modules has finished.
         with engine_import_lock:
             pass
-        from trainlab.api.callbacks import RunControl
 
         with self._control_lock:
             self._control = RunControl()
@@ -392,7 +394,6 @@ class TrainingWorker(QThread):
             elif self._pending_pause:
                 self._control.pause()
         from trainlab.engine.execute import execute
-        from trainlab.engine.plan import plan_run
 
         if self._stop_requested:
             raise _Cancelled("stopped before the run started")
@@ -448,8 +449,6 @@ def event_bridge(sink: Callable[[Event], None]) -> Any:
     """
     global _EventBridge
     if _EventBridge is None:
-        from trainlab.api.callbacks import Callback
-
         class EventBridge(Callback):
             def __init__(self, sink: Callable[[Event], None]) -> None:
                 self._sink = sink
@@ -490,8 +489,6 @@ class _Cancelled(Exception):
 
 
 def _is_usage_error(exc: BaseException) -> bool:
-    from trainlab.api.errors import UsageError
-
     return isinstance(exc, UsageError)
 
 

@@ -34,9 +34,11 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.api.errors import UsageError
+from trainlab.api.params import ENGINE_PARAMS, resolve
+from trainlab.pluginhost.host import registry
+from trainlab.scheduling.sweep_board import SweepBoard, TrialRow, study_names
 from trainlab_desktop.common import background
 from trainlab_desktop.plots.live_plots import plot_colors
-from trainlab.scheduling.sweep_board import SweepBoard, TrialRow, study_names
 
 log = logging.getLogger("trainlab_desktop")
 
@@ -443,9 +445,6 @@ class SweepView(QWidget):
     def _task_epochs(task: str) -> int:
         """The task's default epochs, for a sweep that left them at the default."""
         try:
-            from trainlab.api.params import ENGINE_PARAMS, resolve
-            from trainlab.pluginhost.host import registry
-
             return int(resolve(registry().task(task).spec, ENGINE_PARAMS, {}, {})["epochs"])
         except Exception:  # noqa: BLE001 - a task no longer installed: any sensible number
             return 10

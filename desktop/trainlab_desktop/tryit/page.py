@@ -36,15 +36,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trainlab.api.errors import UsageError
 from trainlab.api.descriptors import InputSpec, TaskSpec
+from trainlab.api.errors import UsageError
+from trainlab.api.predictions import Prediction
+from trainlab.runfolder.eval_report import EvalRecord, LabelSetExample, RegressionExample
+from trainlab.runfolder.index import RunDir
+from trainlab.runfolder.records import RunRecord
 from trainlab.viewmodel.results import recorded_declarations, task_spec
 from trainlab_desktop.tryit.inputs import DropArea, RowEntry, TextEntry, accepts_file, input_suffixes, page, row_columns
 from trainlab_desktop.tryit.outputs import PredictionView, number_text, prediction_rows
-from trainlab.api.predictions import Prediction
-from trainlab.runfolder.eval_report import EvalRecord, LabelSetExample, RegressionExample
-from trainlab.runfolder.records import RunRecord
-from trainlab.runfolder.index import RunDir
 
 # The value units of a regression run, where its parameters or its report name them.
 UNIT_KEYS = ("target_units", "units", "unit")
