@@ -2,9 +2,10 @@
 
 "No regression" is a claim about two trees measured under the same load, not
 two numbers read hours apart on a shared machine. This driver lays out an
-older revision as the installed package would be (``core/`` as ``trainlab``,
-``desktop/`` as ``trainlab_desktop``, ``plugins/`` and ``resources/``: the
-``package-dir`` of pyproject.toml) in a temporary folder, then runs the same
+older revision in a temporary folder, as the installed packages would be
+(its four source folders on the path; a revision from before each folder
+held a package of its own gets ``core/`` as ``trainlab``, ``desktop/`` as
+``trainlab/desktop`` and so on, its ``package-dir``), then runs the same
 bench script of *this* checkout alternately against that tree (through
 ``PYTHONPATH``, which comes before the editable install) and against this
 checkout, ABBA, ``--rounds`` times. The workload is the same on both sides;
@@ -13,6 +14,7 @@ JSON; the driver prints the chosen figures of every round and their medians.
 
     python bench/before_after.py --base 84e4bd4 engine_overhead -- --pairs 5
     python bench/before_after.py --base 84e4bd4 gui_latency -- --seconds 8 --starts 9
+    python bench/before_after.py --base 0eef647 startup -- --starts 9
 
 The bench must run on both trees: it may use only what both provide (the
 benches here say so where they reach for an older name).
@@ -34,6 +36,7 @@ from pairs import load_average, order
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
+# Where the folders of the layout before each held a package of its own went (package-dir).
 LAYOUT = {"core": "trainlab", "desktop": "trainlab/desktop", "plugins": "trainlab/plugins", "resources": "trainlab/resources"}
 FIXTURES = "tests/fixtures/plugins"  # the toy plugin gui_latency trains: it speaks its own tree's plugin API
 # The figures each bench's goal reads (issue 11: "report ... before and after, side by side").
@@ -43,6 +46,7 @@ FIGURES = {
     "ddp_scaling": ["ratio", "two_ranks_samples_per_second", "one_rank_samples_per_second"],
     "task_families": [f"families.{name}.{figure}" for name in ("regression", "multilabel", "image-regression", "image-multilabel",
                       "text-regression", "text-multilabel") for figure in ("ratio.median", "samples_per_second_trainlab.median")],
+    "startup": ["help_s", "window_painted_s", "window_ready_s"],
     "gui_latency": ["stall_p99_ms", "stall_max_ms", "start_stall_max_ms", "window_vs_bare", "plot_refresh_ms_100k",
                     "idle_stall_p99_ms"],
 }
@@ -60,18 +64,21 @@ def figure(result: dict, key: str):
     return result
 
 
-def lay_out(revision: str, into: Path) -> Path:
-    """The package of ``revision`` as installed, under ``into``; returns the folder for PYTHONPATH."""
+def lay_out(revision: str, into: Path) -> str:
+    """The packages of ``revision`` as installed, under ``into``; returns the PYTHONPATH that finds them."""
     sha = subprocess.run(["git", "rev-parse", "--verify", f"{revision}^{{commit}}"], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout.strip()
     source = into / "source"
     source.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", sha, *LAYOUT, FIXTURES], cwd=ROOT, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+    shutil.copytree(source / FIXTURES, into / "fixture-plugins")
+    if (source / "core" / "trainlab" / "__init__.py").is_file():
+        # each folder holds an ordinary package: the four folders go on the path as they are
+        return os.pathsep.join(str(source / folder) for folder in LAYOUT)
     site = into / "site"
     for folder, package in LAYOUT.items():
         shutil.copytree(source / folder, site / package, dirs_exist_ok=True)
-    shutil.copytree(source / FIXTURES, into / "fixture-plugins")
     return site
 
 
@@ -117,7 +124,8 @@ def main() -> int:
                       "TRAINLAB_BENCH_FIXTURE_PLUGINS": str(Path(tmp) / "fixture-plugins")}
         trees = {"before": env_before, "after": env_after}
         where = {name: which_trainlab(env) for name, env in trees.items()}
-        if not where["before"].startswith(str(site)) or where["after"].startswith(str(site)):
+        before_root = str(Path(tmp))
+        if not where["before"].startswith(before_root) or where["after"].startswith(before_root):
             raise SystemExit(f"the two runs would not import different trees: {where}")
         results: dict[str, list[dict]] = {"before": [], "after": []}
         for index in range(args.rounds):

@@ -39,8 +39,8 @@ def layout(root: Path) -> dict[Path, str]:
         return {root / "core" / "trainlab": "trainlab", root / "desktop" / "trainlab_desktop": "trainlab_desktop",
                 root / "plugins" / "trainlab_plugins": "trainlab_plugins",
                 root / "resources" / "trainlab_resources": "trainlab_resources"}
-    return {root / "core": "trainlab", root / "desktop": "trainlab_desktop", root / "plugins": "trainlab.plugins",
-            root / "resources": "trainlab_resources"}
+    return {root / "core": "trainlab", root / "desktop": "trainlab" + ".desktop", root / "plugins": "trainlab" + ".plugins",
+            root / "resources": "trainlab" + ".resources"}  # the old names, spelt so no rename of module paths touches them
 
 
 def modules(root: Path) -> dict[str, Path]:

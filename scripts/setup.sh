@@ -29,8 +29,13 @@ fi
 
 stamp=.venv-installed.stamp
 [ -n "${VIRTUAL_ENV:-}" ] && stamp="$VIRTUAL_ENV/.trainlab-installed.stamp"
-# Reinstall only when the project metadata changed (the editable install picks up code changes).
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# Reinstall only when the project metadata changed (the editable install picks up
+# code changes): the stamp holds the pyproject.toml it was installed from, so a
+# checkout whose entry points or packages moved reinstalls whatever its files'
+# times say (git does not keep them). Bash alone reads both: no tool needed.
+installed=""
+[ -f "$stamp" ] && installed=$(<"$stamp")
+if [ "$installed" != "$(<pyproject.toml)" ]; then
   prefix=$("$py" -c 'import sys; print(sys.prefix)')
   log="$prefix/trainlab-install.log"
   # The environment takes about 6.5 GB (torch's CUDA build is most of it) and
@@ -64,7 +69,7 @@ EOF
     echo "setup.sh: the installation failed (full output: $log)" >&2
     exit 1
   fi
-  touch "$stamp"
+  cp pyproject.toml "$stamp"
 fi
 
 # True when fontconfig knows a Noto Sans CJK family (the Chinese user interface

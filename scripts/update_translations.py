@@ -4,7 +4,7 @@
     python scripts/update_translations.py          # lupdate, then lrelease
     python scripts/update_translations.py --check  # also fail on untranslated strings
 
-Runs ``pyside6-lupdate`` over every ``desktop/*.py`` into
+Runs ``pyside6-lupdate`` over every module of ``desktop/trainlab_desktop`` into
 ``resources/trainlab_resources/translations/trainlab_<lang>.ts`` (existing translations are
 kept, new strings arrive marked unfinished, strings no longer in the code are
 dropped), then ``pyside6-lrelease`` into the ``.qm`` files the app loads.
@@ -21,8 +21,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ROOT / "desktop"
-OUT = ROOT / "resources" / "translations"
+SOURCES = ROOT / "desktop" / "trainlab_desktop"
+OUT = ROOT / "resources" / "trainlab_resources" / "translations"
 LANGUAGES = ("zh_CN",)
 
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-extract", action="store_true", help="only compile the .ts files")
     args = parser.parse_args(argv)
 
-    sources = sorted(str(p.relative_to(ROOT)) for p in SOURCES.glob("*.py"))
+    sources = sorted(str(p.relative_to(ROOT)) for p in SOURCES.rglob("*.py"))
     OUT.mkdir(parents=True, exist_ok=True)
     status = 0
     for language in LANGUAGES:

@@ -53,7 +53,7 @@ def test_chinese_translation_loads_for_our_widgets_and_qts_own(qtbot, app):
 
 
 def test_every_window_string_has_a_chinese_translation(tmp_path):
-    """Re-extracts the strings of desktop/*.py: a new string without a translation fails.
+    """Re-extracts the strings of the window's modules (desktop/trainlab_desktop): a new string without a translation fails.
 
     Fix: ``python scripts/update_translations.py``, translate the new entries
     of resources/trainlab_resources/translations/trainlab_zh_CN.ts (Qt Linguist), run it again.
@@ -68,10 +68,10 @@ def test_every_window_string_has_a_chinese_translation(tmp_path):
     lupdate = Path(sys.executable).parent / "pyside6-lupdate"
     if not lupdate.exists():
         pytest.skip("pyside6-lupdate is not installed next to this Python")
-    shipped = root / "resources" / "translations" / "trainlab_zh_CN.ts"
+    shipped = root / "resources" / "trainlab_resources" / "translations" / "trainlab_zh_CN.ts"
     ts = tmp_path / "check.ts"
     shutil.copy(shipped, ts)
-    sources = sorted(str(p) for p in (root / "desktop").glob("*.py"))
+    sources = sorted(str(p) for p in (root / "desktop" / "trainlab_desktop").rglob("*.py"))
     subprocess.run(
         [str(lupdate), *sources, "-locations", "none", "-no-obsolete", "-ts", str(ts)],
         check=True, capture_output=True, timeout=120,

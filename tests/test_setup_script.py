@@ -70,10 +70,8 @@ def run_setup(tmp_path: Path, *, uid: int, missing: tuple[str, ...] = (), fonts:
         _stub(bin_dir / "fc-list", f'{shutil.which("cat")} "{families}"')
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True, exist_ok=True)
-    stamp = venv / ".trainlab-installed.stamp"
-    stamp.touch()
-    later = (ROOT / "pyproject.toml").stat().st_mtime + 3600
-    os.utime(stamp, (later, later))
+    # installed from this pyproject.toml: nothing to reinstall
+    (venv / ".trainlab-installed.stamp").write_text((ROOT / "pyproject.toml").read_text(encoding="utf-8"), encoding="utf-8")
     env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "VIRTUAL_ENV": str(venv), "LC_ALL": "C"}
     done = subprocess.run([BASH, str(SETUP), "--system"], capture_output=True, text=True, env=env, timeout=60)
     asked = apt_log.read_text(encoding="utf-8") if apt_log.exists() else None
@@ -130,8 +128,9 @@ def test_missing_packages_as_root_are_installed_with_apt(tmp_path):
     assert asked.split("install", 1)[1].split()[-2:] == ["xvfb", "fonts-noto-cjk"], asked
 
 
-def run_fresh_install(tmp_path: Path, need_gb: str, python_body: str | None = None) -> tuple[subprocess.CompletedProcess, Path]:
-    """setup.sh with no install stamp (so it would install) and ``need_gb`` as the disk figure.
+def run_fresh_install(tmp_path: Path, need_gb: str, python_body: str | None = None,
+                      stamp: str | None = None) -> tuple[subprocess.CompletedProcess, Path]:
+    """setup.sh with no install stamp, or ``stamp`` as its text (so it would install), and ``need_gb`` as the disk figure.
 
     The venv's Python is the real interpreter (so the check runs), or a stub with ``python_body``.
     """
@@ -141,6 +140,8 @@ def run_fresh_install(tmp_path: Path, need_gb: str, python_body: str | None = No
         (bin_dir / name).symlink_to(shutil.which(name))
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
+    if stamp is not None:
+        (venv / ".trainlab-installed.stamp").write_text(stamp, encoding="utf-8")
     if python_body is None:
         (venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
     else:
@@ -158,6 +159,24 @@ def test_a_disk_without_room_is_named_before_pip_starts(tmp_path):
     assert f"{tmp_path} has " in done.stderr and "needs about 1e+06 GB" in done.stderr, done.stderr
     assert "installing TrainLab and its dependencies" not in done.stderr, done.stderr
     assert not (venv / ".trainlab-installed.stamp").exists()
+
+
+def test_an_install_from_another_pyproject_is_made_again_whatever_the_file_times(tmp_path):
+    """The stamp says what was installed: a pyproject.toml that moved entry points or packages since (a pull, a
+    checkout) reinstalls, even when the stamp is the newer file."""
+    old = (ROOT / "pyproject.toml").read_text(encoding="utf-8").replace("trainlab.cli.commands:main", "trainlab.cli:main")
+    real = os.path.realpath(sys.executable)
+    done, venv = run_fresh_install(tmp_path, "0.001", f'case "$1" in -m) echo "no pip here" >&2; exit 3;; esac; exec {real} "$@"',
+                                   stamp=old)
+    later = (ROOT / "pyproject.toml").stat().st_mtime + 3600
+    assert "installing TrainLab and its dependencies" in done.stderr, done.stderr
+    # and the same stamp made newer than pyproject.toml, as a fresh clone's file times may be
+    stamp = venv / ".trainlab-installed.stamp"
+    os.utime(stamp, (later, later))
+    again = subprocess.run([BASH, str(SETUP)], capture_output=True, text=True, timeout=60,
+                           env={"PATH": str(tmp_path / "bin"), "HOME": str(tmp_path), "VIRTUAL_ENV": str(venv), "LC_ALL": "C",
+                                "TMPDIR": str(tmp_path), "TRAINLAB_SETUP_NEED_GB": "0.001"})
+    assert "installing TrainLab and its dependencies" in again.stderr, again.stderr
 
 
 def test_a_disk_with_room_goes_on_to_install(tmp_path):

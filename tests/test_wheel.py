@@ -31,9 +31,17 @@ import pytest
 import trainlab
 
 ROOT = Path(__file__).resolve().parents[1]
-# Source folder -> where setuptools' package-dir puts it in the wheel.
-PACKAGE_DIRS = {"core": "trainlab", "desktop": "trainlab/desktop", "plugins": "trainlab/plugins", "resources": "trainlab/resources"}
-BARE_NAMES = {"core", "desktop", "plugins", "resources"}
+# Each top-level source folder holds one package, installed under its own name.
+PACKAGES = {"core": "trainlab", "desktop": "trainlab_desktop", "plugins": "trainlab_plugins", "resources": "trainlab_resources"}
+BARE_NAMES = {"core", "desktop", "plugins", "resources", "scripts", "tests", "trainlab_dev"}
+
+
+def _in_wheel(name: str) -> str | None:
+    """Where a source file lands in the wheel (``core/trainlab/x.py`` -> ``trainlab/x.py``), or None."""
+    parts = PurePosixPath(name).parts
+    if len(parts) > 2 and PACKAGES.get(parts[0]) == parts[1]:
+        return str(PurePosixPath(*parts[1:]))
+    return None
 
 
 def _source_files() -> list[str]:
@@ -88,24 +96,23 @@ def test_wheel_is_named_for_this_version_and_any_platform(wheel):
 
 def test_wheel_holds_only_the_trainlab_package(wheel):
     top = {PurePosixPath(name).parts[0] for name in _wheel_names(wheel)}
-    assert top == {"trainlab", f"trainlab-{trainlab.__version__}.dist-info"}, top
+    assert top == {*PACKAGES.values(), f"trainlab-{trainlab.__version__}.dist-info"}, top
     assert not top & BARE_NAMES
 
 
 def test_wheel_holds_every_resource_and_translation(wheel):
     names = _wheel_names(wheel)
-    # Icons always; samples, vocabularies and translations whenever the
-    # project has them: every data file under resources/ and every compiled
-    # or source translation under desktop/.
+    # Icons always; samples, vocabularies, translations and the plugin
+    # template whenever the project has them: every file of the resources package.
     expected = set()
     for name in _source_files():
         path = PurePosixPath(name)
         if "__pycache__" in path.parts or path.suffix == ".pyc":
             continue
-        if path.parts[0] == "resources" or (path.parts[0] == "desktop" and path.suffix in (".qm", ".ts")):
-            expected.add(str(PurePosixPath(PACKAGE_DIRS[path.parts[0]], *path.parts[1:])))
+        if path.parts[0] == "resources" and (where := _in_wheel(name)):
+            expected.add(where)
     for icon in ("trainlab.svg", "trainlab.ico", "trainlab.icns", *(f"trainlab-{s}.png" for s in (16, 32, 48, 64, 128, 256, 512))):
-        assert f"trainlab/resources/icons/{icon}" in expected, f"resources/trainlab_resources/icons/{icon} is missing from the source tree"
+        assert f"trainlab_resources/icons/{icon}" in expected, f"resources/trainlab_resources/icons/{icon} is missing from the source tree"
     missing = sorted(expected - names)
     assert not missing, f"{len(missing)} resource files not in the wheel, e.g. {missing[:10]}"
     # The icon renderer is a developer tool (scripts/render_icons.py), not package data.
@@ -115,13 +122,12 @@ def test_wheel_holds_every_resource_and_translation(wheel):
 def test_wheel_holds_every_module(wheel):
     """A sub-package missing from pyproject's `packages` would be left out silently."""
     names = _wheel_names(wheel)
-    expected = {
-        str(PurePosixPath(PACKAGE_DIRS[PurePosixPath(name).parts[0]], *PurePosixPath(name).parts[1:]))
-        for name in _source_files()
-        if name.endswith(".py") and PurePosixPath(name).parts[0] in PACKAGE_DIRS
-    }
+    expected = {where for name in _source_files() if name.endswith(".py") and (where := _in_wheel(name))}
+    assert "trainlab/engine/scripting.py" in expected and "trainlab_desktop/app.py" in expected
     missing = sorted(expected - names)
-    assert not missing, f"modules not in the wheel (add their package to [tool.setuptools] packages): {missing}"
+    assert not missing, f"modules not in the wheel (is their folder found by [tool.setuptools.packages.find]?): {missing}"
+    # core/__init__.py only answers an old editable install; it is no module of the product
+    assert "__init__.py" not in names and not [n for n in names if n.startswith("core/")]
 
 
 def test_wheel_build_prints_no_packaging_warning(wheel_build):
@@ -137,8 +143,8 @@ def test_wheel_build_prints_no_packaging_warning(wheel_build):
 def test_wheel_declares_the_commands_and_builtin_plugins(wheel):
     with zipfile.ZipFile(wheel) as archive:
         entry_points = archive.read(f"trainlab-{trainlab.__version__}.dist-info/entry_points.txt").decode()
-    assert "[console_scripts]\ntrainlab = trainlab.cli.main:main" in entry_points
-    assert "[gui_scripts]\ntrainlab-gui = trainlab.cli.main:gui_main" in entry_points
+    assert "[console_scripts]\ntrainlab = trainlab.cli.commands:main" in entry_points
+    assert "[gui_scripts]\ntrainlab-gui = trainlab.cli.commands:gui_main" in entry_points
     assert "[trainlab.plugins]" in entry_points
 
 

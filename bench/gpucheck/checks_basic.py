@@ -27,15 +27,15 @@ def check_install(env: CheckEnv, out: Outcome) -> None:
                    trainlab.__file__)  # fmt: skip
     else:
         out.fact("note", "not installed from wheels here (gpu_check.sh --no-install, or no wheels folder)")
-    source = (ROOT / "core" / "__init__.py").read_text(encoding="utf-8")
-    tree_version = re.search(r'__version__ = "([^"]+)"', source).group(1)
+    source = (ROOT / "core" / "trainlab" / "system" / "release.py").read_text(encoding="utf-8")
+    tree_version = re.search(r'TRAINLAB_VERSION = "([^"]+)"', source).group(1)
     out.expect("installed version is the working tree's", trainlab.__version__ == tree_version, f"{trainlab.__version__} vs {tree_version}")
     wheel_stamp, tree_stamp = os.environ.get("GPU_CHECK_WHEEL_STAMP", ""), os.environ.get("GPU_CHECK_TREE_STAMP", "")
     if wheel_stamp and tree_stamp:
         out.expect("the wheel was built from these sources (bench/gpu_bundle.sh after the last change)", wheel_stamp == tree_stamp,
                    f"wheel {wheel_stamp[:12]}, tree {tree_stamp[:12]}")  # fmt: skip
 
-    import trainlab.cli.main  # noqa: F401 - the CLI's module level must not need Qt
+    import trainlab.cli.commands  # noqa: F401 - the CLI's module level must not need Qt
     import trainlab.engine.scripting  # noqa: F401
     from trainlab.pluginhost.host import load_factory, registry
 

@@ -27,7 +27,7 @@ from trainlab_desktop.common.i18n import install_translator
 from trainlab_desktop.common.style import apply_theme
 from trainlab_desktop.main_window import MainWindow
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 # The same values as trainlab.shortcuts.DESKTOP_ID and WM_CLASS (a test checks
 # it); not imported from there because that module costs start-up time.

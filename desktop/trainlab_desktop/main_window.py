@@ -41,7 +41,7 @@ from trainlab_desktop.common.style import apply_theme, resolve_theme
 from trainlab_desktop.run.welcome import WelcomeView, sample_offers
 from trainlab_desktop.window_menus import WindowMenus
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 PAGES = ("welcome", "train", "history", "results", "tryit", "queue")
 

@@ -26,7 +26,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QDockWidget
 
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 
 def import_for_setup() -> None:

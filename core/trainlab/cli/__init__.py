@@ -2,7 +2,7 @@
 
 The top layer of the core: it may use every other package, and reaches the
 window only through the lazy import inside its ``gui`` command
-(``trainlab.cli.main``).
+(``trainlab.cli.commands``).
 """
 
 from trainlab.system.moved import moved_name

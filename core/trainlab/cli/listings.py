@@ -1,8 +1,8 @@
 """The listing commands of the command line: ``trainlab tasks``, ``runs`` and ``models``.
 
-Apart from ``trainlab.cli.main`` so that the command-line module stays a size that
+Apart from ``trainlab.cli.commands`` so that the command-line module stays a size that
 reads; they only read (the plugin registry, the run index, the model store)
-and print, through the ``Output`` that ``trainlab.cli.main`` hands them.
+and print, through the ``Output`` that ``trainlab.cli.commands`` hands them.
 """
 
 from __future__ import annotations

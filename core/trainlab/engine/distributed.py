@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainlab.api.errors import UsageError
-from trainlab.api.families import task_accumulator
+from trainlab.api.families import accumulator_for
 from trainlab.engine.ddp_hooks import FlagsInBucket, batch_norms_if_only_buffers
 from trainlab.engine.recorder import RunRecorder
 from trainlab.telemetry.ranks import RankTelemetry
@@ -287,7 +287,9 @@ class RankGroup:
     def merge_accumulator(self, task: Any, split: str, accumulator: Any) -> Any:
         """A fresh accumulator holding every rank's share, merged in rank order."""
         blobs = self.gather_bytes(_state_bytes(accumulator.state()))
-        merged = task_accumulator(task, split)
+        merged = task.metric_accumulator(split)
+        if merged is None:  # a task of a built-in family that left it to the family
+            merged = accumulator_for(task, split)
         for blob in blobs:
             merged.merge(_state_from_bytes(blob))
         return merged

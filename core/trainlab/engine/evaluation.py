@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from trainlab.api.batches import split_batch
 from trainlab.api.errors import RunFailed, UsageError
-from trainlab.api.families import task_accumulator
+from trainlab.api.families import accumulator_for
 from trainlab.api.taskbase import RunContext, Task
 from trainlab.engine import context, distributed
 from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
@@ -58,7 +58,9 @@ class Evaluator:
         import torch
 
         task, model = self.task, self.model
-        accumulator = task_accumulator(task, split)
+        accumulator = task.metric_accumulator(split)
+        if accumulator is None:  # a task of a built-in family that left it to the family
+            accumulator = accumulator_for(task, split)
         was_training = model.training
         model.eval()
         order = task.batch_order(split, 0, self.batch_size, self.seed)

@@ -35,7 +35,7 @@ from trainlab.api.errors import UsageError
 from trainlab.system.locks import FileLock, Holder
 from trainlab.telemetry.nvml import bare_uuid, decode, import_nvml, init_failure_reason
 
-log = logging.getLogger("trainlab.scheduling.queue")
+log = logging.getLogger("trainlab.queue")
 
 LEASE_DIR_ENV = "TRAINLAB_LEASE_DIR"
 BUSY_ENV = "TRAINLAB_GPU_BUSY_MIB"

@@ -48,7 +48,7 @@ from trainlab.runfolder.index import RunDir, new_run_id
 from trainlab.runfolder.tail import MetricsTail
 from trainlab.system import paths
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 POLL_SECONDS = 0.2  # how often metrics.jsonl is read while the group runs (the plots' own refresh is 20 Hz)
 # The launcher gives torchrun's ranks 60 s (trainlab.engine.torchrun.SHUTDOWN_SECONDS) to honour SIGTERM; past that

@@ -141,8 +141,8 @@ MOVED_NAMES = {
     ("trainlab.pluginhost", "registry"): "trainlab.pluginhost.host",
     ("trainlab.pluginhost", "load_factory"): "trainlab.pluginhost.host",
     ("trainlab.pluginhost", "PluginRegistry"): "trainlab.pluginhost.host",
-    ("trainlab.cli", "main"): "trainlab.cli.main",
-    ("trainlab.cli", "gui_main"): "trainlab.cli.main",
+    ("trainlab.cli", "main"): "trainlab.cli.commands",
+    ("trainlab.cli", "gui_main"): "trainlab.cli.commands",
 }
 
 

@@ -4,7 +4,7 @@ Python puts the script's folder (the current folder for ``python -m``, and
 PYTHONPATH) before site-packages. A folder named ``trainlab`` there, a clone
 of this repository for instance, has no ``__init__.py``, so Python takes it
 for a namespace package; an editable install's import hook comes after it, so
-``trainlab`` is that folder while ``trainlab.cli.main`` and the other modules are
+``trainlab`` is that folder while ``trainlab.cli.commands`` and the other modules are
 still found here. Nothing of ours runs on ``import trainlab`` then, and the
 first name read from it fails with "cannot import name '__version__' from
 'trainlab' (unknown location)". The command line asks here first and says

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
 from trainlab.shortcuts.identity import DESKTOP_ID
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 APP_NAME = "TrainLab"
 LONG_RUN_SECONDS = 60.0

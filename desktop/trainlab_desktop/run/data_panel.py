@@ -54,7 +54,7 @@ from trainlab.engine.prepare import prepare_task
 from trainlab_desktop.common import background
 from trainlab_desktop.run.training_thread import importing_heavy_modules
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 THUMB = 72
 THUMBS_PER_CLASS = 6

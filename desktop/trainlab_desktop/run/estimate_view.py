@@ -43,7 +43,7 @@ from trainlab.viewmodel.estimate import (
     settings_key,
 )
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 
 def format_size(n: float) -> str:

@@ -21,7 +21,7 @@ from trainlab.runfolder.index import RunDir
 from trainlab.viewmodel.session import RunSession
 from trainlab_desktop.run.training_thread import TrainingWorker
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 FOLLOW_MS = 500  # how often a followed run's metrics.jsonl is read
 

@@ -20,7 +20,7 @@ from trainlab.runfolder.display import format_metric
 from trainlab.viewmodel.session import RunSession, SessionChange
 from trainlab_desktop.common.formatting import metric_title
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 run_log = logging.getLogger("trainlab.run")
 
 LOG_LEVELS = {"debug": logging.DEBUG, "warning": logging.WARNING, "error": logging.ERROR}

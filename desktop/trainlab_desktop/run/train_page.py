@@ -46,7 +46,7 @@ from trainlab_desktop.run.run_controls import RunControls
 from trainlab_desktop.run.training_thread import prewarm_engine
 from trainlab_desktop.run.welcome import sample_data_path
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 
 def heading(text: str, parent: QWidget) -> QLabel:

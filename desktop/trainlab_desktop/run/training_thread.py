@@ -51,7 +51,7 @@ from trainlab.api.events import EvalResult, Event, Finished, Log, Progress, Star
 from trainlab.engine.outcome import RunOutcome
 from trainlab.engine.plan import plan_run
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 DRAIN_INTERVAL_MS = 33  # ~30 Hz: as often as a plot is worth redrawing
 # How much lower than the window the training runs, in nice steps: the GUI

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from trainlab.api.errors import UsageError
 from trainlab.scheduling.queue_board import QueueBoard, QueueRow
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 REFRESH_MS = 1000
 COLUMNS = ("id", "place", "state", "what", "gpu", "folder")

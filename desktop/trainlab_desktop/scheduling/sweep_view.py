@@ -40,7 +40,7 @@ from trainlab.scheduling.sweep_board import SweepBoard, TrialRow, study_names
 from trainlab_desktop.common import background
 from trainlab_desktop.plots.live_plots import plot_colors
 
-log = logging.getLogger("trainlab_desktop")
+log = logging.getLogger("trainlab.desktop")
 
 REFRESH_MS = 2000
 STATE_COLORS = {"completed": "#4e79a7", "pruned": "#bab0ac", "failed": "#e15759", "running": "#f28e2b", "waiting": "#76b7b2"}

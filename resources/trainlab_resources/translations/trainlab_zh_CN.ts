@@ -526,7 +526,8 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
     <message numerus="yes">
         <source>All %n GPUs</source>
         <translation>
-            <numerusform>全部 %n 个 GPU</numerusform></translation>
+            <numerusform>全部 %n 个 GPU</numerusform>
+        </translation>
     </message>
     <message>
         <source>One process per GPU, every GPU of this machine</source>
@@ -2345,18 +2346,6 @@ or choose one</source>
     <message>
         <source>Log</source>
         <translation>日志</translation>
-    </message>
-    <message>
-        <source>The run history is not available in this build.</source>
-        <translation>此版本不提供运行记录。</translation>
-    </message>
-    <message>
-        <source>The results view is not available in this build.</source>
-        <translation>此版本不提供结果视图。</translation>
-    </message>
-    <message>
-        <source>Try it is not available in this build.</source>
-        <translation>此版本不提供试用功能。</translation>
     </message>
 </context>
 </TS>

@@ -39,12 +39,6 @@ def accumulator_for(task: Any, split: str) -> MetricAccumulator:
     return cls(task, split)
 
 
-def task_accumulator(task: Any, split: str) -> MetricAccumulator:
-    """The accumulator the engine scores ``split`` with: the task's own, else its family's."""
-    accumulator = task.metric_accumulator(split)
-    return accumulator if accumulator is not None else accumulator_for(task, split)
-
-
 __all__ = [
     "ACCUMULATORS",
     "ClassificationMetrics",
@@ -55,5 +49,4 @@ __all__ = [
     "RegressionMetrics",
     "RegressionTask",
     "accumulator_for",
-    "task_accumulator",
 ]
