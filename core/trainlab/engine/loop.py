@@ -157,8 +157,8 @@ class Trainer:
         if self.device.type in ("cuda", "cpu"):
             # One kernel over every tensor.  On the CPU torch's default is a
             # loop of small operations per tensor: 31-52 ms a step for a
-            # MiniLM-sized BERT against 9.5 fused (bench/text_vs_trainer.py,
-            # issue 16); the Hugging Face Trainer uses the fused one too.
+            # MiniLM-sized BERT against 9.5 fused (bench/text_vs_trainer.py);
+            # the Hugging Face Trainer uses the fused one too.
             kwargs["fused"] = True
         return torch.optim.AdamW(groups, lr=lr, **kwargs)
 
