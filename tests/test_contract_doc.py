@@ -1,7 +1,7 @@
 """docs/contract.md's command table agrees with the real argument parser.
 
 Every command, sub-command and option the table shows either exists in
-``trainlab.cli.main._parser()`` or sits in a row marked **planned**, and this file
+``trainlab.cli.commands._parser()`` or sits in a row marked **planned**, and this file
 names each planned one in PLANNED: building one makes a test here fail and
 say which line of the doc to update. Every command the parser has is in the
 table. Where the project's shared contract (``../shared/CONTRACT.md``, or
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from trainlab.cli.main import _parser
+from trainlab.cli.commands import _parser
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT = ROOT / "docs" / "contract.md"

@@ -11,7 +11,7 @@ import pytest
 
 from fixtures.fake_nvml import FakeNvml, rtx_4090
 from trainlab.api.errors import UsageError
-from trainlab.cli.main import main
+from trainlab.cli.commands import main
 from trainlab.engine.distributed import RankGroup, _state_bytes, _state_from_bytes, map_slurm
 from trainlab.engine.distributed_preflight import p2p_advice
 from trainlab.engine.torchrun import LaunchOptions, options_from, parse_gpus, rank_environment, strip_launch_options, torchrun_command

@@ -45,7 +45,7 @@ def test_a_run_works_with_qt_unavailable(tmp_path):
     code = (
         "import sys\n"
         f"for name in {QT!r}: sys.modules[name] = None\n"
-        "from trainlab.cli.main import main\n"
+        "from trainlab.cli.commands import main\n"
         f"rc = main(['train', 'toy-classification', '--data', {str(data)!r}, '--epochs', '1', '--out', {str(tmp_path / 'run')!r}])\n"
         "assert rc == 0, rc\n"
         f"rc = main(['predict', {str(tmp_path / 'run')!r}, '1,2,3,4'])\n"

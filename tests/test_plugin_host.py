@@ -112,7 +112,7 @@ def test_env_var_blocks_too(all_fixture_plugins, monkeypatch):
 def test_discovery_and_plugins_command_do_not_import_torch(tmp_home):
     code = (
         "import sys, json\n"
-        "from trainlab.cli.main import main\n"
+        "from trainlab.cli.commands import main\n"
         "rc = main(['plugins', '--json'])\n"
         "main(['tasks', '--json'])\n"
         "heavy = [m for m in ('torch', 'torchvision', 'transformers', 'PySide6', 'pyqtgraph') if m in sys.modules]\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from trainlab.api.errors import UsageError
-from trainlab.cli.main import _parser
+from trainlab.cli.commands import _parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
