@@ -33,10 +33,11 @@ from pairs import load_average
 
 WINDOW_SCRIPT = """
 import os
-try:
+import trainlab
+if os.path.isdir(os.path.join(os.path.dirname(trainlab.__file__), "desktop")):
+    from trainlab.desktop import app  # the layout before the window was a package of its own
+else:
     from trainlab_desktop import app
-except ImportError:  # the layout before the window was a package of its own
-    from trainlab.desktop import app
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QMainWindow
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainlab.system.fileio import atomic_write_text
 from trainlab.system.paths import settings_path
 
 
@@ -23,6 +22,8 @@ def load_settings() -> dict[str, Any]:
 
 
 def save_settings(settings: dict[str, Any]) -> None:
+    from trainlab.system.fileio import atomic_write_text
+
     path = settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(settings, indent=2, ensure_ascii=False))

@@ -7,11 +7,15 @@ every view (history, results, start page, status bar).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QCoreApplication
 
-from trainlab.api.descriptors import Metric
 from trainlab.runfolder.display import MISSING, format_duration, format_metric, format_offset, metric_kind
 from trainlab.runfolder.status import CANCELLED, COMPLETED, FAILED, INTERRUPTED, RUNNING, UNKNOWN, shown_status
+
+if TYPE_CHECKING:  # a type only: the descriptors stay out of the window's first paint
+    from trainlab.api.descriptors import Metric
 
 __all__ = ["MISSING", "format_duration", "format_metric", "format_offset", "metric_kind", "metric_title", "status_title"]
 
