@@ -142,7 +142,7 @@ def toy_data(task: str, folder: Path) -> Path:
         if str(path) not in sys.path:
             sys.path.insert(0, str(path))
     import trainlab.pluginhost.host as host
-    from conftest import write_toy_multilabel_csv, write_toy_regression_csv
+    from helpers import write_toy_multilabel_csv, write_toy_regression_csv
 
     host.registry(refresh=True)
     folder.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,9 @@
   model store never touch the user's real folders.
 * Outbound network connections fail the test (the offline rule): only
   loopback and local sockets are allowed.
+
+The fixtures that more than one test file uses live here; the plain helpers
+(paths, data writers, runners) live in helpers.py, which test files import.
 """
 
 from __future__ import annotations
@@ -17,6 +20,17 @@ from pathlib import Path
 
 import pytest
 
+from helpers import (
+    BROKEN_PLUGINS,
+    CARELESS_PLUGINS,
+    FAULTY_PLUGIN,
+    FIXTURE_PLUGINS,
+    ROOT,
+    NetworkBlocked,
+    subprocess_env,
+    write_toy_csv,
+)
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRAINLAB_TEST", "1")
 # One intra-op thread: tests check behaviour, not speed, and on two shared
@@ -28,10 +42,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/trainlab-test-session-bus"
 os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/trainlab-test-system-bus"
 
-TESTS = Path(__file__).resolve().parent
-FIXTURE_PLUGINS = TESTS / "fixtures" / "plugins"
 # The data generators (trainlab_dev) are development helpers, not installed: import them from scripts/.
-sys.path.insert(0, str(TESTS.parent / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def pytest_addoption(parser):
@@ -73,10 +85,6 @@ def _is_local(address) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False  # a host name: would need DNS, which is a connection too
-
-
-class NetworkBlocked(RuntimeError):
-    pass
 
 
 @pytest.fixture(autouse=True)
@@ -137,18 +145,6 @@ def tmp_home(tmp_path_factory, monkeypatch, fixture_plugin_verdicts):
     return home
 
 
-def subprocess_env(extra_path: list[Path] | None = None, **overrides) -> dict[str, str]:
-    """Environment for a CLI subprocess: same TRAINLAB_HOME, fixtures on the path."""
-    env = dict(os.environ)
-    paths = [str(p) for p in (extra_path or [])]
-    if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    if paths:
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-    env.update({k: str(v) for k, v in overrides.items()})
-    return env
-
-
 @pytest.fixture
 def cli(tmp_home):
     """Run ``python -m trainlab ARGS`` in a subprocess; returns CompletedProcess."""
@@ -167,27 +163,6 @@ def cli(tmp_home):
         )
 
     return run
-
-
-BROKEN_PLUGINS = TESTS / "fixtures" / "broken_plugins"
-FAULTY_PLUGIN = BROKEN_PLUGINS / "faulty"  # raises in the method its fail_in parameter names
-CARELESS_PLUGINS = BROKEN_PLUGINS / "careless"  # unmarked or misspelt hooks, a factory that is not there
-AT_IMPORT_PLUGINS = BROKEN_PLUGINS / "at_import"  # hang, exit or crash when imported
-
-
-def write_toy_csv(path: Path, rows: int = 240, classes: int = 3, features: int = 4, seed: int = 0) -> Path:
-    """Separable Gaussian blobs as a CSV for the toy task."""
-    import random
-
-    rng = random.Random(seed)
-    centres = [[rng.uniform(-3, 3) for _ in range(features)] for _ in range(classes)]
-    lines = [",".join([f"x{i}" for i in range(features)] + ["label"])]
-    for r in range(rows):
-        c = r % classes
-        values = [centres[c][i] + rng.gauss(0, 0.6) for i in range(features)]
-        lines.append(",".join(f"{v:.4f}" for v in values) + f",class_{c}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture
@@ -257,30 +232,25 @@ def make_worker(qtbot):
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
-def write_toy_regression_csv(path: Path, rows: int = 240, features: int = 3, seed: int = 0) -> Path:
-    """y = a linear function of the features plus a little noise, on the scale of hundreds."""
-    import random
+@pytest.fixture
+def encode_calls(monkeypatch):
+    """Every split the text task tokenises.
 
-    rng = random.Random(seed)
-    weights = [rng.uniform(-3, 3) for _ in range(features)]
-    lines = [",".join([f"x{i}" for i in range(features)] + ["y"])]
-    for _ in range(rows):
-        xs = [rng.gauss(0, 1) for _ in range(features)]
-        y = 500 + 100 * sum(w * x for w, x in zip(weights, xs)) + rng.gauss(0, 10)
-        lines.append(",".join(f"{v:.4f}" for v in xs) + f",{y:.3f}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    With the token cache off (a limit of 0): the tests that use it count the
+    hand-over of a preparation in memory, which the disk cache would otherwise
+    hide (test_token_cache.py tests that one).
+    """
+    import trainlab_plugins.text.base as text_task
+    from trainlab.system.cache import set_limit_gb
 
+    set_limit_gb(0)
 
-def write_toy_multilabel_csv(path: Path, rows: int = 240, seed: int = 0) -> Path:
-    """Labels a, b, c each switched on by one feature being positive; some rows have none."""
-    import random
+    calls = []
+    real = text_task.encode_split
 
-    rng = random.Random(seed)
-    lines = ["x0,x1,x2,labels"]
-    for _ in range(rows):
-        xs = [rng.gauss(0, 1) for _ in range(3)]
-        labels = [name for name, x in zip("abc", xs) if x > 0.3]
-        lines.append(",".join(f"{v:.4f}" for v in xs) + "," + ";".join(labels))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    def counting(tokenizer, split, *args, **kwargs):
+        calls.append(split.path)
+        return real(tokenizer, split, *args, **kwargs)
+
+    monkeypatch.setattr(text_task, "encode_split", counting)
+    return calls

@@ -11,11 +11,12 @@ from __future__ import annotations
 import shutil
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from helpers import ROOT
+
+BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
 
 pytestmark = [

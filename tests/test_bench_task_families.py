@@ -11,11 +11,11 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 ENTRIES = {"regression", "multilabel", "image-regression", "image-multilabel", "text-regression", "text-multilabel"}
 SPREAD = {"median", "min", "max"}
 

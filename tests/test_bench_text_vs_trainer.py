@@ -7,11 +7,11 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 SPREAD = {"median", "min", "max", "spread_pct", "n"}
 
 

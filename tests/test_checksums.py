@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from conftest import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, subprocess_env
 from trainlab import DataError, UsageError
 from trainlab.system import fileio
 from trainlab.engine.checkpoint import (

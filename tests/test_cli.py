@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 
-from conftest import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, subprocess_env
 
 
 def js(result):

@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURE_PLUGINS, write_toy_multilabel_csv, write_toy_regression_csv
+from helpers import FIXTURE_PLUGINS, write_toy_multilabel_csv, write_toy_regression_csv
 
 
 def js(result):

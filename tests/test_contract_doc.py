@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from trainlab.cli.commands import _parser
 
-ROOT = Path(__file__).resolve().parents[1]
 CONTRACT = ROOT / "docs" / "contract.md"
 
 # Named by the contract, not built yet. Built one? Drop it here, and drop

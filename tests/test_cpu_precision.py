@@ -60,7 +60,7 @@ def test_the_answer_matches_the_kernels_own_cpu_flags():
 
 def test_a_cpu_run_plans_the_precision_auto_chose(cli, tmp_path):
     """The real CLI, --dry-run: what a CPU run will use with the default precision, and with fp32 asked for."""
-    from conftest import FIXTURE_PLUGINS, write_toy_csv
+    from helpers import FIXTURE_PLUGINS, write_toy_csv
 
     data = write_toy_csv(tmp_path / "toy.csv", rows=60)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, subprocess_env
 from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.api.events import TrainStep
 from trainlab.runfolder.tail import read_events

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_PLUGINS, TESTS, subprocess_env, write_toy_csv
+from helpers import FIXTURE_PLUGINS, TESTS, subprocess_env, write_toy_csv
 from trainlab.engine.torchrun import free_port
 
 PROBE_PLUGIN = TESTS / "fixtures" / "ddp_probe"
@@ -234,7 +234,6 @@ def test_two_nnodes_launches_on_loopback_form_one_run(two_rank_run, probe_home, 
     assert record["launch"]["nnodes"] == 2
     assert len(_steps(tmp_path, 0)) == len(_steps(tmp_path, 1)) == STEPS_PER_EPOCH
     assert not set(sum(_steps(tmp_path, 0), [])) & set(sum(_steps(tmp_path, 1), []))
-
 
 
 def test_two_ranks_keep_one_copy_of_the_decoded_images(probe_home, tmp_path):

@@ -166,7 +166,7 @@ def test_no_usable_task_means_cannot_train(monkeypatch):
 
 
 def test_a_failed_plugin_is_a_warning(monkeypatch):
-    from conftest import BROKEN_PLUGINS
+    from helpers import BROKEN_PLUGINS
 
     monkeypatch.syspath_prepend(str(BROKEN_PLUGINS))
     from trainlab.pluginhost.host import registry

@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, subprocess_env
 from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback, RunControl
 from trainlab.engine.scripting import RunRequest, run_training

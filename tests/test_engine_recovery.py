@@ -13,7 +13,7 @@ import contextlib
 import pytest
 import torch
 
-from conftest import FIXTURE_PLUGINS, TESTS
+from helpers import FIXTURE_PLUGINS, TESTS
 from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback
 from trainlab.engine.device import resolve_precision

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_PLUGINS, write_toy_multilabel_csv, write_toy_regression_csv
+from helpers import FIXTURE_PLUGINS, write_toy_multilabel_csv, write_toy_regression_csv
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 SCRIPT = ROOT / "bench" / "gpu_check.sh"
 sys.path.insert(0, str(ROOT / "bench"))
 from gpucheck.registry import CHECKS  # noqa: E402

@@ -16,7 +16,7 @@ import json
 import pytest
 import torch
 
-from test_lora import make_bert_folder, make_decoder_folder, small_copy
+from helpers import make_bert_folder, make_decoder_folder, sample_head
 
 pytestmark = [
     pytest.mark.gpu,
@@ -36,7 +36,7 @@ def test_qlora_trains_4_bit_base_weights_and_saves_the_adapters_only(tmp_path):
 
     model = make_decoder_folder(tmp_path / "qwen2")
     params = {"model": str(model), "finetune": "qlora", "epochs": "1", "batch_size": "8", "lr": "5e-3", "max_length": "32", "device": "cuda"}
-    outcome = train(params, small_copy(tmp_path), tmp_path / "run")
+    outcome = train(params, sample_head(tmp_path, rows=40), tmp_path / "run")
     assert outcome.status == "completed", outcome.error
     run = tmp_path / "run"
     record = json.loads((run / "run.json").read_text())
@@ -65,7 +65,7 @@ def test_adamw8bit_keeps_its_optimizer_state_in_8_bits_and_trains(tmp_path):
               "max_length": "32", "device": "cuda"}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Trainer, "_make_optimizer", spy)
-        outcome = train(params, small_copy(tmp_path, rows=80), tmp_path / "run")
+        outcome = train(params, sample_head(tmp_path, rows=80), tmp_path / "run")
     assert outcome.status == "completed", outcome.error
     optimizer = seen["optimizer"]
     assert isinstance(optimizer, bnb.optim.optimizer.Optimizer8bit)

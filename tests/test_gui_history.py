@@ -16,7 +16,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox  # noqa: E402
 
-from conftest import FIXTURE_PLUGINS, subprocess_env  # noqa: E402
+from helpers import FIXTURE_PLUGINS, subprocess_env  # noqa: E402
 
 
 def write_rows(path: Path, n: int = 120) -> Path:

@@ -9,6 +9,8 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QLocale  # noqa: E402
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QMessageBox  # noqa: E402
 
+from helpers import ROOT
+
 
 @pytest.fixture
 def app(qapp):
@@ -64,7 +66,7 @@ def test_every_window_string_has_a_chinese_translation(tmp_path):
     import xml.etree.ElementTree as ET
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     lupdate = Path(sys.executable).parent / "pyside6-lupdate"
     if not lupdate.exists():
         pytest.skip("pyside6-lupdate is not installed next to this Python")

@@ -9,8 +9,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from conftest import write_toy_regression_csv  # noqa: E402
-from family_runs import train_toy  # noqa: E402
+from helpers import train_toy, write_toy_regression_csv  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("pytestqt")
 pytest.importorskip("jeepney")
 
-from conftest import TESTS
+from helpers import TESTS
 from test_gui_window import prepare, start_and_finish
 
 from trainlab_desktop.common import notify as notify_module

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from conftest import AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FAULTY_PLUGIN, write_toy_csv
+from helpers import AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FAULTY_PLUGIN, write_toy_csv
 
 TASK = "faulty-classification"
 

@@ -15,8 +15,8 @@ from trainlab.runfolder.index import RunDir
 
 pytest.importorskip("pytestqt")
 
+from helpers import sample_head
 from test_gui_window import RUN_TIMEOUT_MS, start_and_finish
-from test_prepare_reuse import encode_calls, small_text_copy  # noqa: F401 - encode_calls is a fixture
 
 TEXT = "text-classification"
 
@@ -34,7 +34,7 @@ def said(window, text: str) -> bool:
 
 
 def test_a_text_run_after_the_data_check_does_not_tokenise_again(qtbot, window, tmp_path, encode_calls):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     checked(qtbot, window, data)
     assert len(encode_calls) == 2  # train and val, by the check
     assert "48" in window.data_panel.status.text()
@@ -55,7 +55,7 @@ def test_a_text_run_after_the_data_check_does_not_tokenise_again(qtbot, window, 
 
 
 def test_a_task_value_changed_after_the_check_prepares_again(qtbot, window, tmp_path, encode_calls):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     checked(qtbot, window, data)
     assert len(encode_calls) == 2
     window.params_form.set_values({"max_length": "32"})  # read while tokenising

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from conftest import FIXTURE_PLUGINS
+from helpers import FIXTURE_PLUGINS
 
 
 def queue_button(win):

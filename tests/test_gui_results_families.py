@@ -13,8 +13,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QColor, QImage  # noqa: E402
 
-from conftest import FIXTURE_PLUGINS  # noqa: E402
-from family_runs import train_toy  # noqa: E402
+from helpers import FIXTURE_PLUGINS, train_toy  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent  # noqa: E402
 from PySide6.QtWidgets import QLabel  # noqa: E402
 
-from conftest import FIXTURE_PLUGINS  # noqa: E402
+from helpers import FIXTURE_PLUGINS, train_toy  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -152,15 +152,11 @@ def test_a_damaged_run_json_is_named_and_nothing_can_be_tried(qtbot, panel, tmp_
 
 @pytest.fixture(scope="module")
 def regression_run(tmp_path_factory):
-    from family_runs import train_toy
-
     return train_toy(tmp_path_factory.mktemp("tryreg"), "toy-regression", epochs="15")
 
 
 @pytest.fixture(scope="module")
 def multilabel_run(tmp_path_factory):
-    from family_runs import train_toy
-
     return train_toy(tmp_path_factory.mktemp("tryml"), "toy-multilabel", epochs="10")
 
 

@@ -19,7 +19,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QMessageBox
 
-from conftest import FIXTURE_PLUGINS
+from helpers import FIXTURE_PLUGINS
 
 RUN_TIMEOUT_MS = 120_000
 

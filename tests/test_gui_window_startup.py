@@ -14,7 +14,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, subprocess_env
 
 SCRIPT = textwrap.dedent(
     r"""

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from conftest import FIXTURE_PLUGINS
+from helpers import FIXTURE_PLUGINS
 
 from trainlab.api.events import Finished, Log, Progress, Started, SystemSample, TrainStep
 from trainlab.runfolder.tail import read_events

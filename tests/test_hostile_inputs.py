@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import subprocess_env
+from helpers import subprocess_env
 from fixtures.images.imagedata import cpu_ctx, make_task, shapes
 from trainlab import DataError, StopRequested, UsageError
 from trainlab.models import catalog as modelstore

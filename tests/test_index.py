@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, subprocess_env, write_toy_csv
 from trainlab.system import paths
 from trainlab.runfolder.index import IndexUnavailable, RunDir, RunStore
 
@@ -41,8 +41,6 @@ def one_line_error(result, code=2) -> str:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """Three runs under a home and one --out run elsewhere, trained once for the module."""
-    from conftest import write_toy_csv
-
     base = tmp_path_factory.mktemp("index")
     home = base / "home"
     data = write_toy_csv(base / "toy.csv")

@@ -11,9 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FIXTURE_PLUGINS, subprocess_env, write_toy_csv
+from helpers import FIXTURE_PLUGINS, ROOT, subprocess_env, write_toy_csv
 
-ROOT = Path(__file__).resolve().parents[1]
 QT = ("PySide6", "PyQt5", "PyQt6", "shiboken6", "pyqtgraph")
 
 

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from conftest import subprocess_env
+from helpers import BROKEN_PLUGINS, subprocess_env
 
 
 def test_native_crash_is_written_to_the_crash_log(tmp_home):
@@ -21,8 +21,6 @@ def test_cli_logs_to_the_log_file(cli, tmp_home):
 
 
 def test_plugins_verbose_prints_tracebacks(cli):
-    from conftest import BROKEN_PLUGINS
-
     result = cli("plugins", "-v", extra_path=[BROKEN_PLUGINS])
     assert result.returncode == 0
     assert "Traceback" in result.stdout and "ModuleNotFoundError" in result.stdout

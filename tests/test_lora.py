@@ -15,12 +15,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers import ONE_THREAD, built_task, lora_params, make_bert_folder, make_decoder_folder, sample_head
 from trainlab.api.callbacks import Callback
 from trainlab.engine.scripting import RunRequest, evaluate_run, predict, run_training
 from trainlab_resources import resource_path
-
-SAMPLE = resource_path("samples", "text")
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
 @pytest.fixture(autouse=True)
@@ -29,50 +27,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def make_bert_folder(folder, seed=0):
-    """A 'pretrained' BERT (masked-LM head, no classifier), like a staged bert-base-chinese."""
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
-
-    from trainlab_plugins.text.models import tiny_bert_vocab_dir
-
-    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_vocab_dir()))
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
-    torch.manual_seed(seed)
-    BertForMaskedLM(config).save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    return folder
-
-
-def make_decoder_folder(folder, arch="qwen2", seed=0, hidden=32, layers=2):
-    """A Qwen2 or Llama causal LM from a config, with a byte-level BPE tokenizer trained on the sample texts.
-
-    transformers reads a qwen2 folder's tokenizer as Qwen2Tokenizer, whose
-    pad token is its end-of-text token (pad == eos); a llama folder's has no
-    pad token at all, as Llama's has none.
-    """
-    import csv
-
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    with (SAMPLE / "train.csv").open(encoding="utf-8") as handle:
-        texts = [row["text"] for row in csv.DictReader(handle)]
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>", model_input_names=["input_ids", "attention_mask"])
-    config_class, model_class = (Qwen2Config, Qwen2ForCausalLM) if arch == "qwen2" else (LlamaConfig, LlamaForCausalLM)
-    config = config_class(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(seed)
-    model_class(config).save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -90,36 +44,8 @@ def llama_folder(tmp_path_factory):
     return make_decoder_folder(tmp_path_factory.mktemp("models") / "mini-llama", arch="llama")
 
 
-def small_copy(tmp_path, rows=40):
-    out = tmp_path / "small"
-    out.mkdir(exist_ok=True)
-    for split in ("train", "val"):
-        lines = (SAMPLE / f"{split}.csv").read_text(encoding="utf-8").splitlines(keepends=True)
-        (out / f"{split}.csv").write_text("".join(lines[: rows + 1]), encoding="utf-8")
-    return out
-
-
-def lora_params(model, **extra):
-    return {"model": str(model), "finetune": "lora", "epochs": "1", "batch_size": "8", "lr": "5e-3", "max_length": "32", "device": "cpu", **extra}
-
-
-def built_task(params, data):
-    """The text task prepared on ``data`` and its model, as a run builds them."""
-    from trainlab.api.taskbase import RunContext
-    from trainlab.api.params import ENGINE_PARAMS, resolve
-    from trainlab_plugins.text import TEXT_CLASSIFICATION
-    from trainlab_plugins.text.task import TextClassificationTask
-
-    resolved = resolve(TEXT_CLASSIFICATION, ENGINE_PARAMS, {}, params)
-    logs: list[str] = []
-    ctx = RunContext(device=torch.device("cpu"), precision="fp32", seed=0, run_dir=None, params=resolved, log=logs.append)
-    task = TextClassificationTask(TEXT_CLASSIFICATION, resolved)
-    task.prepare(str(data), ctx)
-    return task, ctx, task.build_model(ctx), logs
-
-
 def test_lora_trains_only_the_adapters_and_the_head(bert_folder, tmp_path):
-    task, ctx, model, logs = built_task(lora_params(bert_folder), small_copy(tmp_path))
+    task, ctx, model, logs = built_task(lora_params(bert_folder), sample_head(tmp_path, rows=40))
     trainable = {name for name, p in model.named_parameters() if p.requires_grad}
     # the folder has a masked-LM head and no pooler: the pooler starts random, so it is saved with the head
     saved = (".classifier.modules_to_save.", ".pooler.dense.modules_to_save.")
@@ -135,7 +61,7 @@ def test_lora_trains_only_the_adapters_and_the_head(bert_folder, tmp_path):
 
 def test_a_lora_run_writes_a_merged_model_and_adapters_both_loadable_without_trainlab(bert_folder, tmp_path):
     run = tmp_path / "run"
-    outcome = run_training(RunRequest(task="text-classification", data=str(small_copy(tmp_path)), params=lora_params(bert_folder), out=str(run)))
+    outcome = run_training(RunRequest(task="text-classification", data=str(sample_head(tmp_path, rows=40)), params=lora_params(bert_folder), out=str(run)))
     assert outcome.status == "completed", outcome.error
     record = json.loads((run / "run.json").read_text())
     assert record["data_summary"]["extra"]["finetune"]["mode"] == "lora"
@@ -168,18 +94,18 @@ def test_a_lora_run_writes_a_merged_model_and_adapters_both_loadable_without_tra
 
 
 def test_lora_adapters_that_never_trained_fail_the_run(bert_folder, tmp_path):
-    outcome = run_training(RunRequest(task="text-classification", data=str(small_copy(tmp_path)), params=lora_params(bert_folder, lr="0"), out=str(tmp_path / "r")))
+    outcome = run_training(RunRequest(task="text-classification", data=str(sample_head(tmp_path, rows=40)), params=lora_params(bert_folder, lr="0"), out=str(tmp_path / "r")))
     assert outcome.status == "failed" and "lora_B" in outcome.error
 
 
 def test_head_trains_only_the_classifier(bert_folder, tmp_path):
-    _, _, model, _ = built_task(lora_params(bert_folder, finetune="head"), small_copy(tmp_path))
+    _, _, model, _ = built_task(lora_params(bert_folder, finetune="head"), sample_head(tmp_path, rows=40))
     trainable = {name.split(".", 1)[0] for name, p in model.named_parameters() if p.requires_grad}
     assert trainable == {"classifier"}
 
 
 def test_gradient_checkpointing_still_gives_the_adapters_gradients(bert_folder, tmp_path):
-    task, ctx, model, logs = built_task(lora_params(bert_folder, gradient_checkpointing="on"), small_copy(tmp_path))
+    task, ctx, model, logs = built_task(lora_params(bert_folder, gradient_checkpointing="on"), sample_head(tmp_path, rows=40))
     assert model.base_model.model.is_activation_checkpointing and "gradient checkpointing on" in logs[-1]
     order = task.batch_order("train", 1, 8, 0)
     batch = task.collate([task.dataset("train")[i] for i in order[0]])
@@ -195,7 +121,7 @@ def test_a_stopped_lora_run_resumes_to_the_same_adapters(bert_folder, tmp_path):
         def on_epoch_end(self, state):
             state.control.request_stop("test")
 
-    data = small_copy(tmp_path)
+    data = sample_head(tmp_path, rows=40)
     params = lora_params(bert_folder, epochs="2")
     straight = run_training(RunRequest(task="text-classification", data=str(data), params=params, out=str(tmp_path / "a")))
     first = run_training(RunRequest(task="text-classification", data=str(data), params=params, out=str(tmp_path / "b")), callbacks=[StopAfterFirstEpoch()])
@@ -213,7 +139,7 @@ def test_adapters_only_runs_predict_and_catch_a_changed_base_folder(cli, tmp_pat
     base = make_bert_folder(tmp_path / "base")
     run = tmp_path / "run"
     params = lora_params(base, merged_model="never")
-    proc = cli("train", "text-classification", "--data", small_copy(tmp_path), "--out", run, "--json",
+    proc = cli("train", "text-classification", "--data", sample_head(tmp_path, rows=40), "--out", run, "--json",
                *[a for k, v in params.items() for a in ("--set", f"{k}={v}")], env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
     assert "LoRA outputs: adapters only" in proc.stderr  # said before training starts
@@ -233,7 +159,7 @@ def test_unsupported_finetune_values_are_usage_errors(cli, tmp_path, bert_folder
     images = resource_path("samples", "images") if resource_path("samples", "images").exists() else tmp_path
     proc = cli("train", "image-classification", "--data", images, "--set", "finetune=lora", "--json")
     assert proc.returncode == 2 and "finetune" in proc.stderr and "full, head" in proc.stderr
-    data = small_copy(tmp_path)
+    data = sample_head(tmp_path, rows=40)
     proc = cli("train", "text-classification", "--data", data, "--set", "finetune=lora", "--json")
     assert proc.returncode == 2 and "tiny-bert is trained from scratch" in proc.stderr
     proc = cli("train", "text-classification", "--data", data, "--model", bert_folder, "--device", "cpu", "--set", "finetune=qlora", "--set", "max_length=32", "--json")
@@ -249,7 +175,7 @@ def test_a_decoder_scores_a_padded_batch_as_each_text_alone(arch, qwen_folder, l
 
     folder = qwen_folder if arch == "qwen2" else llama_folder
     assert (AutoTokenizer.from_pretrained(str(folder)).pad_token is None) == (arch == "llama")
-    task, ctx, model, _ = built_task({"model": str(folder), "finetune": "full", "device": "cpu", "max_length": "32"}, small_copy(tmp_path))
+    task, ctx, model, _ = built_task({"model": str(folder), "finetune": "full", "device": "cpu", "max_length": "32"}, sample_head(tmp_path, rows=40))
     tokenizer = task.tokenizer
     # pad == eos, whether the tokenizer came so (Qwen) or TrainLab chose it (Llama: none)
     assert tokenizer.pad_token == tokenizer.eos_token and model.config.pad_token_id == tokenizer.eos_token_id
@@ -272,13 +198,13 @@ def test_a_decoder_scores_a_padded_batch_as_each_text_alone(arch, qwen_folder, l
 
 
 def test_a_decoder_trains_with_lora_on_its_projections_and_score_head(qwen_folder, tmp_path):
-    task, ctx, model, _ = built_task(lora_params(qwen_folder), small_copy(tmp_path))
+    task, ctx, model, _ = built_task(lora_params(qwen_folder), sample_head(tmp_path, rows=40))
     trainable = {name for name, p in model.named_parameters() if p.requires_grad}
     assert any(".score.modules_to_save." in n for n in trainable)
     adapted = {n.split(".lora_")[0].rsplit(".", 1)[-1] for n in trainable if "lora_" in n}
     assert adapted == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
     run = tmp_path / "run"
-    outcome = run_training(RunRequest(task="text-classification", data=str(small_copy(tmp_path)), params=lora_params(qwen_folder), out=str(run)))
+    outcome = run_training(RunRequest(task="text-classification", data=str(sample_head(tmp_path, rows=40)), params=lora_params(qwen_folder), out=str(run)))
     assert outcome.status == "completed", outcome.error
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -295,6 +221,6 @@ def test_size_classes_choose_the_fine_tune(qwen_folder, tmp_path):
     assert resolve_finetune("auto", 1_500_000_000, cuda=True) == "lora"
     assert resolve_finetune("auto", 7_600_000_000, cuda=False) == "lora"  # no 4-bit on a CPU
     assert size_class(3_000_000_000).gradient_checkpointing
-    task, _, _, _ = built_task({"model": str(qwen_folder), "device": "cpu"}, small_copy(tmp_path))
+    task, _, _, _ = built_task({"model": str(qwen_folder), "device": "cpu"}, sample_head(tmp_path, rows=40))
     plan = task.finetune.to_json()
     assert plan["mode"] == "full" and plan["size_class"].startswith("small") and 0 < plan["parameters"] < 10_000_000

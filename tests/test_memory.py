@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from test_lora import ONE_THREAD, built_task, lora_params, make_bert_folder, make_decoder_folder, small_copy
+from helpers import ONE_THREAD, built_task, lora_params, make_bert_folder, make_decoder_folder, sample_head
 from trainlab.engine.plan import RunRequest, plan_run
 from trainlab.engine.memory import estimate_memory, fit_activations, meta_model, probe_batch, saved_activation_bytes, static_bytes
 
@@ -45,7 +45,7 @@ def real_bytes(task, model, ctx):
 
 @pytest.mark.parametrize("finetune", ["full", "lora", "head"])
 def test_weight_gradient_and_optimizer_bytes_are_exact(finetune, bert_folder, tmp_path):
-    task, ctx, model, _ = built_task(lora_params(bert_folder, finetune=finetune), small_copy(tmp_path))
+    task, ctx, model, _ = built_task(lora_params(bert_folder, finetune=finetune), sample_head(tmp_path, rows=40))
     estimate = static_bytes(meta_model(task, ctx))
     assert next(meta_model(task, ctx).parameters()).device.type == "meta"
     weights, grads, states = real_bytes(task, model, ctx)
@@ -57,7 +57,7 @@ def test_weight_gradient_and_optimizer_bytes_are_exact(finetune, bert_folder, tm
 @pytest.mark.parametrize("arch", ["bert", "qwen2"])
 def test_the_probe_predicts_the_activations_autograd_saves_at_a_third_batch_size(arch, bert_folder, qwen_folder, tmp_path):
     folder = bert_folder if arch == "bert" else qwen_folder
-    task, ctx, model, _ = built_task(lora_params(folder, max_length="64"), small_copy(tmp_path))
+    task, ctx, model, _ = built_task(lora_params(folder, max_length="64"), sample_head(tmp_path, rows=40))
     fit = fit_activations(task, model, ctx, (1, 2))
     third = 6
     actual = saved_activation_bytes(task, model, ctx, probe_batch(task, third))
@@ -71,7 +71,7 @@ def dry_run(cli, *args):
 
 
 def test_dry_run_prints_the_plan_and_estimate_and_trains_nothing(cli, bert_folder, tmp_path):
-    data = small_copy(tmp_path)
+    data = sample_head(tmp_path, rows=40)
     run = tmp_path / "run"
     args = ["--data", data, "--model", bert_folder, "--device", "cpu", "--out", run, "--set", "max_length=32", "--set", "finetune=lora"]
     result, proc = dry_run(cli, *args)
@@ -87,7 +87,7 @@ def test_dry_run_prints_the_plan_and_estimate_and_trains_nothing(cli, bert_folde
 
 
 def test_micro_batch_size_splits_the_batch_and_keeps_the_effective_batch(cli, bert_folder, tmp_path):
-    data = small_copy(tmp_path)
+    data = sample_head(tmp_path, rows=40)
     base = ["--data", data, "--model", bert_folder, "--device", "cpu", "--batch-size", "8", "--set", "max_length=32"]
     result, _ = dry_run(cli, *base, "--set", "micro_batch_size=3")
     assert result["micro_batch"] == 3 and result["effective_batch"] == 8 and result["memory"]["micro_batch"] == 3
@@ -100,7 +100,7 @@ def test_micro_batch_size_splits_the_batch_and_keeps_the_effective_batch(cli, be
 def test_a_run_in_micro_batches_trains_the_same_steps(bert_folder, tmp_path):
     from trainlab.engine.execute import execute
 
-    data = small_copy(tmp_path)
+    data = sample_head(tmp_path, rows=40)
     params = lora_params(bert_folder, micro_batch_size="4")
     plan = plan_run(RunRequest(task="text-classification", data=str(data), params=params, out=str(tmp_path / "r")))
     assert plan.position.micro_splits == 2
@@ -110,7 +110,7 @@ def test_a_run_in_micro_batches_trains_the_same_steps(bert_folder, tmp_path):
 
 
 def test_the_estimate_of_a_plan_in_process(bert_folder, tmp_path):
-    plan = plan_run(RunRequest(task="text-classification", data=str(small_copy(tmp_path)), params=lora_params(bert_folder), out=str(tmp_path / "r")))
+    plan = plan_run(RunRequest(task="text-classification", data=str(sample_head(tmp_path, rows=40)), params=lora_params(bert_folder), out=str(tmp_path / "r")))
     estimate = estimate_memory(plan)
     assert estimate.fits and estimate.summary_line().startswith("needs about ") and "RAM" in estimate.summary_line()
     assert estimate.trainable < estimate.parameters

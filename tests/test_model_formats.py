@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from trainlab.models import catalog as modelstore
 from trainlab.models.formats import model_format
 
-ROOT = Path(__file__).resolve().parents[1]
 BUILT_IN_TASK_IDS = (
     "image-classification",
     "text-classification",

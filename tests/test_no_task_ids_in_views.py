@@ -8,11 +8,12 @@ docstrings may mention one).
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
-DESKTOP = Path(__file__).resolve().parent.parent / "desktop"
+from helpers import ROOT
+
+DESKTOP = ROOT / "desktop"
 BUILTIN_TASK_IDS = (
     "image-classification", "text-classification", "image-regression", "text-regression",
     "image-multilabel", "text-multilabel",

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import NetworkBlocked
+from helpers import NetworkBlocked
 
 
 def test_import_trainlab_sets_offline_variables_before_hf_loads():

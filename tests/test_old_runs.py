@@ -16,7 +16,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURE_PLUGINS
+from helpers import FIXTURE_PLUGINS, write_toy_csv
 
 API1_PLUGIN = '''
 import trainlab
@@ -82,7 +82,6 @@ def write_the_old_way(run):
 def trained_old_way(tmp_path_factory):
     """One run of the API 1 plugin, trained once for this module and rewritten the old way."""
     import trainlab.pluginhost.host as host
-    from conftest import write_toy_csv
 
     root = tmp_path_factory.mktemp("old-runs")
     plugins = install_api1_plugin(root)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import os
 
-from two_ranks import run_two_ranks
+from helpers import run_two_ranks
 
 
 def _rank(rank: int, port: int, queue) -> None:

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import FAULTY_PLUGIN, write_toy_csv
+from helpers import FAULTY_PLUGIN, write_toy_csv
 from trainlab.engine.plugin_calls import PluginCallError, failure_of
 from trainlab.api.events import Finished
 from trainlab.runfolder.tail import read_events

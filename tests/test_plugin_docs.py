@@ -15,7 +15,9 @@ import re
 import tomllib
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
+from helpers import ROOT
+
+DOC = ROOT / "docs" / "plugins.md"
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
 
 

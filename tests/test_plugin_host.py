@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import BROKEN_PLUGINS, CARELESS_PLUGINS, FIXTURE_PLUGINS, subprocess_env
+from helpers import BROKEN_PLUGINS, CARELESS_PLUGINS, FIXTURE_PLUGINS, subprocess_env
 from trainlab.pluginhost.host import PluginRegistry, set_blocked
 
 

@@ -12,7 +12,7 @@ import json
 import shutil
 import sys
 
-from conftest import AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FIXTURE_PLUGINS
+from helpers import AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FIXTURE_PLUGINS
 from trainlab.pluginhost import probe as pluginprobe
 from trainlab.pluginhost.host import PluginRegistry
 

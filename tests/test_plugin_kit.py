@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from conftest import CARELESS_PLUGINS, FIXTURE_PLUGINS, TESTS, subprocess_env, write_toy_csv
+from helpers import CARELESS_PLUGINS, FIXTURE_PLUGINS, TESTS, subprocess_env, write_toy_csv
 from trainlab.testing.checks import STATIC_CHECKS, StaticKit, run_check
 from trainlab.testing.target import find_targets
 
@@ -56,7 +56,7 @@ def test_the_fixtures_work_in_a_plugins_own_tests_without_pytest_qt(tmp_path):
             def trainlab_make_tiny_data():
                 import sys
                 sys.path.insert(0, {str(TESTS)!r})
-                from conftest import write_toy_csv
+                from helpers import write_toy_csv
                 return lambda task_id, folder: write_toy_csv(folder / "rows.csv", rows=60)
 
             def test_train(trainlab_engine, trainlab_plugin_host, trainlab_tiny_data, trainlab_home):
@@ -153,7 +153,7 @@ def test_expected_failures_xfail_with_their_reason_and_a_stale_one_fails(tmp_pat
             f"""
             import sys
             sys.path.insert(0, {str(TESTS)!r})
-            from conftest import write_toy_csv
+            from helpers import write_toy_csv
             from trainlab.testing import PluginConformance
 
             class TestSloppy(PluginConformance):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import CARELESS_PLUGINS, FIXTURE_PLUGINS, TESTS
+from helpers import CARELESS_PLUGINS, FIXTURE_PLUGINS, TESTS
 
 KIT_PLUGINS = TESTS / "fixtures" / "kit_plugins"
 PATHS = [FIXTURE_PLUGINS, KIT_PLUGINS, CARELESS_PLUGINS]

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import inspect
 import re
-from pathlib import Path
 
+from helpers import ROOT
 from trainlab.api import hookspecs
 from trainlab.api.families import ClassificationTask, MultiLabelTask, RegressionTask
 from trainlab.api.taskbase import Task
 from trainlab.testing import pytest_plugin
 from trainlab.testing.checks import CHECKS
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = ROOT / "docs"
 ROW = re.compile(r"^\| `(\w+)\(([^)]*)\)` \| ([^|]+) \|", re.MULTILINE)
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
+from helpers import ROOT
 from test_plugin_kit_template import chained_venv
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "trainlab-anomaly"
+EXAMPLE = ROOT / "examples" / "trainlab-anomaly"
 
 
 def test_the_anomaly_example_installs_and_passes_the_kit(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import FIXTURE_PLUGINS, write_toy_regression_csv
+from helpers import FIXTURE_PLUGINS, write_toy_regression_csv
 
 PLUGIN = '''
 import trainlab

@@ -4,59 +4,22 @@ The text task must not tokenise its data a second time when nothing that
 affects preparation changed; when something did, the run prepares again.
 """
 
-import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers import sample_head
 from trainlab.engine.execute import execute
 from trainlab.engine.plan import RunRequest, plan_run
 from trainlab.engine.prepare import prepare_task
 from trainlab.api.events import Log
 from trainlab.runfolder.tail import read_events
-from trainlab_resources import resource_path
 from trainlab.runfolder.index import RunDir
-
-SAMPLE = resource_path("samples", "text")
-
-
-def small_text_copy(tmp_path, rows_per_split=48):
-    out = tmp_path / "small"
-    out.mkdir()
-    for split in ("train", "val"):
-        lines = (SAMPLE / f"{split}.csv").read_text(encoding="utf-8").splitlines(keepends=True)
-        (out / f"{split}.csv").write_text("".join(lines[: rows_per_split + 1]), encoding="utf-8")
-    return out
-
-
-@pytest.fixture
-def encode_calls(monkeypatch):
-    """Every split the text task tokenises.
-
-    With the token cache off (a limit of 0): these tests count the hand-over
-    of a preparation in memory, which the disk cache would otherwise hide
-    (tests/test_token_cache.py tests that one).
-    """
-    import trainlab_plugins.text.base as text_task
-    from trainlab.system.cache import set_limit_gb
-
-    set_limit_gb(0)
-
-    calls = []
-    real = text_task.encode_split
-
-    def counting(tokenizer, split, *args, **kwargs):
-        calls.append(split.path)
-        return real(tokenizer, split, *args, **kwargs)
-
-    monkeypatch.setattr(text_task, "encode_split", counting)
-    return calls
-
 
 TEXT_PARAMS = {"epochs": "1", "device": "cpu", "batch_size": "16"}
 
 
 def test_a_text_run_takes_over_the_data_checks_preparation(tmp_path, encode_calls):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     heard = []
     prepared = prepare_task("text-classification", str(data), TEXT_PARAMS, log=heard.append)
     assert len(encode_calls) == 2  # train and val, once
@@ -81,7 +44,7 @@ def test_a_text_run_takes_over_the_data_checks_preparation(tmp_path, encode_call
 
 
 def test_a_changed_task_parameter_prepares_again(tmp_path, encode_calls):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     prepared = prepare_task("text-classification", str(data), TEXT_PARAMS)
     assert len(encode_calls) == 2
     heard = []

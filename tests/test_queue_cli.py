@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, subprocess_env
 from fixtures.waiting import wait_until
 from trainlab.scheduling.scheduler import scheduler_holder
 from trainlab.scheduling.queue_store import QueueStore

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FIXTURE_PLUGINS, subprocess_env
 from fixtures.waiting import wait_until
+from helpers import FIXTURE_PLUGINS, subprocess_env
 from test_queue_cli import wait_for_line
 from trainlab.scheduling.queue_store import QueueStore
 from trainlab.scheduling.sweep_study import SweepStudy

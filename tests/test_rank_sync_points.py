@@ -13,7 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-from two_ranks import run_two_ranks
+from helpers import run_two_ranks
 
 
 def _join(rank: int, port: int) -> object:

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from trainlab.api.errors import UsageError
 from trainlab.cli.commands import _parser
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_commands() -> list[list[str]]:

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from trainlab import shortcuts as launcher
 
-ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOT = ROOT / "docs" / "screenshots" / "real-window.png"
 TOOLS = {"Xvfb": "xvfb", "import": "imagemagick", "xdotool": "xdotool", "xprop": "x11-utils"}
 

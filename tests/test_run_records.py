@@ -7,10 +7,10 @@ import copy
 import json
 import sqlite3
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from trainlab.api.errors import UsageError
 from trainlab.runfolder.display import MISSING, format_duration, format_metric
 from trainlab.runfolder.eval_report import EvalRecord, SplitReport
@@ -231,7 +231,7 @@ def test_one_metric_format():
     assert format_duration(65) == "1:05"
 
 
-DESKTOP = Path(__file__).resolve().parent.parent / "desktop"
+DESKTOP = ROOT / "desktop"
 RUN_FILES = {"run.json", "eval.json", "metrics.jsonl"}
 READERS = {"read_json", "read_json_object", "event_from_json", "event_from_dict"}
 # Files allowed to name a run folder's files; each says why.

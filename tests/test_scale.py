@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from helpers import ROOT
+
+BENCH = ROOT / "bench"
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 SETUP = ROOT / "scripts" / "setup.sh"
 BASH = shutil.which("bash")
 # The commands setup.sh looks for with `command -v`, and the Debian package each stands for.

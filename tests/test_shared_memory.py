@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from trainlab.engine.shared_memory import SHARED_FOLDER, SharedArrays
-from two_ranks import run_two_ranks
+from helpers import run_two_ranks
 
 pytestmark = pytest.mark.skipif(
     platform.machine().lower() not in ("x86_64", "amd64") or not SHARED_FOLDER.is_dir(),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, subprocess_env
 from fixtures.waiting import wait_until
 from trainlab.api.errors import UsageError
 

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import FIXTURE_PLUGINS
+from helpers import FIXTURE_PLUGINS
 
 ROW = re.compile(r"^  (--set (\S+)=(\S*))\s+(\S+)")
 

@@ -2,12 +2,12 @@
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers import TESTS
 from trainlab.api.callbacks import Callback
 from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.runfolder.index import RunDir
@@ -17,7 +17,7 @@ SAMPLE = resource_path("samples", "text")
 # One torch thread: on the shared two-core test machine a two-thread OpenMP
 # team stalls whenever another process holds a core (several times slower).
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
-FIXTURES = Path(__file__).parent / "fixtures" / "text"
+FIXTURES = TESTS / "fixtures" / "text"
 LABELS = {"food", "sports", "technology", "weather"}
 
 

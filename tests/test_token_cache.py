@@ -17,7 +17,7 @@ import pytest
 
 from trainlab.system import cache
 from trainlab.engine.prepare import prepare_task
-from test_prepare_reuse import small_text_copy
+from helpers import sample_head
 
 TASK = "text-classification"
 PARAMS = {"epochs": "1", "device": "cpu", "batch_size": "16"}
@@ -48,7 +48,7 @@ def ids_of(prepared, split="train"):
 
 
 def test_a_second_preparation_reads_the_ids_from_the_cache(tmp_path, tokenizer_calls):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     first = prepare_task(TASK, str(data), PARAMS)
     assert tokenizer_calls, "the first preparation tokenises"
     assert first.summary.extra["token_cache"] == {"train": "built", "val": "built"}
@@ -66,7 +66,7 @@ def test_a_second_preparation_reads_the_ids_from_the_cache(tmp_path, tokenizer_c
 
 
 def test_another_max_length_or_a_changed_file_misses(tmp_path, tokenizer_calls):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     prepare_task(TASK, str(data), PARAMS)
     shorter = prepare_task(TASK, str(data), {**PARAMS, "max_length": "16"})
     assert shorter.summary.extra["token_cache"] == {"train": "built", "val": "built"}
@@ -86,7 +86,7 @@ def test_another_max_length_or_a_changed_file_misses(tmp_path, tokenizer_calls):
 
 @pytest.mark.parametrize("damage", ["truncate ids", "garble meta", "drop offsets"])
 def test_a_torn_entry_is_ignored_and_rebuilt(tmp_path, tokenizer_calls, damage):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     first = prepare_task(TASK, str(data), PARAMS)
     expected = ids_of(first)
     for entry in token_entries():
@@ -107,7 +107,7 @@ def test_a_torn_entry_is_ignored_and_rebuilt(tmp_path, tokenizer_calls, damage):
 
 def test_a_crash_mid_write_leaves_nothing_that_reads_as_an_entry(tmp_path, tokenizer_calls):
     """A temporary left by a killed writer is not an entry: the next run tokenises and `cache clear` removes it."""
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     folder = cache.cache_dir("tokens")
     torn = folder / ".deadbeef.12345.abcd"
     torn.mkdir()
@@ -120,7 +120,7 @@ def test_a_crash_mid_write_leaves_nothing_that_reads_as_an_entry(tmp_path, token
 
 
 def test_the_cap_evicts_the_least_recently_used_entries(tmp_path, tokenizer_calls):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     prepare_task(TASK, str(data), {**PARAMS, "max_length": "16"})
     old = {entry.path for entry in token_entries()}
     one_pair = sum(entry.bytes for entry in token_entries())
@@ -132,7 +132,7 @@ def test_the_cap_evicts_the_least_recently_used_entries(tmp_path, tokenizer_call
 
 
 def test_the_command_line_lists_and_clears_the_cache(tmp_path):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     prepare_task(TASK, str(data), PARAMS)
 
     def trainlab(*args):
@@ -154,7 +154,7 @@ def test_the_command_line_lists_and_clears_the_cache(tmp_path):
 
 def test_eval_of_a_finished_run_reads_the_ids_its_training_wrote(tmp_path):
     """eval loads the tokenizer the run saved in model/, not the preset's: the same tokenizer, so the same entries."""
-    data = small_text_copy(tmp_path, rows_per_split=24)
+    data = sample_head(tmp_path, rows=24)
     run = tmp_path / "run"
     base = [sys.executable, "-m", "trainlab"]
     trained = subprocess.run([*base, "train", TASK, "--data", str(data), "--epochs", "1", "--out", str(run), "--json"],

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from trainlab.system import cache
 from trainlab.engine.prepare import prepare_task
-from test_prepare_reuse import small_text_copy
+from helpers import sample_head
 
 
 def open_caches(qtbot, window):
@@ -21,7 +21,7 @@ def open_caches(qtbot, window):
 
 
 def test_the_caches_dialog_shows_clears_and_caps_the_token_cache(qtbot, window, tmp_path):
-    data = small_text_copy(tmp_path)
+    data = sample_head(tmp_path)
     prepare_task("text-classification", str(data), {"device": "cpu"})
     dialog = open_caches(qtbot, window)
     assert "tokens: 2 entries" in dialog.contents.text()
@@ -37,7 +37,7 @@ def test_the_caches_dialog_shows_clears_and_caps_the_token_cache(qtbot, window, 
 
 
 def test_a_limit_of_zero_empties_the_cache_at_once(qtbot, window, tmp_path):
-    prepare_task("text-classification", str(small_text_copy(tmp_path)), {"device": "cpu"})
+    prepare_task("text-classification", str(sample_head(tmp_path)), {"device": "cpu"})
     dialog = open_caches(qtbot, window)
     dialog.limit.setValue(0.0)
     dialog.limit.editingFinished.emit()

@@ -19,11 +19,9 @@ import textwrap
 
 from setuptools.command.editable_wheel import _finder_template
 
-from conftest import subprocess_env
-
+from helpers import ROOT, subprocess_env
 from trainlab.system.moved import MOVED, new_name
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 OLD_MAPPING = {"trainlab": ROOT / "core", "trainlab.desktop": ROOT / "desktop", "trainlab.plugins": ROOT / "plugins",
                "trainlab.resources": ROOT / "resources"}
 

@@ -28,9 +28,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from helpers import ROOT
 import trainlab
 
-ROOT = Path(__file__).resolve().parents[1]
 # Each top-level source folder holds one package, installed under its own name.
 PACKAGES = {"core": "trainlab", "desktop": "trainlab_desktop", "plugins": "trainlab_plugins", "resources": "trainlab_resources"}
 BARE_NAMES = {"core", "desktop", "plugins", "resources", "scripts", "tests", "trainlab_dev"}
