@@ -399,7 +399,7 @@ if __name__ == "__main__":
     # The measured windows and plots are left to deleteLater with no event loop
     # to run it; tearing them down at interpreter exit crashed now and then
     # (SIGSEGV after the figures were printed). The app's own exit is tested
-    # (tests/test_gui_window_startup.py); the bench leaves without a teardown.
+    # (tests/desktop/test_gui_window_startup.py); the bench leaves without a teardown.
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -138,7 +138,7 @@ def count_region(on: bool) -> None:
     ``callgrind_control`` is synchronous: it returns once the process has
     switched, so both sides of a ratio pay the same few calls per toggle. A
     pair of toggles counts some 4 million instructions of its own, varying by
-    about as much run to run (tests/test_bench_instructions.py): keep the
+    about as much run to run (tests/project/test_bench_instructions.py): keep the
     counted region hundreds of millions long.
     """
     if not os.environ.get(REGION_ENV):

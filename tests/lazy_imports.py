@@ -6,7 +6,7 @@ moving it up would cost a measured start-up: it would load a module on one of
 the start-up paths below that is not loaded there today, or it would make a
 module import a heavy package (torch, Qt, numpy, ...) at import time that it
 does not import today. ``tests/lazy_imports.txt`` lists every such import
-with its reason; ``tests/test_lazy_imports.py`` recomputes the reasons and
+with its reason; ``tests/project/test_lazy_imports.py`` recomputes the reasons and
 fails on an import that is not listed, or listed with a reason that no longer
 holds.
 
@@ -258,7 +258,7 @@ def table() -> tuple[list[str], list[LazyImport]]:
 HEADER = """\
 # Imports of TrainLab's own modules inside functions, each with the start-up
 # cost that keeps it there (tests/lazy_imports.py says how it is measured;
-# tests/test_lazy_imports.py checks this list). One line per importing module
+# tests/project/test_lazy_imports.py checks this list). One line per importing module
 # and imported module:  importer -> imported  # reason
 """
 

@@ -38,7 +38,7 @@ _moved.install()
 # The public API is imported on first use (PEP 562), module by module, so that
 # ``import trainlab`` stays cheap for the window's start-up and the CLI's --version.
 # Every module named here must itself import no torch, numpy or Qt
-# (tests/test_public_api.py checks it).  Plugins reach TrainLab only through
+# (tests/core/api/test_public_api.py checks it).  Plugins reach TrainLab only through
 # these names: an import-linter contract in pyproject.toml forbids them every
 # other trainlab module.
 _API = {

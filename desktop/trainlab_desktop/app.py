@@ -3,7 +3,7 @@
 ``run_app`` shows the window as early as it can (Qt, the window shell and the
 start view only), then finishes setting up from the event loop: plugins,
 pages, plots.  torch and pyqtgraph are not imported before the window is on
-screen (``tests/test_gui_window_startup.py`` checks it in a fresh process).
+screen (``tests/desktop/test_gui_window_startup.py`` checks it in a fresh process).
 
 Identity on the desktop: the X11 WM_CLASS is ``trainlab`` (the application
 name, and the instance name through argv[0]) and the desktop file name is the

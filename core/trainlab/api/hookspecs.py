@@ -11,7 +11,7 @@ A plugin is a module (or object) named by an entry point in the group
 Discovery hooks must be cheap: no torch, no model loading.  Each call into a
 plugin is isolated by the host: it calls one plugin's implementation at a
 time (so no hook here is ``firstresult``), and an exception marks that plugin
-``failed`` while the others go on.  ``tests/test_hookspecs.py`` checks that every hook here has
+``failed`` while the others go on.  ``tests/core/api/test_hookspecs.py`` checks that every hook here has
 the ``trainlab_`` prefix, a docstring and annotations.
 """
 

@@ -9,7 +9,7 @@ new name and says so with a ``DeprecationWarning``. The next release removes
 this module.
 
 This is also the one place where TrainLab imports its own modules by a name
-held in a string (``tests/test_lazy_imports.py`` refuses it anywhere
+held in a string (``tests/project/test_lazy_imports.py`` refuses it anywhere
 else): an old name is data, and the modules it leads to are imported under
 their new names, which the layer contracts check.
 """

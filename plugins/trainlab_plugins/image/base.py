@@ -484,7 +484,7 @@ class ImageTask:
         """``channels_last``: auto on CUDA only. On the CPU it measured faster (oneDNN's
         convolutions: docs/tasks/image-classification.md), but a stopped run resumed
         there no longer ended with the uninterrupted run's weights bit for bit
-        (tests/test_image_families.py, the plugin kit's resume check): ``true`` asks for it."""
+        (tests/plugins/image/test_image_families.py, the plugin kit's resume check): ``true`` asks for it."""
         value = str(self.params.get("channels_last", "auto")).lower()
         if value == "auto":
             return getattr(ctx.device, "type", str(ctx.device)) == "cuda"

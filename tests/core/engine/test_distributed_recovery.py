@@ -1,7 +1,7 @@
 """Two gloo ranks on this CPU: pause and resume, one rank out of memory, every rank's telemetry.
 
 The real command in subprocesses (``trainlab train --nproc-per-node 2``) with
-the DDP probe plugin, as in tests/test_distributed.py, whose uninterrupted
+the DDP probe plugin, as in tests/core/engine/test_distributed.py, whose uninterrupted
 two-rank run is the reference here too.  The out-of-memory error is torch's
 own, raised by the probe task on one rank only; the pause is the word
 ``pause`` written into the run folder's ``control`` file.

@@ -2,7 +2,7 @@
 
 The sampler reads a fake NVML (the hardware boundary, tests/fixtures/fake_nvml.py);
 the ranks' records are what ``RankTelemetry.record()`` sends at a gather.
-tests/test_distributed_recovery.py checks the same through two real gloo ranks.
+tests/core/engine/test_distributed_recovery.py checks the same through two real gloo ranks.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Only desktop/ imports Qt or pyqtgraph; the engine, plugins and CLI run headless.
 
-tests/test_import_contracts.py holds the layers with import-linter.  This
+tests/project/test_import_contracts.py holds the layers with import-linter.  This
 check adds what those contracts cannot say: the CLI's one permitted import of
 the window stays inside a function (the contract only names the import), and
 Qt bindings that nothing imports yet (shiboken6, PyQt) stay out too.

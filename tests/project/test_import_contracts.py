@@ -6,7 +6,7 @@ the editable install points at, so import-linter reads the checkout itself.
 The cases that break a contract on purpose run on a copy of the four source
 folders (the suite must not edit the checkout under other tests).
 
-By hand, the same report: ``lint-imports`` (or ``python tests/test_import_contracts.py``).
+By hand, the same report: ``lint-imports`` (or ``python tests/project/test_import_contracts.py``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ skips, and bfloat16 asked of the run's own GPU.
 
 One process on the CPU; the out-of-memory errors are torch's own, raised by
 the DDP probe task (tests/fixtures/ddp_probe) on batches above a size.
-tests/test_distributed_recovery.py checks training's recovery across ranks.
+tests/core/engine/test_distributed_recovery.py checks training's recovery across ranks.
 """
 
 from __future__ import annotations

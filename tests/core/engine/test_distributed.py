@@ -33,7 +33,7 @@ PARITY_REL_TOL = 1e-5
 KILLED_RANK_LIMIT_S = 60  # seen: a few seconds (gloo sees the closed connection); the collective timeout is 20 s here
 
 
-# tests/test_distributed_recovery.py imports the two fixtures below, which makes pytest
+# tests/core/engine/test_distributed_recovery.py imports the two fixtures below, which makes pytest
 # count them as that module's own too: made once a session all the same, here.
 _MADE: dict[str, object] = {}
 

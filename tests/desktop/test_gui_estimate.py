@@ -2,7 +2,7 @@
 
 The toy task of the fixtures (an MLP on a CSV) for the figure, its staleness,
 a failing estimate and the "does not fit" advice; a tiny BERT folder built
-from a config (as tests/test_lora.py does) for what a LoRA run writes.  The
+from a config (as tests/plugins/text/test_lora.py does) for what a LoRA run writes.  The
 machine has no GPU: "does not fit" fakes the RAM at the hardware boundary,
 ``trainlab.engine.memory.device_memory_bytes``.
 """

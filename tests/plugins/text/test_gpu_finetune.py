@@ -2,8 +2,8 @@
 
 They need a CUDA GPU and bitsandbytes (the ``qlora`` extra), and skip without
 them: on this project's CPU machines they always skip, and what runs there is
-the refusal (tests/test_lora.py: exit 2 naming what is missing). On a GPU
-machine run them with ``pytest -m gpu tests/test_gpu_finetune.py``;
+the refusal (tests/plugins/text/test_lora.py: exit 2 naming what is missing). On a GPU
+machine run them with ``pytest -m gpu tests/plugins/text/test_gpu_finetune.py``;
 bench/gpu_check.sh runs the same paths at a larger size (its qlora and
 adamw8bit checks).
 """

@@ -2,7 +2,7 @@
 
 Through the real window: a text-classification run started after the check
 does not tokenise its data again (the text task's ``encode_split`` calls are
-counted, as tests/test_prepare_reuse.py counts them), a training value
+counted, as tests/core/engine/test_prepare_reuse.py counts them), a training value
 changed after the check keeps the preparation, and a task value changed
 after it makes the run prepare again.
 """

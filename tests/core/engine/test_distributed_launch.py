@@ -1,5 +1,5 @@
 """The launch options, the torchrun command, srun's variables, the batch split and the
-consumer-card preflight, without starting a group (fast; tests/test_distributed.py starts them)."""
+consumer-card preflight, without starting a group (fast; tests/core/engine/test_distributed.py starts them)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The plugin kit (trainlab.testing): its pytest plugin loads light, and its checks catch the slips they name.
 
-The built-in plugins passing the kit is tests/test_plugin_kit_builtins.py.
+The built-in plugins passing the kit is tests/plugins/test_plugin_kit_builtins.py.
 """
 
 from __future__ import annotations
