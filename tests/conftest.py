@@ -27,6 +27,9 @@ from helpers import (
     FIXTURE_PLUGINS,
     ROOT,
     NetworkBlocked,
+    make_bert_folder,
+    make_decoder_folder,
+    run_trainlab,
     subprocess_env,
     write_toy_csv,
 )
@@ -147,22 +150,21 @@ def tmp_home(tmp_path_factory, monkeypatch, fixture_plugin_verdicts):
 
 @pytest.fixture
 def cli(tmp_home):
-    """Run ``python -m trainlab ARGS`` in a subprocess; returns CompletedProcess."""
-    import subprocess
+    """``cli(*ARGS, extra_path=None, env=None, input=None, timeout=240)``: ``python -m trainlab ARGS``
+    in a subprocess in this test's home (``helpers.run_trainlab``); returns the CompletedProcess."""
+    return run_trainlab
 
-    def run(*args, extra_path=None, input=None, timeout=240, env=None):
-        full_env = subprocess_env(extra_path)
-        full_env.update(env or {})
-        return subprocess.run(
-            [sys.executable, "-m", "trainlab", *map(str, args)],
-            capture_output=True,
-            text=True,
-            input=input,
-            timeout=timeout,
-            env=full_env,
-        )
 
-    return run
+@pytest.fixture
+def one_thread():
+    """One torch thread for the test: on the shared two-core test machine a
+    two-thread OpenMP team stalls whenever another process holds a core."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture
@@ -254,3 +256,22 @@ def encode_calls(monkeypatch):
 
     monkeypatch.setattr(text_task, "encode_split", counting)
     return calls
+
+
+# Tiny text models from configs, made once per test module that asks (random
+# weights; nothing is downloaded).
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory):
+    return make_bert_folder(tmp_path_factory.mktemp("models") / "mini-bert")
+
+
+@pytest.fixture(scope="module")
+def qwen_folder(tmp_path_factory):
+    return make_decoder_folder(tmp_path_factory.mktemp("models") / "mini-qwen2")
+
+
+@pytest.fixture(scope="module")
+def llama_folder(tmp_path_factory):
+    return make_decoder_folder(tmp_path_factory.mktemp("models") / "mini-llama", arch="llama")

@@ -23,6 +23,8 @@ BROKEN_PLUGINS = TESTS / "fixtures" / "broken_plugins"
 FAULTY_PLUGIN = BROKEN_PLUGINS / "faulty"  # raises in the method its fail_in parameter names
 CARELESS_PLUGINS = BROKEN_PLUGINS / "careless"  # unmarked or misspelt hooks, a factory that is not there
 AT_IMPORT_PLUGINS = BROKEN_PLUGINS / "at_import"  # hang, exit or crash when imported
+KIT_PLUGINS = TESTS / "fixtures" / "kit_plugins"  # one slip each for the plugin kit's checks
+PROBE_PLUGIN = TESTS / "fixtures" / "ddp_probe"  # writes what each rank saw; torch's own OOM on request
 
 
 # For a child process's environment (``env=ONE_THREAD``): on the shared
@@ -47,7 +49,52 @@ def subprocess_env(extra_path: list[Path] | None = None, **overrides) -> dict[st
     return env
 
 
-# -- toy data ---------------------------------------------------------------------------
+# -- the command line ------------------------------------------------------------------
+
+
+def run_trainlab(*args, extra_path: list[Path] | None = None, env: dict[str, str] | None = None, timeout: float = 240, **kwargs):
+    """``python -m trainlab ARGS`` in a subprocess, its output as text (a CompletedProcess).
+
+    ``extra_path`` goes first on its PYTHONPATH (fixture plugins), ``env``
+    over this process's environment; the rest goes to ``subprocess.run``.
+    """
+    import subprocess
+    import sys
+
+    full_env = subprocess_env(extra_path)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "trainlab", *map(str, args)], capture_output=True, text=True, timeout=timeout, env=full_env, **kwargs
+    )
+
+
+def one_json_line(result) -> dict:
+    """The one JSON object a ``--json`` command prints: stdout must hold exactly one line besides blank ones."""
+    import json
+
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one JSON line on stdout, got: {result.stdout!r}\n{result.stderr}"
+    return json.loads(lines[0])
+
+
+def last_json_line(result) -> dict:
+    """The JSON object on the last line of stdout, for commands whose stdout may hold more before it."""
+    import json
+
+    assert result.stdout.strip(), result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def one_line_error(result, code: int = 2) -> str:
+    """The error of a command that failed with ``code`` as the one JSON line it should: no traceback, one line."""
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    error = one_json_line(result)["error"]
+    assert "\n" not in error
+    return error
+
+
+# -- toy data and runs -------------------------------------------------------------------
 
 
 def write_toy_csv(path: Path, rows: int = 240, classes: int = 3, features: int = 4, seed: int = 0) -> Path:
@@ -132,6 +179,18 @@ def sample_head(tmp_path: Path, rows: int = 48, sample: str = "text") -> Path:
         lines = (source / f"{split}.csv").read_text(encoding="utf-8").splitlines(keepends=True)
         (out / f"{split}.csv").write_text("".join(lines[: rows + 1]), encoding="utf-8")
     return out
+
+
+def stop_after_first_epoch():
+    """A callback that asks the run to stop at the end of its first epoch (a run to resume)."""
+    from trainlab.api.callbacks import Callback
+
+    class StopAfterFirstEpoch(Callback):
+        def on_epoch_end(self, state):
+            if state.epoch == 1:
+                state.control.request_stop("test")
+
+    return StopAfterFirstEpoch()
 
 
 # -- tiny text models -------------------------------------------------------------------

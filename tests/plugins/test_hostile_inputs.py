@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import subprocess_env
 from fixtures.images.imagedata import cpu_ctx, make_task, shapes
+from helpers import one_json_line, run_trainlab, subprocess_env
 from trainlab import DataError, StopRequested, UsageError
 from trainlab.models import catalog as modelstore
 from trainlab.system import paths
@@ -42,19 +42,6 @@ def hostile_pickle(path: Path, marker: Path, legacy: bool = False, tensors=None)
     payload["extra"] = RunsACommand(f"echo pwned > {marker}")
     torch.save(payload, path, _use_new_zipfile_serialization=not legacy)
     return path
-
-
-def run_cli(*args, timeout=240):
-    return subprocess.run(
-        [sys.executable, "-m", "trainlab", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, env=subprocess_env(),
-    )  # fmt: skip
-
-
-def json_of(result) -> dict:
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, (result.stdout, result.stderr)
-    return json.loads(lines[0])
 
 
 def assert_refused_pickle(message: str, file: Path) -> None:
@@ -85,9 +72,9 @@ def test_image_training_with_hostile_weights_is_exit_2_and_leaves_no_run_folder(
     evil = hostile_pickle(tmp_path / "evil.pth", marker, tensors=build_architecture("small-cnn", 3).state_dict())
     data = shapes(tmp_path / "data", classes=3, per_class=6)
     out = tmp_path / "run"
-    result = run_cli("train", "image-classification", "--data", data, "--set", f"weights={evil}", "--out", out, "--json")
+    result = run_trainlab("train", "image-classification", "--data", data, "--set", f"weights={evil}", "--out", out, "--json")
     assert result.returncode == 2, result.stderr
-    assert_refused_pickle(json_of(result)["error"], evil)
+    assert_refused_pickle(one_json_line(result)["error"], evil)
     assert "Traceback" not in result.stderr and "pwned" not in result.stdout + result.stderr
     assert not marker.exists() and not out.exists()
     assert not paths.runs_dir().exists() or not any(paths.runs_dir().iterdir())
@@ -120,9 +107,9 @@ def hostile_text_model(tmp_path):
 
 def test_models_import_refuses_a_folder_with_hostile_pickled_weights(hostile_text_model):
     folder, marker = hostile_text_model
-    result = run_cli("models", "import", folder, "--json")
+    result = run_trainlab("models", "import", folder, "--json")
     assert result.returncode == 2, result.stderr
-    message = json_of(result)["error"]
+    message = one_json_line(result)["error"]
     assert_refused_pickle(message, folder / "pytorch_model.bin")
     assert "AutoModel.from_pretrained" in message  # the conversion for a model folder
     assert not marker.exists()
@@ -133,9 +120,9 @@ def test_text_training_with_hostile_pickled_weights_is_exit_2_before_the_run_fol
     folder, marker = hostile_text_model
     out = tmp_path / "run"
     sample = resource_path("samples", "text")
-    result = run_cli("train", "text-classification", "--data", sample, "--model", folder, "--out", out, "--json")
+    result = run_trainlab("train", "text-classification", "--data", sample, "--model", folder, "--out", out, "--json")
     assert result.returncode == 2, result.stderr
-    assert_refused_pickle(json_of(result)["error"], folder / "pytorch_model.bin")
+    assert_refused_pickle(one_json_line(result)["error"], folder / "pytorch_model.bin")
     assert not marker.exists() and not out.exists() and "Traceback" not in result.stderr
 
 
@@ -236,13 +223,13 @@ def test_an_image_run_is_readable_by_colleagues_and_a_damaged_model_is_refused(t
     assert {"model.safetensors", "model.pt2", "last.safetensors", "best.safetensors"} <= {p.name for p in files}
     assert {p.name: oct(p.stat().st_mode & 0o777) for p in files} == {p.name: "0o644" for p in files}
     image = next(data.rglob("*.png"), None) or next(data.rglob("*.jpg"))
-    assert run_cli("predict", run, image, "--json").returncode == 0
+    assert run_trainlab("predict", run, image, "--json").returncode == 0
     weights = run / "model" / "model.safetensors"
     raw = bytearray(weights.read_bytes())
     raw[-12] ^= 0x40
     weights.write_bytes(bytes(raw))
-    predicted = run_cli("predict", run, image, "--json")
-    assert predicted.returncode == 2 and f"{weights} is damaged" in json_of(predicted)["error"]
+    predicted = run_trainlab("predict", run, image, "--json")
+    assert predicted.returncode == 2 and f"{weights} is damaged" in one_json_line(predicted)["error"]
 
 
 def _umask() -> int:

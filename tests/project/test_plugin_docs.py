@@ -15,7 +15,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from helpers import ROOT
+from helpers import ROOT, one_json_line
 
 DOC = ROOT / "docs" / "plugins.md"
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
@@ -65,23 +65,17 @@ def houses(path: Path, rows: int = 400) -> Path:
     return path
 
 
-def js(result):
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stdout + result.stderr
-    return json.loads(lines[0])
-
-
 def test_the_docs_regression_plugin_trains_evaluates_and_predicts(cli, tmp_path):
     plugin, task_id = doc_plugin(tmp_path / "plugin")
     data = houses(tmp_path / "houses.csv")
-    listed = {p["name"]: p for p in js(cli("plugins", "--json", extra_path=[plugin]))["plugins"]}
+    listed = {p["name"]: p for p in one_json_line(cli("plugins", "--json", extra_path=[plugin]))["plugins"]}
     assert listed["tabreg"]["status"] == "ok" and listed["tabreg"]["tasks"] == [task_id], listed.get("tabreg")
     assert not listed["tabreg"]["warnings"]
 
     run = tmp_path / "run"
     trained = cli("train", task_id, "--data", data, "--out", run, "--json", extra_path=[plugin])
     assert trained.returncode == 0, trained.stderr
-    result = js(trained)
+    result = one_json_line(trained)
     assert result["status"] == "completed" and result["epochs"] == 30
     assert set(result["metrics"]) == {"r2", "mae", "rmse", "loss"} and result["metrics"]["r2"] > 0.9
     state = json.loads((run / "model" / "task_state.json").read_text())
@@ -89,14 +83,14 @@ def test_the_docs_regression_plugin_trains_evaluates_and_predicts(cli, tmp_path)
 
     evaluated = cli("eval", run, "--json", extra_path=[plugin])
     assert evaluated.returncode == 0, evaluated.stderr
-    report = js(evaluated)
+    report = one_json_line(evaluated)
     assert abs(report["metrics"]["r2"] - result["metrics"]["r2"]) < 1e-6  # the same split, the same fitted state
     assert report["worst_examples"][0]["example"].startswith("line ")
 
     table = tmp_path / "pred.csv"
     predicted = cli("predict", run, "3,10,2", "1,2", "--out", table, "--json", extra_path=[plugin])
     assert predicted.returncode == 2  # the row of the wrong width is named; the other is predicted
-    good, bad = js(predicted)["predictions"]
+    good, bad = one_json_line(predicted)["predictions"]
     assert good["prediction"]["kind"] == "number" and 150_000 < good["prediction"]["value"] < 350_000
     assert bad["prediction"] is None and "expected 3 numbers (rooms, age, distance)" in bad["error"]
     rows = list(csv.reader(table.open(encoding="utf-8")))

@@ -7,13 +7,7 @@ import signal
 import subprocess
 import sys
 
-from helpers import FIXTURE_PLUGINS, subprocess_env
-
-
-def js(result):
-    lines = [l for l in result.stdout.splitlines() if l.strip()]
-    assert len(lines) == 1, f"expected one JSON line on stdout, got: {result.stdout!r}"
-    return json.loads(lines[0])
+from helpers import FIXTURE_PLUGINS, one_json_line, subprocess_env
 
 
 def test_version(cli):
@@ -33,20 +27,20 @@ def test_train_eval_predict_runs_end_to_end(cli, toy_csv, tmp_path):
     out = tmp_path / "run"
     result = cli("train", "toy-classification", "--data", toy_csv, "--epochs", "2", "--out", out, "--json", extra_path=[FIXTURE_PLUGINS])
     assert result.returncode == 0, result.stderr
-    data = js(result)
+    data = one_json_line(result)
     for key in ("run_dir", "status", "task", "epochs", "steps", "metrics", "samples_per_second"):
         assert key in data
     assert data["status"] == "completed" and data["epochs"] == 2 and data["steps"] == 24
     assert set(data["metrics"]) >= {"accuracy", "macro_f1", "loss"}
     assert "val loss" in result.stderr  # human progress goes to stderr
 
-    runs = js(cli("runs", "--json"))
+    runs = one_json_line(cli("runs", "--json"))
     assert [r["run_dir"] for r in runs["runs"]] == [str(out)]
     assert runs["runs"][0]["status"] == "completed"
 
     ev = cli("eval", out, "--json", extra_path=[FIXTURE_PLUGINS])
     assert ev.returncode == 0, ev.stderr
-    report = js(ev)
+    report = one_json_line(ev)
     assert report["accuracy"] == data["metrics"]["accuracy"]
     written = report["written"]
     assert os.path.dirname(written) == str(out) and written != str(out / "eval.json")
@@ -54,7 +48,7 @@ def test_train_eval_predict_runs_end_to_end(cli, toy_csv, tmp_path):
     csv_out = tmp_path / "pred.csv"
     pred = cli("predict", out, "0.1,0.2,0.3,0.4", "1,1,1,1", "--top-k", "2", "--out", csv_out, "--json", extra_path=[FIXTURE_PLUGINS])
     assert pred.returncode == 0, pred.stderr
-    preds = js(pred)["predictions"]
+    preds = one_json_line(pred)["predictions"]
     assert len(preds) == 2 and len(preds[0]["predictions"]) == 2
     rows = list(csv.reader(csv_out.open(encoding="utf-8")))
     assert rows[0] == ["input", "label_1", "probability_1", "label_2", "probability_2", "error"] and len(rows) == 3
@@ -75,21 +69,21 @@ def test_bad_usage_is_exit_2_with_a_reason(cli, toy_csv, tmp_path):
     for args, reason in cases:
         result = cli(*args, "--json", extra_path=[FIXTURE_PLUGINS])
         assert result.returncode == 2, (args, result.stderr)
-        assert reason in js(result)["error"], (args, result.stdout)
+        assert reason in one_json_line(result)["error"], (args, result.stdout)
         assert reason in result.stderr
 
 
 def test_a_failed_run_is_exit_1(cli, toy_csv, tmp_path):
     result = cli("train", "toy-classification", "--data", toy_csv, "--set", "fail_at_step=2", "--json", extra_path=[FIXTURE_PLUGINS])
     assert result.returncode == 1
-    data = js(result)
+    data = one_json_line(result)
     assert data["status"] == "failed" and "toy failure" in data["error"]
 
 
 def test_isolated_training_in_a_child_process(cli, toy_csv, tmp_path):
     result = cli("train", "toy-classification", "--data", toy_csv, "--isolated", "--json", extra_path=[FIXTURE_PLUGINS])
     assert result.returncode == 0, result.stderr
-    data = js(result)
+    data = one_json_line(result)
     assert data["status"] == "completed" and data["steps"] == 24
     assert os.path.isfile(os.path.join(data["run_dir"], "model", "model.safetensors"))
 
@@ -114,7 +108,7 @@ def test_sigterm_cancels_keeps_the_checkpoint_and_exits_130(toy_csv, tmp_path):
 
 
 def test_tasks_json_shows_defaults_and_presets(cli):
-    data = js(cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS]))
+    data = one_json_line(cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS]))
     toy = next(t for t in data["tasks"] if t["id"] == "toy-classification")
     params = {p["name"]: p for p in toy["parameters"]}
     assert toy["defaults"]["lr"] == 0.01  # task default over the engine's
@@ -135,7 +129,7 @@ def test_json_mode_keeps_stray_prints_off_stdout(cli, toy_csv, tmp_path, monkeyp
     (info / "entry_points.txt").write_text("[trainlab.plugins]\nnoisy = noisy_plugin\n")
     result = cli("plugins", "--json", extra_path=[tmp_path])
     assert result.returncode == 0
-    assert any(p["name"] == "noisy" for p in js(result)["plugins"])
+    assert any(p["name"] == "noisy" for p in one_json_line(result)["plugins"])
     assert "hello from a noisy plugin" in result.stderr
 
 
@@ -173,7 +167,7 @@ def test_bad_input_found_once_the_run_began_is_exit_2_in_process_and_isolated(cl
         out = tmp_path / f"run{len(outcomes)}"
         result = cli("train", "late-bad", "--data", toy_csv, "--out", out, *mode, "--json", extra_path=[tmp_path, FIXTURE_PLUGINS])
         assert result.returncode == 2, (mode, result.stderr)
-        data = js(result)
+        data = one_json_line(result)
         assert data["status"] == "failed" and data["usage_error"] is True and "w.safetensors is missing" in data["error"]
         assert json.loads((out / "run.json").read_text())["status"] == "failed"
         outcomes.append({k: v for k, v in data.items() if k not in ("run_dir", "traceback")})
@@ -191,7 +185,7 @@ def test_runs_shows_the_time_trained_not_the_time_between_sessions(cli, toy_csv,
     timings = json.loads((out / "run.json").read_text())["timings"]
     # the second session's start-up (a new process, its imports) lies between the two trainings
     assert timings["train_seconds"] < timings["duration"]
-    (row,) = js(cli("runs", "--json"))["runs"]
+    (row,) = one_json_line(cli("runs", "--json"))["runs"]
     assert row["duration"] == timings["train_seconds"] and row["wall_seconds"] == timings["duration"]
     (line,) = [l for l in cli("runs").stdout.splitlines() if str(out) in l]
     assert f" {format_duration(timings['train_seconds'])}  " in line

@@ -15,13 +15,7 @@ import shutil
 
 import pytest
 
-from helpers import FIXTURE_PLUGINS, write_toy_multilabel_csv, write_toy_regression_csv
-
-
-def js(result):
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, f"expected one JSON line on stdout, got: {result.stdout!r} / {result.stderr}"
-    return json.loads(lines[0])
+from helpers import FIXTURE_PLUGINS, one_json_line, write_toy_multilabel_csv, write_toy_regression_csv
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +42,7 @@ def test_training_a_regression_says_its_own_metrics_every_epoch_and_at_the_end(c
     data = write_toy_regression_csv(tmp_path / "reg.csv")
     result = cli("train", "toy-regression", "--data", data, "--epochs", "3", "--out", tmp_path / "run", "--json", extra_path=[FIXTURE_PLUGINS])
     assert result.returncode == 0, result.stderr
-    answer = js(result)
+    answer = one_json_line(result)
     assert set(answer["metrics"]) == {"r2", "mae", "rmse", "loss"}  # the task's metrics and the loss, nothing of classification
     epochs = [line for line in result.stderr.splitlines() if re.match(r"epoch \d+: val loss", line)]
     assert len(epochs) == 3
@@ -94,7 +88,7 @@ def test_the_done_line_gives_the_test_splits_score_too(cli, tmp_path):
     data = write_toy_regression_csv(tmp_path / "reg.csv")
     result = cli("train", "reg-with-test", "--data", data, "--epochs", "2", "--json", extra_path=[tmp_path, FIXTURE_PLUGINS])
     assert result.returncode == 0, result.stderr
-    metrics = js(result)["metrics"]
+    metrics = one_json_line(result)["metrics"]
     assert set(metrics["test"]) == {"r2", "mae", "rmse", "loss"}
     done = next(line for line in result.stderr.splitlines() if line.startswith("done:"))
     val = f"r2 {metrics['r2']:.3f}, mae {metrics['mae']:.4g}, rmse {metrics['rmse']:.4g}"
@@ -106,7 +100,7 @@ def test_regression_predictions_are_numbers_in_json_and_csv(cli, runs, tmp_path)
     table = tmp_path / "pred.csv"
     result = cli("predict", runs["reg"], "0.1,0.2,0.3", "1,-1,0.5", "--out", table, "--json", extra_path=[FIXTURE_PLUGINS])
     assert result.returncode == 0, result.stderr
-    answer = js(result)
+    answer = one_json_line(result)
     first, second = answer["predictions"]
     assert first["input"] == "0.1,0.2,0.3" and first["prediction"]["kind"] == "number"
     assert isinstance(first["prediction"]["value"], float) and "label" not in first["prediction"]
@@ -124,7 +118,7 @@ def test_multilabel_predictions_are_a_set_with_a_score_per_label(cli, runs, tmp_
     # "--": an input that starts with a minus is not an option
     result = cli("predict", runs["ml"], "--out", table, "--json", "--", "2,2,-2", "-2,-2,-2", extra_path=[FIXTURE_PLUGINS])
     assert result.returncode == 0, result.stderr
-    both, none = js(result)["predictions"]
+    both, none = one_json_line(result)["predictions"]
     assert both["prediction"]["kind"] == "label_set" and both["prediction"]["labels"] == ["a", "b"]
     assert none["prediction"]["labels"] == []  # a row may have no label
     assert {s["label"] for s in both["prediction"]["scores"]} == {"a", "b", "c"}
@@ -144,7 +138,7 @@ def test_eval_prints_the_familys_metrics_and_details_and_names_its_data(cli, run
     other = shutil.copy(runs["ml_data"], tmp_path / "other.csv")
     ml = cli("eval", runs["ml"], "--data", other, "--json", extra_path=[FIXTURE_PLUGINS])
     assert ml.returncode == 0, ml.stderr
-    report = js(ml)
+    report = one_json_line(ml)
     assert report["whole_data"] is True and report["samples"] == 320
     assert f"evaluated all of {other}, 320 examples" in ml.stderr
     assert re.search(r"micro_f1 \d\.\d{3}  macro_f1 \d\.\d{3}", ml.stderr)
@@ -155,7 +149,7 @@ def test_eval_prints_the_familys_metrics_and_details_and_names_its_data(cli, run
 def test_runs_shows_the_best_metric_by_its_name_and_display(cli, tmp_path):
     data = write_toy_regression_csv(tmp_path / "reg.csv")
     assert cli("train", "toy-regression", "--data", data, "--epochs", "2", "--out", tmp_path / "run", extra_path=[FIXTURE_PLUGINS]).returncode == 0
-    listing = js(cli("runs", "--json", extra_path=[FIXTURE_PLUGINS]))["runs"]
+    listing = one_json_line(cli("runs", "--json", extra_path=[FIXTURE_PLUGINS]))["runs"]
     row = listing[0]
     assert row["monitor"] == "r2" and row["best"] == f"r2 {row['best_metric']:.3f}"
     text = cli("runs", extra_path=[FIXTURE_PLUGINS]).stdout
@@ -169,7 +163,7 @@ def test_tasks_lists_family_metrics_monitor_input_and_model_formats(cli):
     text = cli("tasks", extra_path=[FIXTURE_PLUGINS]).stdout
     assert "  family regression; metrics r2 (monitor), mae (lower is better), rmse (lower is better); input row;" in text
     assert "  family multilabel; metrics micro_f1 (monitor), macro_f1; input row;" in text
-    tasks = {t["id"]: t for t in js(cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS]))["tasks"]}
+    tasks = {t["id"]: t for t in one_json_line(cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS]))["tasks"]}
     assert tasks["toy-regression"]["family"] == "regression" and tasks["toy-regression"]["monitor"] == "r2"
     assert [m["name"] for m in tasks["toy-multilabel"]["metrics"]] == ["micro_f1", "macro_f1"]
     image, text_task = tasks["image-classification"], tasks["text-classification"]
@@ -196,7 +190,7 @@ def test_a_missing_image_is_reported_before_the_model_loads(cli, tmp_path):
     run = _fake_run(tmp_path, "image-classification")
     result = cli("predict", run, tmp_path / "nope.png", "--json")
     assert result.returncode == 2
-    error = js(result)["error"]
+    error = one_json_line(result)["error"]
     assert error.startswith(f"input {tmp_path / 'nope.png'}: no such file or folder") and "image-classification takes an image" in error
 
 
@@ -225,9 +219,9 @@ def test_a_file_given_to_a_task_that_takes_rows_gets_a_warning_naming_it(cli, ru
 
 def test_predict_on_a_folder_that_does_not_exist_says_so(cli, tmp_path):
     result = cli("predict", tmp_path / "no" / "such", "1,2", "--json")
-    assert result.returncode == 2 and js(result)["error"] == f"{tmp_path / 'no' / 'such'}: no such folder"
+    assert result.returncode == 2 and one_json_line(result)["error"] == f"{tmp_path / 'no' / 'such'}: no such folder"
     result = cli("eval", tmp_path / "no" / "such", "--json")
-    assert result.returncode == 2 and js(result)["error"] == f"{tmp_path / 'no' / 'such'}: no such folder"
+    assert result.returncode == 2 and one_json_line(result)["error"] == f"{tmp_path / 'no' / 'such'}: no such folder"
 
 
 def test_inputs_are_checked_against_the_tasks_declared_input(tmp_path):

@@ -3,6 +3,7 @@ stale temporaries go, and a NaN loss fails the run before its export."""
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from helpers import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, one_json_line, run_trainlab, subprocess_env
 from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback, RunControl
 from trainlab.engine.child import ChildRun
@@ -50,17 +51,7 @@ def flip_a_data_byte(path):
     path.write_bytes(bytes(raw))
 
 
-def cli(*args, **kwargs):
-    return subprocess.run(
-        [sys.executable, "-m", "trainlab", *map(str, args)],
-        capture_output=True, text=True, timeout=240, env=subprocess_env([FIXTURE_PLUGINS]), **kwargs,
-    )  # fmt: skip
-
-
-def json_of(result) -> dict:
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, (result.stdout, result.stderr)
-    return json.loads(lines[0])
+cli = functools.partial(run_trainlab, extra_path=[FIXTURE_PLUGINS])
 
 
 # -- resumable from any moment ---------------------------------------------------------
@@ -83,7 +74,7 @@ def test_a_kill_before_any_checkpoint_resumes_from_step_0_in_the_same_folder(toy
     rd = RunDir(out)
     assert not rd.last_checkpoint.exists() and rd.read()["status"] == "running"
 
-    listed = json_of(cli("runs", "--json"))["runs"]  # finds it stale: interrupted, with the command that resumes it
+    listed = one_json_line(cli("runs", "--json"))["runs"]  # finds it stale: interrupted, with the command that resumes it
     row = next(r for r in listed if r["run_dir"] == str(rd.path))
     assert row["status"] == "failed"
     record = rd.read()
@@ -245,7 +236,7 @@ def test_both_checkpoints_damaged_is_exit_2_naming_the_file(toy_plugin, toy_csv,
     before = rd.run_json.read_bytes()
     result = cli("train", "--resume", rd.path, "--json")
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    error = json_of(result)["error"]
+    error = one_json_line(result)["error"]
     assert f"checkpoint {rd.last_checkpoint} is damaged" in error and "best checkpoint is unusable too" in error
     assert "\n" not in error and rd.run_json.read_bytes() == before
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, one_json_line, one_line_error, run_trainlab, subprocess_env
 from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.api.events import TrainStep
 from trainlab.runfolder.tail import read_events
@@ -39,26 +40,7 @@ def tmpfs(folder: Path, size: str, *, read_only: bool = False):
         subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
-def cli(*args, env=None, timeout=240):
-    full_env = subprocess_env([FIXTURE_PLUGINS])
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "trainlab", *map(str, args)], capture_output=True, text=True, timeout=timeout, env=full_env
-    )
-
-
-def json_of(result) -> dict:
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, (result.stdout, result.stderr)
-    return json.loads(lines[0])
-
-
-def assert_one_line_error(result, code=2) -> str:
-    assert result.returncode == code, result.stderr
-    assert "Traceback" not in result.stderr
-    error = json_of(result)["error"]
-    assert "\n" not in error
-    return error
+cli = functools.partial(run_trainlab, extra_path=[FIXTURE_PLUGINS])
 
 
 @pytest.fixture
@@ -73,14 +55,14 @@ def bad_csv(tmp_path):
 
 
 def test_out_on_proc_is_refused_before_the_data_scan(bad_csv):
-    error = assert_one_line_error(cli("train", "toy-classification", "--data", bad_csv, "--out", "/proc/x/run", "--json"))
+    error = one_line_error(cli("train", "toy-classification", "--data", bad_csv, "--out", "/proc/x/run", "--json"))
     assert error.startswith("--out /proc/x/run: cannot create (") and "proc file system" in error
 
 
 def test_out_through_a_file_is_refused_before_the_data_scan(bad_csv, tmp_path):
     a_file = tmp_path / "plain.txt"
     a_file.write_text("not a folder")
-    error = assert_one_line_error(cli("train", "toy-classification", "--data", bad_csv, "--out", a_file / "run", "--json"))
+    error = one_line_error(cli("train", "toy-classification", "--data", bad_csv, "--out", a_file / "run", "--json"))
     assert error == f"--out {a_file / 'run'}: cannot create ({a_file} is a file, not a folder)"
 
 
@@ -96,7 +78,7 @@ def test_out_in_a_read_only_folder_is_refused_and_nothing_is_made(bad_csv, tmp_p
         reason = f"no permission to write in {folder}"
     with context:
         out = folder / "deeper" / "run"
-        error = assert_one_line_error(cli("train", "toy-classification", "--data", bad_csv, "--out", out, "--json"))
+        error = one_line_error(cli("train", "toy-classification", "--data", bad_csv, "--out", out, "--json"))
         assert error == f"--out {out}: cannot create ({reason})"
         assert not (folder / "deeper").exists()
     folder.chmod(0o755)
@@ -105,7 +87,7 @@ def test_out_in_a_read_only_folder_is_refused_and_nothing_is_made(bad_csv, tmp_p
 def test_a_home_that_cannot_hold_runs_is_refused_before_the_data_scan(bad_csv, tmp_path):
     home = tmp_path / "home-file"
     home.write_text("a file where the home should be")
-    error = assert_one_line_error(cli("train", "toy-classification", "--data", bad_csv, "--json", env={"TRAINLAB_HOME": str(home)}))
+    error = one_line_error(cli("train", "toy-classification", "--data", bad_csv, "--json", env={"TRAINLAB_HOME": str(home)}))
     assert error.startswith(f"run folder {home / 'runs'}") and "cannot create" in error and "--out" in error
 
 
@@ -118,7 +100,7 @@ def test_not_enough_space_for_the_run_fails_it_before_the_first_epoch(toy_csv, t
         out = disk / "run"
         result = cli("train", "toy-classification", "--data", toy_csv, "--out", out, "--set", "hidden=4096", "--json")
         assert result.returncode == 1, result.stderr
-        data = json_of(result)
+        data = one_json_line(result)
         assert data["status"] == "failed" and data["steps"] == 0
         assert data["error"].startswith(f"not enough free disk space in {out} for this run's checkpoints and model: needs about")
         assert "MB free" in data["error"] and "\n" not in data["error"]
@@ -135,7 +117,7 @@ def test_a_disk_that_fills_during_the_run_fails_it_with_the_folder_and_the_free_
                      "--set", f"fill_disk_leave={leave}", "--set", "log_interval=0", "--json")  # fmt: skip
         assert result.returncode == 1, result.stderr
         assert "Traceback" not in result.stderr
-        data = json_of(result)  # --json still prints its object
+        data = one_json_line(result)  # --json still prints its object
         assert data["status"] == "failed" and data["run_dir"] == str(out)
         error = data["error"]
         assert "\n" not in error and " free" in error and str(out) in error
@@ -250,7 +232,7 @@ def test_runs_on_a_home_that_cannot_hold_the_index_is_one_line(tmp_path, kind):
                 with contextlib.suppress(OSError):
                     while True:
                         handle.write(b"\0" * 65536)
-        error = assert_one_line_error(cli("runs", "--json", env={"TRAINLAB_HOME": str(home)}))
+        error = one_line_error(cli("runs", "--json", env={"TRAINLAB_HOME": str(home)}))
         assert error.startswith(f"run index {home / 'index.sqlite3'} cannot be used: ")
         assert ("disk is full" in error) if kind == "full" else ("read-only file system" in error)
 
@@ -266,5 +248,5 @@ def test_eval_of_a_run_on_a_read_only_disk_is_one_line_naming_the_file(toy_csv, 
         shutil.copytree(tmp_path / "run", disk / "run")
         subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
         result = cli("eval", disk / "run", "--json")
-        error = assert_one_line_error(result, code=1)
+        error = one_line_error(result, code=1)
         assert error.startswith(f"{disk / 'run'}/eval-") and error.endswith(".json: Read-only file system")

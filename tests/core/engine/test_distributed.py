@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FIXTURE_PLUGINS, TESTS, subprocess_env, write_toy_csv
+from helpers import FIXTURE_PLUGINS, PROBE_PLUGIN, subprocess_env, write_toy_csv
 from trainlab.engine.torchrun import free_port
 
-PROBE_PLUGIN = TESTS / "fixtures" / "ddp_probe"
 ROWS, VAL_FRACTION, BATCH = 240, 0.25, 8  # 180 training rows: 12 global batches of 16 (8 per rank) an epoch
 TRAIN_ROWS = ROWS - int(ROWS * VAL_FRACTION)
 STEPS_PER_EPOCH = -(-TRAIN_ROWS // (2 * BATCH))

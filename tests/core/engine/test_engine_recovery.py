@@ -13,15 +13,13 @@ import contextlib
 import pytest
 import torch
 
-from helpers import FIXTURE_PLUGINS, TESTS
+from helpers import FIXTURE_PLUGINS, PROBE_PLUGIN
 from trainlab.api.errors import UsageError
 from trainlab.api.callbacks import Callback
 from trainlab.engine.device import resolve_precision
 from trainlab.engine.loop import scaled_step
 from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.api.events import EvalResult, Log
-
-PROBE_PLUGIN = TESTS / "fixtures" / "ddp_probe"
 
 
 class Events(Callback):

@@ -7,27 +7,11 @@ import json
 import pytest
 import torch
 
-from helpers import ONE_THREAD, built_task, lora_params, make_bert_folder, make_decoder_folder, sample_head
+from helpers import ONE_THREAD, built_task, lora_params, sample_head
 from trainlab.engine.plan import RunRequest, plan_run
 from trainlab.engine.memory import estimate_memory, fit_activations, meta_model, probe_batch, saved_activation_bytes, static_bytes
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory):
-    return make_bert_folder(tmp_path_factory.mktemp("models") / "mini-bert")
-
-
-@pytest.fixture(scope="module")
-def qwen_folder(tmp_path_factory):
-    return make_decoder_folder(tmp_path_factory.mktemp("models") / "mini-qwen2")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def real_bytes(task, model, ctx):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, one_json_line
 from trainlab.models import catalog as modelstore
 from trainlab.models.formats import model_format
 
@@ -41,12 +41,6 @@ def trainlab_tasks():
     return [TaskSpec(id="audio-tagging", title="Audio tagging", factory="audio_plugin:Nothing", family="multilabel",
                      input=InputSpec("file", (".wav",), "a recording"), model_formats=("acme-audio",))]
 '''
-
-
-def js(result):
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stdout + result.stderr
-    return json.loads(lines[0])
 
 
 def transformers_folder(path: Path) -> Path:
@@ -103,11 +97,11 @@ def test_models_lists_the_tasks_that_take_each_model(cli, tmp_path):
     env = {"HF_HUB_CACHE": str(cache), "TORCH_HOME": str(tmp_path / "torch")}
     imported = cli("models", "import", described_folder(tmp_path / "tagger", "acme-audio"), "--json", extra_path=[tmp_path], env=env)
     assert imported.returncode == 0, imported.stderr
-    assert js(imported)["imported"]["format"] == "acme-audio"
+    assert one_json_line(imported)["imported"]["format"] == "acme-audio"
 
     listing = cli("models", "--json", extra_path=[tmp_path], env=env)
     assert listing.returncode == 0, listing.stderr
-    models = {m["name"]: m for m in js(listing)["available"]}
+    models = {m["name"]: m for m in one_json_line(listing)["available"]}
     assert models["org/tiny"]["format"] == "transformers" and models["org/tiny"]["path"] == str(snapshot)
     assert "text-classification" in models["org/tiny"]["tasks"] and "image-classification" not in models["org/tiny"]["tasks"]
     resnet = models["resnet18-f37072fd.pth"]

@@ -16,7 +16,7 @@ import shutil
 
 import pytest
 
-from helpers import FIXTURE_PLUGINS, write_toy_csv
+from helpers import FIXTURE_PLUGINS, one_json_line, write_toy_csv
 
 API1_PLUGIN = '''
 import trainlab
@@ -38,12 +38,6 @@ def trainlab_tasks():
         Param("step_delay", "float", 0.0, "Off."),
     ), defaults={"lr": 0.01, "batch_size": 16})]
 '''
-
-
-def js(result):
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stdout + result.stderr
-    return json.loads(lines[0])
 
 
 def install_api1_plugin(folder):
@@ -114,11 +108,11 @@ def old_run(trained_old_way, tmp_path):
 
 def test_an_api1_plugin_loads_through_the_adapter_with_a_warning(cli, tmp_path):
     plugins = install_api1_plugin(tmp_path)
-    listed = {p["name"]: p for p in js(cli("plugins", "--json", extra_path=[plugins, FIXTURE_PLUGINS]))["plugins"]}
+    listed = {p["name"]: p for p in one_json_line(cli("plugins", "--json", extra_path=[plugins, FIXTURE_PLUGINS]))["plugins"]}
     old = listed["old"]
     assert old["status"] == "ok" and old["tasks"] == ["old-toy"]
     assert any("plugin API 1 adapter" in w and "single-label classification" in w for w in old["warnings"])
-    task = next(t for t in js(cli("tasks", "--json", extra_path=[plugins, FIXTURE_PLUGINS]))["tasks"] if t["id"] == "old-toy")
+    task = next(t for t in one_json_line(cli("tasks", "--json", extra_path=[plugins, FIXTURE_PLUGINS]))["tasks"] if t["id"] == "old-toy")
     assert task["family"] == "classification" and task["monitor"] == "accuracy"
 
 
@@ -126,7 +120,7 @@ def test_an_old_run_still_evaluates(cli, old_run):
     run, plugins, trained = old_run
     result = cli("eval", run, "--json", extra_path=[plugins, FIXTURE_PLUGINS])
     assert result.returncode == 0, result.stderr
-    report = js(result)
+    report = one_json_line(result)
     assert report["accuracy"] == pytest.approx(trained["metrics"]["accuracy"])  # the API 1 key, where it always was
     assert report["metrics"]["accuracy"] == report["accuracy"] and len(report["per_class"]) == 3
     human = cli("eval", run, extra_path=[plugins, FIXTURE_PLUGINS]).stdout
@@ -138,7 +132,7 @@ def test_an_old_run_still_predicts_with_the_classification_outputs_of_before(cli
     table = tmp_path / "pred.csv"
     result = cli("predict", run, "0.1,0.2,0.3,0.4", "--top-k", "2", "--out", table, "--json", extra_path=[plugins, FIXTURE_PLUGINS])
     assert result.returncode == 0, result.stderr
-    (item,) = js(result)["predictions"]
+    (item,) = one_json_line(result)["predictions"]
     # the toy predictor returns plugin API 1 (label, probability) lists: read as LabelScores
     assert [set(p) for p in item["predictions"]] == [{"label", "probability"}] * 2
     assert item["prediction"]["kind"] == "label_scores" and item["prediction"]["label"] == item["predictions"][0]["label"]
@@ -149,7 +143,7 @@ def test_an_old_run_still_predicts_with_the_classification_outputs_of_before(cli
 
 def test_an_old_run_is_listed_and_its_files_read(cli, old_run):
     run, plugins, trained = old_run
-    (row,) = js(cli("runs", "--json", extra_path=[plugins, FIXTURE_PLUGINS]))["runs"]
+    (row,) = one_json_line(cli("runs", "--json", extra_path=[plugins, FIXTURE_PLUGINS]))["runs"]
     assert row["monitor"] == "accuracy" and row["best"] == f"accuracy {row['best_metric']:.1%}"
     from trainlab.api.events import EvalResult
     from trainlab.runfolder.index import RunDir
@@ -164,5 +158,5 @@ def test_an_old_run_is_listed_and_its_files_read(cli, old_run):
 
 def test_an_old_run_of_a_plugin_that_is_gone_still_lists(cli, old_run):
     run, _, _ = old_run
-    (row,) = js(cli("runs", "--json"))["runs"]  # the plugin is not on the path any more
+    (row,) = one_json_line(cli("runs", "--json"))["runs"]  # the plugin is not on the path any more
     assert row["run_dir"] == str(run) and row["best"].startswith("accuracy ") and row["best"].endswith("%")

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from helpers import FAULTY_PLUGIN, write_toy_csv
+from helpers import FAULTY_PLUGIN, one_json_line, write_toy_csv
 from trainlab.engine.plugin_calls import PluginCallError, failure_of
 from trainlab.api.events import Finished
 from trainlab.runfolder.tail import read_events
@@ -35,12 +35,6 @@ def train(rows, out, **params):
     from trainlab.engine.scripting import RunRequest, run_training
 
     return run_training(RunRequest(task=TASK, data=str(rows), params={k: str(v) for k, v in params.items()}, out=str(out)))
-
-
-def js(result):
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, f"expected one JSON object on stdout, got {result.stdout!r}\n{result.stderr}"
-    return json.loads(lines[0])
 
 
 def expected(method, raised_in=None):
@@ -115,7 +109,7 @@ def test_the_cli_says_whose_code_failed_in_one_line_and_json_still_prints(cli, r
     # prepare() raising KeyError before the run folder exists: exit 1, no traceback without -v
     result = cli("train", TASK, "--data", rows, "--set", "fail_in=prepare", "--set", "error=key", "--json", extra_path=[FAULTY_PLUGIN])
     assert result.returncode == 1, result.stderr
-    data = js(result)
+    data = one_json_line(result)
     reason = f"plugin 'faulty' (task {TASK}) failed in prepare: KeyError: 'missing_column'"
     assert data["error"] == reason and data["exit_code"] == 1
     assert data["plugin"] == "faulty" and data["method"] == "prepare" and data["task"] == TASK
@@ -128,14 +122,14 @@ def test_the_cli_says_whose_code_failed_in_one_line_and_json_still_prints(cli, r
     # the plugin's own verdict on the data: exit 2, its message, and whose check said it
     result = cli("train", TASK, "--data", rows, "--set", "fail_in=prepare", "--set", "error=data", "--json", extra_path=[FAULTY_PLUGIN])
     assert result.returncode == 2, result.stderr
-    data = js(result)
+    data = one_json_line(result)
     assert data["error"] == "faulty data check in prepare (plugin 'faulty', in prepare)"
     assert data["plugin"] == "faulty" and data["method"] == "prepare" and data["exit_code"] == 2
 
     # once the run folder exists: the run failed, run.json says whose code and where
     result = cli("train", TASK, "--data", rows, "--set", "fail_in=build_model", "--out", tmp_path / "run", "--json", extra_path=[FAULTY_PLUGIN])
     assert result.returncode == 1
-    data = js(result)
+    data = one_json_line(result)
     assert data["status"] == "failed" and data["exit_code"] == 1
     assert data["plugin"] == "faulty" and data["method"] == "build_model" and data["failure"] == expected("build_model")
     assert f"trainlab: the run failed: plugin 'faulty' (task {TASK}) failed in build_model: ValueError: faulty in build_model" in result.stderr
@@ -154,11 +148,11 @@ def test_the_traceback_of_a_plugin_failure_goes_to_the_log(cli, rows, tmp_home):
 def test_a_child_process_run_carries_the_failure_too(cli, rows, tmp_path):
     result = cli("train", TASK, "--data", rows, "--set", "fail_in=train_step", "--isolated", "--json", extra_path=[FAULTY_PLUGIN])
     assert result.returncode == 1
-    data = js(result)
+    data = one_json_line(result)
     assert data["failure"] == expected("train_step") and data["method"] == "train_step"
     before = cli("train", TASK, "--data", rows, "--set", "fail_in=prepare", "--isolated", "--json", extra_path=[FAULTY_PLUGIN])
     assert before.returncode == 1
-    data = js(before)
+    data = one_json_line(before)
     assert "plugin 'faulty'" in data["error"] and data["failure"] == expected("prepare") and data["plugin"] == "faulty"
 
 
@@ -173,7 +167,7 @@ def test_predict_and_eval_name_the_plugin_and_the_method(faulty, cli, rows, tmp_
     ):
         result = cli(*command, "--json", extra_path=[FAULTY_PLUGIN])
         assert result.returncode == 1, (fail_in, result.stderr)
-        data = js(result)
+        data = one_json_line(result)
         assert data["error"] == f"plugin 'faulty' (task {TASK}) failed in {fail_in}: ValueError: faulty in {fail_in}"
         assert data["plugin"] == "faulty" and data["method"] == fail_in
         assert "Traceback" not in result.stderr

@@ -12,19 +12,13 @@ import json
 import shutil
 import sys
 
-from helpers import AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FIXTURE_PLUGINS
+from helpers import AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FIXTURE_PLUGINS, one_json_line
 from trainlab.pluginhost import probe as pluginprobe
 from trainlab.pluginhost.host import PluginRegistry
 
 LIMIT = {"TRAINLAB_PLUGIN_IMPORT_TIMEOUT": "3"}
 PATHS = [AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FIXTURE_PLUGINS]
 AT_IMPORT = {"hang-at-import": "did not finish within 3 s", "exit-at-import": "exit code 3", "crash-at-import": "crashed (SIGSEGV)"}
-
-
-def js(result):
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, f"expected one JSON object on stdout, got {result.stdout!r}\n{result.stderr}"
-    return json.loads(lines[0])
 
 
 def statuses(plugins):
@@ -34,7 +28,7 @@ def statuses(plugins):
 def test_commands_work_and_report_plugins_broken_at_import(cli, tmp_path):
     first = cli("plugins", "--json", extra_path=PATHS, env=LIMIT, timeout=45)
     assert first.returncode == 0, first.stderr
-    found = statuses(js(first)["plugins"])
+    found = statuses(one_json_line(first)["plugins"])
     for name, words in AT_IMPORT.items():
         assert found[name]["status"] == "failed" and words in found[name]["message"], found[name]
         assert found[name]["probe"]["cached"] is False
@@ -47,18 +41,18 @@ def test_commands_work_and_report_plugins_broken_at_import(cli, tmp_path):
 
     # known now: no process is started for them again, and nothing is said again
     again = cli("plugins", "--json", extra_path=PATHS, env=LIMIT, timeout=30)
-    found = statuses(js(again)["plugins"])
+    found = statuses(one_json_line(again)["plugins"])
     assert all(found[name]["probe"]["cached"] and found[name]["status"] == "failed" for name in AT_IMPORT)
     assert found["toy"]["probe"] == {**found["toy"]["probe"], "result": "loaded", "cached": True}
     assert "trainlab: plugin hang-at-import could not be loaded" not in again.stderr
 
     tasks = cli("tasks", "--json", extra_path=PATHS, timeout=30)
     assert tasks.returncode == 0, tasks.stderr
-    assert {"toy-classification", "image-classification", "text-classification"} <= {t["id"] for t in js(tasks)["tasks"]}
+    assert {"toy-classification", "image-classification", "text-classification"} <= {t["id"] for t in one_json_line(tasks)["tasks"]}
 
     doctor = cli("doctor", "--json", extra_path=PATHS, timeout=60)
     assert doctor.returncode == 0, doctor.stderr
-    report = js(doctor)
+    report = one_json_line(doctor)
     assert {p["name"]: p["status"] for p in report["plugins"]}["exit-at-import"] == "failed"
     assert any("hang-at-import" in w for w in report["warnings"])
 
@@ -67,7 +61,7 @@ def test_commands_work_and_report_plugins_broken_at_import(cli, tmp_path):
     data = shapes(tmp_path / "shapes", classes=2, per_class=6, size=16)
     run = cli("train", "image-classification", "--data", data, "--epochs", "1", "--set", "image_size=16", "--json", extra_path=PATHS, timeout=180)
     assert run.returncode == 0, run.stderr
-    assert js(run)["status"] == "completed"
+    assert one_json_line(run)["status"] == "completed"
 
 
 def test_a_plugin_broken_at_import_is_never_imported_here(monkeypatch):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -11,31 +12,12 @@ import sys
 
 import pytest
 
-from helpers import FIXTURE_PLUGINS, subprocess_env, write_toy_csv
+from helpers import FIXTURE_PLUGINS, one_json_line, one_line_error, run_trainlab, write_toy_csv
 from trainlab.system import paths
 from trainlab.runfolder.index import IndexUnavailable, RunDir, RunStore
 
 
-def cli(*args, env=None):
-    full_env = subprocess_env([FIXTURE_PLUGINS])
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "trainlab", *map(str, args)], capture_output=True, text=True, timeout=240, env=full_env
-    )
-
-
-def json_of(result) -> dict:
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, (result.stdout, result.stderr)
-    return json.loads(lines[0])
-
-
-def one_line_error(result, code=2) -> str:
-    assert result.returncode == code, result.stderr
-    assert "Traceback" not in result.stderr
-    error = json_of(result)["error"]
-    assert "\n" not in error
-    return error
+cli = functools.partial(run_trainlab, extra_path=[FIXTURE_PLUGINS])
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +31,10 @@ def trained(tmp_path_factory):
     for n in range(3):
         result = cli("train", "toy-classification", "--data", data, "--epochs", "1", "--json", env=env)
         assert result.returncode == 0, result.stderr
-        dirs.append(json_of(result)["run_dir"])
+        dirs.append(one_json_line(result)["run_dir"])
     result = cli("train", "toy-classification", "--data", data, "--epochs", "1", "--out", base / "elsewhere" / "run", "--json", env=env)
     assert result.returncode == 0, result.stderr
-    dirs.append(json_of(result)["run_dir"])
+    dirs.append(one_json_line(result)["run_dir"])
     return home, data, dirs
 
 
@@ -75,7 +57,7 @@ def home(trained, tmp_path, monkeypatch):
 def listed(home) -> list[str]:
     result = cli("runs", "--json", env={"TRAINLAB_HOME": str(home)})
     assert result.returncode == 0, result.stderr
-    return sorted(r["run_dir"] for r in json_of(result)["runs"])
+    return sorted(r["run_dir"] for r in one_json_line(result)["runs"])
 
 
 def test_a_deleted_index_is_rebuilt_from_the_folders_and_the_out_runs_it_knew(home):
@@ -98,7 +80,7 @@ def test_a_garbage_index_is_set_aside_rebuilt_and_said(home):
     index.write_bytes(b"this is not an sqlite database at all" * 100)
     result = cli("runs", "--json", env={"TRAINLAB_HOME": str(home)})
     assert result.returncode == 0, result.stderr
-    assert sorted(r["run_dir"] for r in json_of(result)["runs"]) == sorted(dirs)
+    assert sorted(r["run_dir"] for r in one_json_line(result)["runs"]) == sorted(dirs)
     assert f"the run index {index} was damaged" in result.stderr and "rebuilt it from 4 run folder(s)" in result.stderr
     assert (home / "index.sqlite3.damaged").read_bytes().startswith(b"this is not")
     assert "Traceback" not in result.stderr

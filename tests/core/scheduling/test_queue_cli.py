@@ -8,15 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import FIXTURE_PLUGINS, subprocess_env
 from fixtures.waiting import wait_until
+from helpers import FIXTURE_PLUGINS, one_json_line, subprocess_env
 from trainlab.scheduling.scheduler import scheduler_holder
 from trainlab.scheduling.queue_store import QueueStore
-
-
-def js(result) -> dict:
-    assert result.stdout.strip(), result.stderr
-    return json.loads(result.stdout)
 
 
 def queue(cli, *args):
@@ -24,25 +19,25 @@ def queue(cli, *args):
 
 
 def listed(cli) -> list[tuple[int, str]]:
-    return [(e["id"], e["state"]) for e in js(queue(cli, "list"))["entries"]]
+    return [(e["id"], e["state"]) for e in one_json_line(queue(cli, "list"))["entries"]]
 
 
 def test_add_list_move_pause_continue_cancel(cli, toy_csv):
-    ids = [js(queue(cli, "add", "toy-classification", "--data", toy_csv, "--epochs", "1", "--no-start"))["entry"]["id"] for _ in range(2)]
-    cpu = js(queue(cli, "add", "toy-classification", "--data", toy_csv, "--device", "cpu", "--set", "hidden=8", "--no-start"))["entry"]
+    ids = [one_json_line(queue(cli, "add", "toy-classification", "--data", toy_csv, "--epochs", "1", "--no-start"))["entry"]["id"] for _ in range(2)]
+    cpu = one_json_line(queue(cli, "add", "toy-classification", "--data", toy_csv, "--device", "cpu", "--set", "hidden=8", "--no-start"))["entry"]
     first, second, third = ids + [cpu["id"]]
     assert cpu["gpus"] == 0 and cpu["request"]["params"] == {"hidden": "8"}
     assert cpu["request"]["data"] == str(Path(toy_csv).resolve())
     assert listed(cli) == [(first, "queued"), (second, "queued"), (third, "queued")]
 
-    moved = js(queue(cli, "move", str(third), "1"))
+    moved = one_json_line(queue(cli, "move", str(third), "1"))
     assert moved["waiting"] == [third, first, second]
     assert [e for e, _ in listed(cli)] == [third, first, second]
 
-    assert js(queue(cli, "pause", str(first)))["entry"]["state"] == "paused"
-    assert js(queue(cli, "cancel", str(second)))["entry"]["state"] == "cancelled"
+    assert one_json_line(queue(cli, "pause", str(first)))["entry"]["state"] == "paused"
+    assert one_json_line(queue(cli, "cancel", str(second)))["entry"]["state"] == "cancelled"
     assert listed(cli) == [(third, "queued"), (first, "paused"), (second, "cancelled")]
-    assert js(queue(cli, "continue", str(first), "--no-start"))["entry"]["state"] == "queued"
+    assert one_json_line(queue(cli, "continue", str(first), "--no-start"))["entry"]["state"] == "queued"
     assert queue(cli, "list").returncode == 0 and "the queue is empty" not in cli("queue", "list", extra_path=[FIXTURE_PLUGINS]).stdout
 
     for args, message in (
@@ -55,14 +50,14 @@ def test_add_list_move_pause_continue_cancel(cli, toy_csv):
     ):
         result = queue(cli, *args)
         assert result.returncode == 2, (args, result.stderr)
-        assert message in js(result)["error"]
+        assert message in one_json_line(result)["error"]
     assert len(listed(cli)) == 3  # nothing added by the refused ones
 
 
 def test_pause_checkpoints_frees_the_cpu_and_continue_resumes(cli, toy_csv, tmp_home):
-    slow = js(queue(cli, "add", "toy-classification", "--data", toy_csv, "--epochs", "2",
+    slow = one_json_line(queue(cli, "add", "toy-classification", "--data", toy_csv, "--epochs", "2",
                     "--set", "step_delay=0.1", "--set", "checkpoint_every_steps=1", "--no-start"))["entry"]["id"]
-    quick = js(queue(cli, "add", "toy-classification", "--data", toy_csv, "--epochs", "1", "--no-start"))["entry"]["id"]
+    quick = one_json_line(queue(cli, "add", "toy-classification", "--data", toy_csv, "--epochs", "1", "--no-start"))["entry"]["id"]
     scheduler = subprocess.Popen(
         [sys.executable, "-m", "trainlab", "queue", "run"],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=subprocess_env([FIXTURE_PLUGINS]),
@@ -72,7 +67,7 @@ def test_pause_checkpoints_frees_the_cpu_and_continue_resumes(cli, toy_csv, tmp_
         assert f"started {slow} (toy-classification) on the CPU" in wait_for_line(scheduler, f"started {slow} ")
         checkpoint = wait_until(lambda: _checkpoint(store, slow), "the slow run's first checkpoint")
         assert store.entry(quick).state == "queued"  # one CPU run at a time
-        answer = js(queue(cli, "pause", str(slow)))
+        answer = one_json_line(queue(cli, "pause", str(slow)))
         assert answer["entry"]["requested"] == "pause"
         assert f"started {quick} " in wait_for_line(scheduler, f"started {quick} ")  # the pause freed the CPU
         paused = store.entry(slow)
@@ -80,7 +75,7 @@ def test_pause_checkpoints_frees_the_cpu_and_continue_resumes(cli, toy_csv, tmp_
         record = json.loads((checkpoint.parent.parent / "run.json").read_text())
         assert (record["status"], record["error"]) == ("cancelled", "paused") and checkpoint.is_file()
 
-        assert js(queue(cli, "continue", str(slow)))["entry"]["state"] == "queued"
+        assert one_json_line(queue(cli, "continue", str(slow)))["entry"]["state"] == "queued"
         wait_until(lambda: store.entry(slow).state == "done", "the paused run to resume and finish", timeout=120)
         scheduler.wait(120)
         wait_until(lambda: scheduler_holder() is None, "the scheduler to stop once the queue is empty")

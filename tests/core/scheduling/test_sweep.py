@@ -10,16 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FIXTURE_PLUGINS, subprocess_env
 from fixtures.waiting import wait_until
+from helpers import FIXTURE_PLUGINS, one_json_line, subprocess_env
 from trainlab.api.errors import UsageError
 
 SPACE = ["--space", "lr=1e-4:0.5:log", "--space", "hidden=4,16"]
-
-
-def js(result) -> dict:
-    assert result.stdout.strip(), result.stderr
-    return json.loads(result.stdout)
 
 
 def run_json(folder: str) -> dict:
@@ -32,7 +27,7 @@ def test_six_seeded_trials_prune_the_weak_ones_and_report_the_best(cli, toy_csv,
         "--study", "lr-hidden", "--epochs", "3", "--json", extra_path=[FIXTURE_PLUGINS],
     )
     assert result.returncode == 0, result.stderr
-    summary = js(result)
+    summary = one_json_line(result)
     trials = summary["trials"]
     assert [t["number"] for t in trials] == list(range(6))
     assert {t["state"] for t in trials} <= {"completed", "pruned"}
@@ -52,7 +47,7 @@ def test_six_seeded_trials_prune_the_weak_ones_and_report_the_best(cli, toy_csv,
     assert record["best"]["value"] == best["value"]
     assert float(record["parameters"]["lr"]) == pytest.approx(best["params"]["lr"])
     # each trial is an ordinary run in the history
-    history = js(cli("runs", "--json", extra_path=[FIXTURE_PLUGINS]))["runs"]
+    history = one_json_line(cli("runs", "--json", extra_path=[FIXTURE_PLUGINS]))["runs"]
     assert sorted(r["run_dir"] for r in history) == sorted(str(Path(t["run_dir"]).resolve()) for t in trials)
     assert Path(summary["storage"]) == tmp_home / "studies" / "lr-hidden.journal"
 
@@ -76,7 +71,7 @@ def test_a_killed_sweep_resumes_its_trial_from_the_checkpoint_and_extends(cli, t
     result = cli(*command, "--trials", "3", "--json", extra_path=[FIXTURE_PLUGINS])
     assert result.returncode == 0, result.stderr
     assert "study again: 1 trial(s) so far; going on to 3" in result.stderr and "trial 0: resuming" in result.stderr
-    summary = js(result)
+    summary = one_json_line(result)
     assert [(t["number"], t["state"] in ("completed", "pruned")) for t in summary["trials"]] == [(0, True), (1, True), (2, True)]
     assert Path(summary["trials"][0]["run_dir"]).resolve() == killed_run.resolve()
     starts = [json.loads(line) for line in (killed_run / "metrics.jsonl").read_text().splitlines() if '"started"' in line]
@@ -91,7 +86,7 @@ def test_a_space_the_task_would_refuse_is_exit_2_naming_it(cli, toy_csv):
     ):
         result = cli("sweep", "toy-classification", "--data", toy_csv, "--space", item, "--trials", "2", "--json", extra_path=[FIXTURE_PLUGINS])
         assert result.returncode == 2
-        assert js(result)["error"] == message
+        assert one_json_line(result)["error"] == message
 
 
 @pytest.mark.parametrize(

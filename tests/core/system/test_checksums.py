@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from helpers import FIXTURE_PLUGINS, subprocess_env
+from helpers import FIXTURE_PLUGINS, one_json_line, run_trainlab
 from trainlab import DataError, UsageError
 from trainlab.system import fileio
 from trainlab.engine.checkpoint import (
@@ -205,20 +203,7 @@ def test_checkpoints_from_before_checksums_still_load(tmp_path):
 
 
 def run_cli(*args, umask=None):
-    return subprocess.run(
-        [sys.executable, "-m", "trainlab", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=subprocess_env([FIXTURE_PLUGINS]),
-        preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
-    )
-
-
-def json_of(result) -> dict:
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, (result.stdout, result.stderr)
-    return json.loads(lines[0])
+    return run_trainlab(*args, extra_path=[FIXTURE_PLUGINS], preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
 
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX file modes")
@@ -230,16 +215,16 @@ def test_checkpoints_are_readable_by_colleagues_and_damage_is_exit_2(toy_csv, tm
     for file in [*(run / "checkpoints").iterdir(), run / "run.json", run / "eval.json"]:
         assert file.stat().st_mode & 0o777 == 0o644, file
     good = run_cli("eval", run, "--json")
-    assert good.returncode == 0 and json_of(good)["accuracy"] > 0.5
+    assert good.returncode == 0 and one_json_line(good)["accuracy"] > 0.5
 
     best = run / "checkpoints" / "best.safetensors"
     flip_a_data_byte(best)
     bad = run_cli("eval", run, "--json")
     assert bad.returncode == 2
-    assert f"checkpoint {best} is damaged" in json_of(bad)["error"] and "Traceback" not in bad.stderr
+    assert f"checkpoint {best} is damaged" in one_json_line(bad)["error"] and "Traceback" not in bad.stderr
 
     last = run / "checkpoints" / "last.safetensors"
     flip_a_data_byte(last)
     resumed = run_cli("train", "--resume", run, "--more-epochs", "1", "--json")
     assert resumed.returncode == 2, resumed.stderr
-    assert f"checkpoint {last} is damaged" in json_of(resumed)["error"]
+    assert f"checkpoint {last} is damaged" in one_json_line(resumed)["error"]

@@ -12,11 +12,9 @@ import textwrap
 
 import pytest
 
-from helpers import CARELESS_PLUGINS, FIXTURE_PLUGINS, TESTS, subprocess_env, write_toy_csv
+from helpers import CARELESS_PLUGINS, FIXTURE_PLUGINS, KIT_PLUGINS, TESTS, subprocess_env, write_toy_csv
 from trainlab.testing.checks import STATIC_CHECKS, StaticKit, run_check
 from trainlab.testing.target import find_targets
-
-KIT_PLUGINS = TESTS / "fixtures" / "kit_plugins"
 
 
 @pytest.fixture

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from helpers import CARELESS_PLUGINS, FIXTURE_PLUGINS, TESTS
+from helpers import CARELESS_PLUGINS, FIXTURE_PLUGINS, KIT_PLUGINS
 
-KIT_PLUGINS = TESTS / "fixtures" / "kit_plugins"
 PATHS = [FIXTURE_PLUGINS, KIT_PLUGINS, CARELESS_PLUGINS]
 
 

@@ -10,16 +10,11 @@ from pathlib import Path
 import pytest
 
 from fixtures.images.imagedata import shapes, truncated_jpeg
+from helpers import one_json_line, stop_after_first_epoch
 from trainlab_plugins.image import SAMPLE_DATA
 from trainlab_resources import resource_path
 
 SAMPLE = resource_path(SAMPLE_DATA)
-
-
-def js(result):
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, f"expected one JSON line on stdout, got: {result.stdout!r}\n{result.stderr}"
-    return json.loads(lines[0])
 
 
 def test_sample_data_ships_with_its_licence():
@@ -33,7 +28,7 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
     # One short epoch at 32 px: this tests the plumbing; bench/image_sample_accuracy.py the accuracy.
     result = cli("train", "image-classification", "--data", SAMPLE, "--epochs", "1", "--set", "image_size=32", "--out", out, "--json")
     assert result.returncode == 0, result.stderr
-    data = js(result)
+    data = one_json_line(result)
     assert data["status"] == "completed" and data["task"] == "image-classification" and data["epochs"] == 1
     assert set(data["metrics"]) >= {"accuracy", "macro_f1", "loss", "top5_accuracy"}
     assert data["samples_per_second"] > 0
@@ -58,7 +53,7 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
     table = tmp_path / "predictions.csv"
     pred = cli("predict", out, star, ring, SAMPLE / "triangle", "--top-k", "3", "--out", table, "--json")
     assert pred.returncode == 0, pred.stderr
-    preds = js(pred)["predictions"]
+    preds = one_json_line(pred)["predictions"]
     assert len(preds) == 152 and [p["input"] for p in preds[:2]] == [str(star), str(ring)]
     assert all(len(p["predictions"]) == 3 for p in preds)
     assert all(p["predictions"][0]["probability"] >= p["predictions"][1]["probability"] for p in preds)
@@ -70,7 +65,7 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
     broken = truncated_jpeg(tmp_path / "broken.jpg")
     pred = cli("predict", out, star, broken, ring, "--out", table, "--json")
     assert pred.returncode == 2, pred.stderr
-    answer = js(pred)
+    answer = one_json_line(pred)
     assert answer["errors"] == 1
     good, bad, also_good = answer["predictions"]
     assert good["input"] == str(star) and good["predictions"] and "error" not in good
@@ -83,7 +78,7 @@ def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
 
     ev = cli("eval", out, "--json")
     assert ev.returncode == 0, ev.stderr
-    assert js(ev)["accuracy"] == pytest.approx(data["metrics"]["accuracy"])  # same val split as training
+    assert one_json_line(ev)["accuracy"] == pytest.approx(data["metrics"]["accuracy"])  # same val split as training
 
     # other data: all of it, named as the folder it is
     other = shapes(tmp_path / "other-shapes", classes=2, per_class=3, size=32)
@@ -124,7 +119,7 @@ def test_bad_input_is_exit_2_with_a_reason(cli, tmp_path, monkeypatch, args, rea
     args = [a.format(tmp=tmp_path, one_class=one_class, sample=SAMPLE) for a in args]
     result = cli("train", "image-classification", *args, "--epochs", "1", "--json")
     assert result.returncode == 2, result.stderr
-    assert reason in js(result)["error"]
+    assert reason in one_json_line(result)["error"]
 
 
 def test_unreadable_files_during_training_are_skipped_and_listed(tmp_path):
@@ -159,17 +154,12 @@ def test_training_from_a_thread_with_spawned_loader_workers(tmp_path):
 
 
 def test_a_stopped_run_resumes_on_the_same_split(tmp_path):
-    from trainlab.api.callbacks import Callback
     from trainlab.engine.scripting import RunRequest, run_training
-
-    class StopAfterFirstEpoch(Callback):
-        def on_epoch_end(self, state):
-            state.control.request_stop("test")
 
     data = shapes(tmp_path / "d", classes=2, per_class=10, size=24)
     out = str(tmp_path / "run")
     params = {"epochs": "2", "image_size": "24", "freeze_backbone": "true"}
-    first = run_training(RunRequest(task="image-classification", data=str(data), params=params, out=out), callbacks=[StopAfterFirstEpoch()])
+    first = run_training(RunRequest(task="image-classification", data=str(data), params=params, out=out), callbacks=[stop_after_first_epoch()])
     assert first.status == "cancelled" and first.epochs == 1
     before = json.loads((tmp_path / "run" / "run.json").read_text())["data_summary"]["counts"]
     resumed = run_training(RunRequest(resume=out))

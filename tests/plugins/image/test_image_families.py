@@ -17,6 +17,7 @@ import torch
 from safetensors.torch import load_file
 
 from fixtures.images.imagedata import cells, scenes, shapes, shapes_table
+from helpers import stop_after_first_epoch
 from trainlab import LabelSet, Number
 from trainlab.api.callbacks import Callback
 from trainlab.engine.scripting import RunRequest, evaluate_run, run_training
@@ -38,23 +39,9 @@ def predictor_of(run_dir):
     return task, task.load_predictor(rd.model_dir, ctx.device)
 
 
-class StopAfterFirstEpoch(Callback):
-    def on_epoch_end(self, state):
-        if state.epoch == 1:
-            state.control.request_stop("test")
-
-
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def assert_resume_is_exact(task, data, tmp_path, **params):
     straight = train(task, data, tmp_path / "straight", epochs=2, final_weights="last", **params)
-    first = train(task, data, tmp_path / "split", callbacks=[StopAfterFirstEpoch()], epochs=2, final_weights="last", **params)
+    first = train(task, data, tmp_path / "split", callbacks=[stop_after_first_epoch()], epochs=2, final_weights="last", **params)
     assert straight.status == "completed" and first.status == "cancelled" and first.epochs == 1
     resumed = run_training(RunRequest(resume=first.run_dir))
     assert resumed.status == "completed" and resumed.steps == straight.steps

@@ -15,33 +15,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from helpers import ONE_THREAD, built_task, lora_params, make_bert_folder, make_decoder_folder, sample_head
-from trainlab.api.callbacks import Callback
+from helpers import ONE_THREAD, built_task, lora_params, make_bert_folder, sample_head, stop_after_first_epoch
 from trainlab.engine.scripting import RunRequest, evaluate_run, predict, run_training
 from trainlab_resources import resource_path
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory):
-    return make_bert_folder(tmp_path_factory.mktemp("models") / "mini-bert")
-
-
-@pytest.fixture(scope="module")
-def qwen_folder(tmp_path_factory):
-    return make_decoder_folder(tmp_path_factory.mktemp("models") / "mini-qwen2")
-
-
-@pytest.fixture(scope="module")
-def llama_folder(tmp_path_factory):
-    return make_decoder_folder(tmp_path_factory.mktemp("models") / "mini-llama", arch="llama")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_lora_trains_only_the_adapters_and_the_head(bert_folder, tmp_path):
@@ -117,14 +95,10 @@ def test_gradient_checkpointing_still_gives_the_adapters_gradients(bert_folder, 
 
 
 def test_a_stopped_lora_run_resumes_to_the_same_adapters(bert_folder, tmp_path):
-    class StopAfterFirstEpoch(Callback):
-        def on_epoch_end(self, state):
-            state.control.request_stop("test")
-
     data = sample_head(tmp_path, rows=40)
     params = lora_params(bert_folder, epochs="2")
     straight = run_training(RunRequest(task="text-classification", data=str(data), params=params, out=str(tmp_path / "a")))
-    first = run_training(RunRequest(task="text-classification", data=str(data), params=params, out=str(tmp_path / "b")), callbacks=[StopAfterFirstEpoch()])
+    first = run_training(RunRequest(task="text-classification", data=str(data), params=params, out=str(tmp_path / "b")), callbacks=[stop_after_first_epoch()])
     assert straight.status == "completed" and first.status == "cancelled"
     resumed = run_training(RunRequest(resume=str(tmp_path / "b")))
     assert resumed.status == "completed" and resumed.steps == straight.steps

@@ -7,40 +7,21 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from helpers import TESTS
-from trainlab.api.callbacks import Callback
+from helpers import ONE_THREAD, TESTS, last_json_line, sample_head, stop_after_first_epoch
 from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.runfolder.index import RunDir
 from trainlab_resources import resource_path
 
 SAMPLE = resource_path("samples", "text")
-# One torch thread: on the shared two-core test machine a two-thread OpenMP
-# team stalls whenever another process holds a core (several times slower).
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 FIXTURES = TESTS / "fixtures" / "text"
 LABELS = {"food", "sports", "technology", "weather"}
-
-
-def last_json(proc):
-    assert proc.stdout.strip(), proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def small_copy(tmp_path, rows_per_split=48):
-    """The first rows of the sample (a faster epoch)."""
-    out = tmp_path / "small"
-    out.mkdir()
-    for split in ("train", "val"):
-        lines = (SAMPLE / f"{split}.csv").read_text(encoding="utf-8").splitlines(keepends=True)
-        (out / f"{split}.csv").write_text("".join(lines[: rows_per_split + 1]), encoding="utf-8")
-    return out
 
 
 def test_train_predict_and_eval_from_the_command_line(cli, tmp_path):
     run = tmp_path / "run"
     proc = cli("train", "text-classification", "--data", SAMPLE, "--epochs", "1", "--out", run, "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
-    result = last_json(proc)
+    result = last_json_line(proc)
     assert result["status"] == "completed" and result["task"] == "text-classification"
     assert result["epochs"] == 1 and result["steps"] == 19  # 600 rows / batch 32
     assert {"accuracy", "macro_f1", "loss"} <= set(result["metrics"]) and result["samples_per_second"] > 0
@@ -61,7 +42,7 @@ def test_train_predict_and_eval_from_the_command_line(cli, tmp_path):
         input="上海队赢得了比赛\n\n", env=ONE_THREAD,
     )
     assert proc.returncode == 0, proc.stderr
-    predictions = last_json(proc)["predictions"]
+    predictions = last_json_line(proc)["predictions"]
     assert [p["input"] for p in predictions] == [
         "A storm is coming tonight",
         "上海队赢得了比赛",
@@ -78,7 +59,7 @@ def test_train_predict_and_eval_from_the_command_line(cli, tmp_path):
     # eval on new data: the whole file is evaluated, beside the run's own eval.json
     proc = cli("eval", run, "--data", FIXTURES / "eval_topics.jsonl", "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
-    evaluation = last_json(proc)
+    evaluation = last_json_line(proc)
     assert evaluation["samples"] == 12 and evaluation["split"] == "val"
     # said as the data it is, not as the validation split it is read into
     assert "eval_topics.jsonl: 12 texts (" in proc.stderr and "evaluated all of " in proc.stderr
@@ -87,7 +68,7 @@ def test_train_predict_and_eval_from_the_command_line(cli, tmp_path):
     # and on the run's own data: the same validation split as in training
     proc = cli("eval", run, "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
-    assert last_json(proc)["samples"] == 160
+    assert last_json_line(proc)["samples"] == 160
 
 
 def test_bad_data_is_exit_2_naming_file_and_columns(cli, tmp_path):
@@ -95,7 +76,7 @@ def test_bad_data_is_exit_2_naming_file_and_columns(cli, tmp_path):
     data.write_text("review,stars\ngreat,5\nawful,1\n", encoding="utf-8")
     proc = cli("train", "text-classification", "--data", data, "--json")
     assert proc.returncode == 2
-    error = last_json(proc)["error"]
+    error = last_json_line(proc)["error"]
     assert "reviews.csv" in error and "'review'" in error and "text_column" in error
 
 
@@ -105,7 +86,7 @@ def test_a_model_that_is_not_here_is_exit_2_with_staging_steps(cli, tmp_path):
         env={"HF_HUB_CACHE": str(tmp_path / "no-cache")},
     )
     assert proc.returncode == 2
-    error = last_json(proc)["error"]
+    error = last_json_line(proc)["error"]
     assert "not available offline" in error and "hf download bert-base-chinese" in error and "trainlab models import" in error
 
 
@@ -122,13 +103,13 @@ def test_import_a_model_folder_and_train_it_by_name(cli, tmp_path):
 
     proc = cli("models", "import", staged, "--json")
     assert proc.returncode == 0, proc.stderr
-    assert last_json(proc)["imported"]["name"] == "mini-bert"
-    listing = last_json(cli("models", "--json"))
+    assert last_json_line(proc)["imported"]["name"] == "mini-bert"
+    listing = last_json_line(cli("models", "--json"))
     assert any(m["name"] == "mini-bert" and m["source"] == "store" for m in listing["available"])
     assert any(p["name"] == "tiny-bert" for p in listing["presets"])
 
     proc = cli(
-        "train", "text-classification", "--data", small_copy(tmp_path), "--model", "mini-bert", "--epochs", "1",
+        "train", "text-classification", "--data", sample_head(tmp_path), "--model", "mini-bert", "--epochs", "1",
         "--out", tmp_path / "run", "--json", env=ONE_THREAD,
     )
     assert proc.returncode == 0, proc.stderr
@@ -138,28 +119,14 @@ def test_import_a_model_folder_and_train_it_by_name(cli, tmp_path):
     assert saved["hidden_size"] == 32 and set(saved["label2id"]) == LABELS
 
 
-class StopAfterFirstEpoch(Callback):
-    def on_epoch_end(self, state):
-        if state.epoch == 1:
-            state.control.request_stop("test")
-
-
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_a_stopped_run_resumes_to_the_same_weights(tmp_path, one_thread):
-    data = small_copy(tmp_path, rows_per_split=32)
+    data = sample_head(tmp_path, rows=32)
     params = {"epochs": "2", "batch_size": "8", "device": "cpu", "seed": "5"}
     straight = run_training(RunRequest(task="text-classification", data=str(data), params=params, out=str(tmp_path / "a")))
     assert straight.status == "completed"
     first = run_training(
         RunRequest(task="text-classification", data=str(data), params=params, out=str(tmp_path / "b")),
-        callbacks=[StopAfterFirstEpoch()],
+        callbacks=[stop_after_first_epoch()],
     )
     assert first.status == "cancelled" and first.epochs == 1
     resumed = run_training(RunRequest(resume=str(tmp_path / "b")))

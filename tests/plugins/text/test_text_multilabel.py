@@ -7,8 +7,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers import ONE_THREAD, last_json_line, sample_head, stop_after_first_epoch
 from trainlab import DataError, LabelSet, RunContext, UsageError
-from trainlab.api.callbacks import Callback
 from trainlab.engine.scripting import RunRequest, evaluate_run, run_training
 from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab_plugins.text import TEXT_MULTILABEL
@@ -16,19 +16,10 @@ from trainlab_plugins.text.multilabel import TextMultiLabelTask
 from trainlab_resources import resource_path
 from trainlab.runfolder.index import RunDir
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 SAMPLE = resource_path("samples", "text-multilabel")
 TOPICS = ["food", "sports", "technology", "weather"]
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: on the shared two-core test machine a two-thread
-    OpenMP team stalls whenever another process holds a core."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def make_task(**overrides):
@@ -36,20 +27,6 @@ def make_task(**overrides):
     logs = []
     ctx = RunContext(device=torch.device("cpu"), precision="fp32", seed=0, run_dir=None, params=params, log=logs.append)
     return TextMultiLabelTask(TEXT_MULTILABEL, params), ctx, logs
-
-
-def small_copy(tmp_path, rows=64):
-    out = tmp_path / "small"
-    out.mkdir()
-    for split in ("train", "val"):
-        lines = (SAMPLE / f"{split}.csv").read_text(encoding="utf-8").splitlines(keepends=True)
-        (out / f"{split}.csv").write_text("".join(lines[: rows + 1]), encoding="utf-8")
-    return out
-
-
-def last_json(proc):
-    assert proc.stdout.strip(), proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_the_defaults_labels_column_threshold_and_a_text_input():
@@ -122,7 +99,7 @@ def test_a_run_with_auto_thresholds_records_and_predicts_with_them(tmp_path):
     from trainlab.engine.context import trained_task
 
     outcome = run_training(
-        RunRequest(task="text-multilabel", data=str(small_copy(tmp_path)), params={"epochs": "2", "device": "cpu", "threshold": "auto"}, out=str(tmp_path / "run"))
+        RunRequest(task="text-multilabel", data=str(sample_head(tmp_path, rows=64, sample="text-multilabel")), params={"epochs": "2", "device": "cpu", "threshold": "auto"}, out=str(tmp_path / "run"))
     )
     assert outcome.status == "completed", outcome.error
     assert set(outcome.metrics) == {"micro_f1", "macro_f1", "loss"} and outcome.best["metric"] == "micro_f1"
@@ -144,18 +121,12 @@ def test_a_run_with_auto_thresholds_records_and_predicts_with_them(tmp_path):
         assert set(prediction.labels) == {label for label, p in prediction.scores if p >= thresholds[label]}
 
 
-class StopAfterFirstEpoch(Callback):
-    def on_epoch_end(self, state):
-        if state.epoch == 1:
-            state.control.request_stop("test")
-
-
 def test_a_stopped_run_resumes_to_the_same_weights(tmp_path):
-    data = small_copy(tmp_path, rows=32)
+    data = sample_head(tmp_path, rows=32, sample="text-multilabel")
     params = {"epochs": "2", "batch_size": "8", "device": "cpu", "seed": "5", "threshold": "auto"}
     straight = run_training(RunRequest(task="text-multilabel", data=str(data), params=params, out=str(tmp_path / "a")))
     assert straight.status == "completed"
-    first = run_training(RunRequest(task="text-multilabel", data=str(data), params=params, out=str(tmp_path / "b")), callbacks=[StopAfterFirstEpoch()])
+    first = run_training(RunRequest(task="text-multilabel", data=str(data), params=params, out=str(tmp_path / "b")), callbacks=[stop_after_first_epoch()])
     assert first.status == "cancelled" and first.epochs == 1
     resumed = run_training(RunRequest(resume=str(tmp_path / "b")))
     assert resumed.status == "completed" and resumed.steps == straight.steps
@@ -169,9 +140,9 @@ def test_a_stopped_run_resumes_to_the_same_weights(tmp_path):
 
 def test_train_and_eval_from_the_command_line(cli, tmp_path):
     run = tmp_path / "run"
-    proc = cli("train", "text-multilabel", "--data", small_copy(tmp_path), "--epochs", "1", "--out", run, "--json", env=ONE_THREAD)
+    proc = cli("train", "text-multilabel", "--data", sample_head(tmp_path, rows=64, sample="text-multilabel"), "--epochs", "1", "--out", run, "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
-    result = last_json(proc)
+    result = last_json_line(proc)
     assert result["status"] == "completed" and set(result["metrics"]) == {"micro_f1", "macro_f1", "loss"}
 
     new = tmp_path / "new.jsonl"
@@ -180,13 +151,13 @@ def test_train_and_eval_from_the_command_line(cli, tmp_path):
     new.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     proc = cli("eval", run, "--data", new, "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
-    assert last_json(proc)["samples"] == 3
+    assert last_json_line(proc)["samples"] == 3
 
     # predict: the labels at or above the threshold (0.5) and every label's probability
     out_csv = tmp_path / "predictions.csv"
     proc = cli("predict", run, "Heavy rain postponed the football final.", new, "--out", out_csv, "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
-    predictions = last_json(proc)["predictions"]
+    predictions = last_json_line(proc)["predictions"]
     assert len(predictions) == 4
     for item in predictions:
         prediction = item["prediction"]
@@ -200,4 +171,4 @@ def test_train_and_eval_from_the_command_line(cli, tmp_path):
     unknown.write_text('{"text": "a poem", "labels": ["poetry"]}\n', encoding="utf-8")
     proc = cli("eval", run, "--data", unknown, "--json")
     assert proc.returncode == 2
-    assert "unknown.jsonl: line 1: label 'poetry' does not occur in the trained model" in last_json(proc)["error"]
+    assert "unknown.jsonl: line 1: label 'poetry' does not occur in the trained model" in last_json_line(proc)["error"]

@@ -7,8 +7,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers import ONE_THREAD, last_json_line, sample_head, stop_after_first_epoch
 from trainlab import DataError, Number, RunContext
-from trainlab.api.callbacks import Callback
 from trainlab.engine.scripting import RunRequest, evaluate_run, run_training
 from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab_plugins.text import TEXT_REGRESSION
@@ -16,18 +16,9 @@ from trainlab_plugins.text.regression import TextRegressionTask
 from trainlab_resources import resource_path
 from trainlab.runfolder.index import RunDir
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 SAMPLE = resource_path("samples", "text-regression")
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: on the shared two-core test machine a two-thread
-    OpenMP team stalls whenever another process holds a core."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def make_task(purpose="train", **overrides):
@@ -35,20 +26,6 @@ def make_task(purpose="train", **overrides):
     logs = []
     ctx = RunContext(device=torch.device("cpu"), precision="fp32", seed=0, run_dir=None, params=params, log=logs.append, purpose=purpose)
     return TextRegressionTask(TEXT_REGRESSION, params), ctx, logs
-
-
-def small_copy(tmp_path, rows=64):
-    out = tmp_path / "small"
-    out.mkdir()
-    for split in ("train", "val"):
-        lines = (SAMPLE / f"{split}.csv").read_text(encoding="utf-8").splitlines(keepends=True)
-        (out / f"{split}.csv").write_text("".join(lines[: rows + 1]), encoding="utf-8")
-    return out
-
-
-def last_json(proc):
-    assert proc.stdout.strip(), proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_the_defaults_tiny_bert_a_sample_and_a_text_input():
@@ -119,7 +96,7 @@ def test_the_exported_model_is_a_transformers_regressor_whose_output_converts_to
 def test_a_run_reports_regression_metrics_and_predicts_what_it_evaluated(tmp_path):
     from trainlab.engine.context import trained_task
 
-    data = small_copy(tmp_path)
+    data = sample_head(tmp_path, rows=64, sample="text-regression")
     # fp32: evaluation computes in the run's precision, the predictor in fp32 (in bf16 they agree to about 5e-4 relative)
     params = {"epochs": "2", "device": "cpu", "precision": "fp32"}
     outcome = run_training(RunRequest(task="text-regression", data=str(data), params=params, out=str(tmp_path / "run")))
@@ -142,18 +119,12 @@ def test_a_run_reports_regression_metrics_and_predicts_what_it_evaluated(tmp_pat
     assert [v.value for v in values] == pytest.approx([w["predicted"] for w in worst], abs=1e-4)
 
 
-class StopAfterFirstEpoch(Callback):
-    def on_epoch_end(self, state):
-        if state.epoch == 1:
-            state.control.request_stop("test")
-
-
 def test_a_stopped_run_resumes_to_the_same_weights(tmp_path):
-    data = small_copy(tmp_path, rows=32)
+    data = sample_head(tmp_path, rows=32, sample="text-regression")
     params = {"epochs": "2", "batch_size": "8", "device": "cpu", "seed": "5"}
     straight = run_training(RunRequest(task="text-regression", data=str(data), params=params, out=str(tmp_path / "a")))
     assert straight.status == "completed"
-    first = run_training(RunRequest(task="text-regression", data=str(data), params=params, out=str(tmp_path / "b")), callbacks=[StopAfterFirstEpoch()])
+    first = run_training(RunRequest(task="text-regression", data=str(data), params=params, out=str(tmp_path / "b")), callbacks=[stop_after_first_epoch()])
     assert first.status == "cancelled" and first.epochs == 1
     resumed = run_training(RunRequest(resume=str(tmp_path / "b")))
     assert resumed.status == "completed" and resumed.steps == straight.steps
@@ -166,9 +137,9 @@ def test_a_stopped_run_resumes_to_the_same_weights(tmp_path):
 
 def test_train_and_eval_from_the_command_line(cli, tmp_path):
     run = tmp_path / "run"
-    proc = cli("train", "text-regression", "--data", small_copy(tmp_path), "--epochs", "1", "--out", run, "--json", env=ONE_THREAD)
+    proc = cli("train", "text-regression", "--data", sample_head(tmp_path, rows=64, sample="text-regression"), "--epochs", "1", "--out", run, "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
-    result = last_json(proc)
+    result = last_json_line(proc)
     assert result["status"] == "completed" and result["task"] == "text-regression"
     assert set(result["metrics"]) == {"mae", "rmse", "r2", "loss"}
     assert "r2 " in proc.stderr and "accuracy" not in proc.stderr
@@ -177,14 +148,14 @@ def test_train_and_eval_from_the_command_line(cli, tmp_path):
     new.write_text("".join(json.dumps({"text": t, "label": v}) + "\n" for t, v in [("超高性价比，强烈推荐。", 4.8), ("Never again.", 1.2), ("Nothing special.", 3.0)]), encoding="utf-8")
     proc = cli("eval", run, "--data", new, "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
-    evaluation = last_json(proc)
+    evaluation = last_json_line(proc)
     assert evaluation["samples"] == 3 and set(evaluation["metrics"]) == {"mae", "rmse", "r2"}
 
     # predict: a number per text, in the target's units, as JSON and CSV
     out_csv = tmp_path / "predictions.csv"
     proc = cli("predict", run, "The noodles tasted outstanding.", "-", new, "--out", out_csv, "--json", input="服务员态度很差\n", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
-    predictions = last_json(proc)["predictions"]
+    predictions = last_json_line(proc)["predictions"]
     assert [p["input"] for p in predictions] == ["The noodles tasted outstanding.", "服务员态度很差", "超高性价比，强烈推荐。", "Never again.", "Nothing special."]
     assert all(p["prediction"]["kind"] == "number" and 0 < p["prediction"]["value"] < 6 for p in predictions)
     with open(out_csv, encoding="utf-8", newline="") as handle:
@@ -198,4 +169,4 @@ def test_a_label_that_is_not_a_number_is_exit_2_naming_file_and_line(cli, tmp_pa
     data.write_text("text,label\ngreat,5\nawful,one star\nfine,3\n", encoding="utf-8")
     proc = cli("train", "text-regression", "--data", data, "--json")
     assert proc.returncode == 2
-    assert "ratings.csv: line 3: label 'one star' is not a number" in last_json(proc)["error"]
+    assert "ratings.csv: line 3: label 'one star' is not a number" in last_json_line(proc)["error"]

@@ -13,17 +13,9 @@ from trainlab_plugins.text import TEXT_CLASSIFICATION
 from trainlab_plugins.text.task import TextClassificationTask
 from trainlab_resources import resource_path
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 SAMPLE = resource_path("samples", "text")
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: on the shared two-core test machine a two-thread
-    OpenMP team stalls whenever another process holds a core."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def make_task(**overrides):
