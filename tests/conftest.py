@@ -20,7 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import (
+# Before the first import of helpers: pytest rewrites its asserts as it does a
+# test module's, so that a failing helper shows the values it compared.
+pytest.register_assert_rewrite("helpers")
+
+from helpers import (  # noqa: E402
     BROKEN_PLUGINS,
     CARELESS_PLUGINS,
     FAULTY_PLUGIN,
