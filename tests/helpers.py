@@ -295,3 +295,34 @@ def run_two_ranks(target, *args) -> dict[int, object]:
     for proc in procs:
         assert proc.exitcode == 0, f"rank {procs.index(proc)} exited with {proc.exitcode}"
     return got
+
+
+# -- toy runs through the headless engine ----------------------------------------------
+
+
+def train_toy(toy_csv, tmp_path, name="run", callbacks=(), control=None, **params):
+    """One run of the toy task in this process (``run_training``), into ``tmp_path / name``."""
+    from trainlab.engine.scripting import RunRequest, run_training
+
+    params = {k: str(v) for k, v in params.items()}
+    request = RunRequest(task="toy-classification", data=str(toy_csv), params=params, out=str(tmp_path / name))
+    return run_training(request, callbacks=list(callbacks), control=control)
+
+
+def checkpoint_weights(run_dir, which="last") -> dict:
+    """The model's tensors in a run's ``last`` (or ``best``) checkpoint."""
+    from safetensors.torch import load_file
+
+    from trainlab.runfolder.index import RunDir
+
+    tensors = load_file(str(RunDir(run_dir).checkpoints / f"{which}.safetensors"))
+    return {k: v for k, v in tensors.items() if k.startswith("model.")}
+
+
+def assert_same_weights(a: dict, b: dict) -> None:
+    """Two sets of tensors, equal bit for bit."""
+    import torch
+
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key

@@ -11,33 +11,17 @@ import sys
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
-from helpers import FIXTURE_PLUGINS, one_json_line, run_trainlab, subprocess_env
-from trainlab.api.errors import UsageError
+from helpers import FIXTURE_PLUGINS, assert_same_weights, one_json_line, run_trainlab, subprocess_env
+from helpers import checkpoint_weights as model_weights
+from helpers import train_toy as train
 from trainlab.api.callbacks import Callback, RunControl
+from trainlab.api.errors import UsageError
+from trainlab.api.events import Log, Started, TrainStep
 from trainlab.engine.child import ChildRun
 from trainlab.engine.scripting import RunRequest, run_training
-from trainlab.api.events import Log, Started, TrainStep
-from trainlab.runfolder.tail import read_events
 from trainlab.runfolder.index import RunDir, RunStore
-
-
-def train(toy_csv, tmp_path, name="run", callbacks=(), control=None, **params):
-    params = {k: str(v) for k, v in params.items()}
-    request = RunRequest(task="toy-classification", data=str(toy_csv), params=params, out=str(tmp_path / name))
-    return run_training(request, callbacks=list(callbacks), control=control)
-
-
-def model_weights(run_dir, which="last"):
-    tensors = load_file(str(RunDir(run_dir).checkpoints / f"{which}.safetensors"))
-    return {k: v for k, v in tensors.items() if k.startswith("model.")}
-
-
-def assert_same_weights(a, b):
-    assert a.keys() == b.keys()
-    for key in a:
-        assert torch.equal(a[key], b[key]), key
+from trainlab.runfolder.tail import read_events
 
 
 def logs(run_dir) -> list[str]:

@@ -5,15 +5,16 @@ import threading
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
-from helpers import FIXTURE_PLUGINS, subprocess_env
-from trainlab.api.errors import UsageError
+from helpers import FIXTURE_PLUGINS, assert_same_weights, subprocess_env
+from helpers import checkpoint_weights as weights
+from helpers import train_toy as train
 from trainlab.api.callbacks import Callback, RunControl
-from trainlab.engine.scripting import RunRequest, run_training
+from trainlab.api.errors import UsageError
 from trainlab.api.events import EvalResult, Finished, Log, Progress, Started, TrainStep
-from trainlab.runfolder.tail import read_events
+from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.runfolder.index import RunDir, RunStore
+from trainlab.runfolder.tail import read_events
 
 
 class Recorder(Callback):
@@ -36,22 +37,6 @@ class Recorder(Callback):
     def on_run_end(self, state):
         self.hooks.append("run_end")
 
-
-def train(toy_csv, tmp_path, name="run", callbacks=(), control=None, **params):
-    params = {k: str(v) for k, v in params.items()}
-    request = RunRequest(task="toy-classification", data=str(toy_csv), params=params, out=str(tmp_path / name))
-    return run_training(request, callbacks=list(callbacks), control=control)
-
-
-def weights(run_dir, which="last"):
-    tensors = load_file(str(RunDir(run_dir).checkpoints / f"{which}.safetensors"))
-    return {k: v for k, v in tensors.items() if k.startswith("model.")}
-
-
-def assert_same_weights(a, b):
-    assert a.keys() == b.keys()
-    for key in a:
-        assert torch.equal(a[key], b[key]), key
 
 
 def test_a_run_writes_the_contract_run_folder(toy_plugin, toy_csv, tmp_path):
@@ -397,9 +382,9 @@ def test_total_steps_come_from_the_tasks_own_batch_order(toy_plugin, toy_csv, tm
 
 
 def test_one_outcome_type_with_one_exit_code(toy_plugin, toy_csv, tmp_path):
+    from trainlab.api.events import event_from_json
     from trainlab.engine.outcome import RunOutcome
     from trainlab.engine.scripting import RunResult
-    from trainlab.api.events import event_from_json
 
     assert RunResult is RunOutcome  # the old name still works
     rec = Recorder()
