@@ -300,7 +300,7 @@ def run_two_ranks(target, *args) -> dict[int, object]:
 # -- toy runs through the headless engine ----------------------------------------------
 
 
-def train_toy(toy_csv, tmp_path, name="run", callbacks=(), control=None, **params):
+def run_toy_classification(toy_csv, tmp_path, name="run", callbacks=(), control=None, **params):
     """One run of the toy task in this process (``run_training``), into ``tmp_path / name``."""
     from trainlab.engine.scripting import RunRequest, run_training
 

@@ -14,7 +14,7 @@ import torch
 
 from helpers import FIXTURE_PLUGINS, assert_same_weights, one_json_line, run_trainlab, subprocess_env
 from helpers import checkpoint_weights as model_weights
-from helpers import train_toy as train
+from helpers import run_toy_classification as train
 from trainlab.api.callbacks import Callback, RunControl
 from trainlab.api.errors import UsageError
 from trainlab.api.events import Log, Started, TrainStep

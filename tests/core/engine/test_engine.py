@@ -8,7 +8,7 @@ import torch
 
 from helpers import FIXTURE_PLUGINS, assert_same_weights, subprocess_env
 from helpers import checkpoint_weights as weights
-from helpers import train_toy as train
+from helpers import run_toy_classification as train
 from trainlab.api.callbacks import Callback, RunControl
 from trainlab.api.errors import UsageError
 from trainlab.api.events import EvalResult, Finished, Log, Progress, Started, TrainStep
