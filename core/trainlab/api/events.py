@@ -12,6 +12,7 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from typing import Any, ClassVar, Mapping
 
 
@@ -109,6 +110,15 @@ class EvalResult(Event):
         return self.loss if name == "loss" else self.metrics.get(name)
 
 
+class Phase(StrEnum):
+    """What a run is doing, as a ``Progress`` event says (its ``phase``)."""
+
+    TRAIN = "train"
+    EVAL = "eval"
+    SAVE = "save"
+    PAUSED = "paused"
+
+
 @dataclass(frozen=True)
 class Progress(Event):
     kind: ClassVar[str] = "progress"
@@ -117,7 +127,7 @@ class Progress(Event):
     samples: int = 0
     samples_per_second: float = 0.0
     eta_seconds: float | None = None
-    phase: str = "train"  # train, eval, save, paused
+    phase: str = Phase.TRAIN  # a Phase
 
 
 @dataclass(frozen=True)

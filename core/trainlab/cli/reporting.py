@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from trainlab.api.callbacks import Callback
 from trainlab.api.descriptors import FAMILY_METRICS, Metric, TaskSpec
-from trainlab.api.events import EvalResult, Log, Progress, Started, TrainStep
+from trainlab.api.events import EvalResult, Log, Phase, Progress, Started, TrainStep
 from trainlab.pluginhost.host import registry
 from trainlab.runfolder.display import format_metric
 from trainlab.system.fileio import atomic_write
@@ -107,7 +107,7 @@ class ConsoleProgress:
             self.out.note(f"epoch {event.epoch}: {event.split} loss {event.loss:.4f}  {shown}{best}".rstrip())
         elif isinstance(event, Log) and event.level in ("warning", "error", "info"):
             self.out.note(f"{event.level}: {event.message}" if event.level != "info" else event.message)
-        elif isinstance(event, Progress) and event.phase == "paused":
+        elif isinstance(event, Progress) and event.phase == Phase.PAUSED:
             self.out.note("paused")
 
 

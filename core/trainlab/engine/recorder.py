@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from trainlab.api.callbacks import Callback, RunState
-from trainlab.api.events import Event, Finished, Progress
+from trainlab.api.events import Event, Finished, Phase, Progress
 from trainlab.pluginhost.host import registry
 from trainlab.runfolder.index import MetricsWriter, RunDir, RunStore
 from trainlab.system.fileio import disk_full_message, is_disk_full
@@ -100,7 +100,7 @@ class MetricsFileCallback(Callback):
         self.failure: OSError | None = None
 
     def on_event(self, event: Event) -> None:
-        if isinstance(event, Progress) and event.phase == "train":
+        if isinstance(event, Progress) and event.phase == Phase.TRAIN:
             if event.time - self._last_progress < self.PROGRESS_EVERY:
                 return
             self._last_progress = event.time

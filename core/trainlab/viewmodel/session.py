@@ -7,7 +7,7 @@ process (the same events over a pipe), or the tail of a ``metrics.jsonl``
 finished run opened again).  ``apply`` reduces them, and nothing else does,
 into what views show:
 
-* ``status``: one of ``STATUSES``;
+* ``status``: a ``SessionState`` (``STATUSES``);
 * ``progress`` (``RunProgress``): step, epoch and their totals, rate, ETA, phase;
 * ``curves`` (``trainlab.viewmodel.curves.RunCurves``): the buffers the plots draw;
 * ``evals``: every ``EvalResult`` in order, each with its full ``metrics``;
@@ -31,10 +31,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from trainlab.api.errors import UsageError
-from trainlab.api.events import EvalResult, Event, Finished, Log, Progress, Started, SystemSample, TrainStep
+from trainlab.api.events import EvalResult, Event, Finished, Log, Phase, Progress, Started, SystemSample, TrainStep
 from trainlab.engine.outcome import RunOutcome
 from trainlab.runfolder.index import RunDir
-from trainlab.runfolder.status import FINISHED, RUNNING
+from trainlab.runfolder.status import (
+    SESSION_ACTIVE,
+    SESSION_ENDED,
+    SessionState,
+    session_state_of_ended,
+    session_state_of_stored,
+)
 from trainlab.viewmodel.curves import RunCurves
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,9 +49,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("trainlab.viewmodel.session")
 
-IDLE, PREPARING, PAUSED, STOPPING = "idle", "preparing", "paused", "stopping"
-STATUSES = (IDLE, PREPARING, RUNNING, PAUSED, STOPPING, "completed", "failed", "cancelled")
-ACTIVE = frozenset({PREPARING, RUNNING, PAUSED, STOPPING})
+IDLE, PREPARING, RUNNING = SessionState.IDLE, SessionState.PREPARING, SessionState.RUNNING
+PAUSED, STOPPING = SessionState.PAUSED, SessionState.STOPPING
+STATUSES = tuple(SessionState)
+ACTIVE = SESSION_ACTIVE
 LOG_LIMIT = 2000  # a run that logs every step must not grow the window without bound
 
 
@@ -116,7 +123,7 @@ class RunSession:
         self._tail: MetricsTail | None = None
         self._reset(IDLE, "")
 
-    def _reset(self, status: str, source: str) -> None:
+    def _reset(self, status: SessionState, source: str) -> None:
         # A new RunCurves, not a cleared one: a view still drawing the old
         # run's buffers never sees them change under it.  The smoothing the
         # user chose carries over.
@@ -155,7 +162,7 @@ class RunSession:
 
     @property
     def ended(self) -> bool:
-        return self.status in FINISHED
+        return self.status in SESSION_ENDED
 
     @property
     def following(self) -> bool:
@@ -191,18 +198,18 @@ class RunSession:
         self.curves.add_events(events)
         self.evals.extend(e for e in events if isinstance(e, EvalResult))
 
-    def set_status(self, status: str) -> SessionChange:
+    def set_status(self, status: SessionState | str) -> SessionChange:
         """The worker's state (preparing, running, paused, stopping): known before
         the engine's events confirm it."""
         if status not in ACTIVE or not self.active or status == self.status:
             return SessionChange()
-        self.status = status
+        self.status = SessionState(status)
         return self._notify(SessionChange(status=True))
 
     def finish(self, outcome: "RunOutcome") -> SessionChange:
         """The run's ``RunOutcome`` (the last word on how it ended)."""
         self.result = outcome
-        self.status = outcome.status if outcome.status in FINISHED else "failed"
+        self.status = session_state_of_ended(outcome.status)
         self.run_dir = outcome.run_dir or self.run_dir
         self._tail = None
         return self._notify(SessionChange(status=True, finished=True))
@@ -235,7 +242,7 @@ class RunSession:
                 progressed = True
                 if self.source == "follow" and self.status in (RUNNING, PAUSED):
                     # no worker here to say so: the engine's phase is the word
-                    self.status = PAUSED if event.phase == "paused" else RUNNING
+                    self.status = PAUSED if event.phase == Phase.PAUSED else RUNNING
                 continue
             if isinstance(event, SystemSample):
                 self.last_system = event
@@ -281,7 +288,7 @@ class RunSession:
         if not outcome.run_dir and self.run_dir:
             outcome = RunOutcome.from_json({**outcome.to_json(), "run_dir": self.run_dir})
         self.result = outcome
-        self.status = outcome.status if outcome.status in FINISHED else "failed"
+        self.status = session_state_of_ended(outcome.status)
         self._tail = None  # nothing follows a run's last event
 
     # -- a run folder -----------------------------------------------------------------
@@ -297,7 +304,7 @@ class RunSession:
             stored = ""
         self._reset(IDLE, "follow")
         self.run_dir = str(folder.path)
-        self.status = RUNNING if stored == RUNNING else stored if stored in FINISHED else IDLE
+        self.status = session_state_of_stored(stored)
         self._tail = folder.tail()
         self._notify(SessionChange(reset=True, status=True))
         change = self._poll(replay=True, everything=True)
