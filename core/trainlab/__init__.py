@@ -50,6 +50,7 @@ _API = {
     "MetricAccumulator": "trainlab.api.families",
     "Metric": "trainlab.api",
     "InputSpec": "trainlab.api",
+    "OutputSpec": "trainlab.api",
     # What a trained model says about one input, one type per family.
     "Prediction": "trainlab.api.predictions",
     "LabelScores": "trainlab.api.predictions",

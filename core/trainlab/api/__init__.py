@@ -33,7 +33,7 @@ from trainlab.api.errors import DataError, RunFailed, StopRequested, UsageError
 _GATHERED = {
     **dict.fromkeys(("PLUGIN_API_VERSION", "SUPPORTED_OLDER_MAJORS"), "version"),
     **dict.fromkeys(("FAMILIES", "FAMILY_METRICS", "INPUT_KINDS", "PARAM_NAME_RE", "PARAM_TYPES", "TASK_ID_RE", "InputSpec",
-                     "Metric", "Param", "Preset", "TaskSpec"), "descriptors"),
+                     "Metric", "OutputSpec", "Param", "Preset", "TaskSpec"), "descriptors"),
     **dict.fromkeys(("DataSummary", "EvalBatch", "RunContext", "Task"), "taskbase"),
     # plugin API 1 had it here; it is a family base class now
     "ClassificationTask": "families",

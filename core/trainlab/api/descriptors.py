@@ -257,6 +257,52 @@ class InputSpec:
 
 
 @dataclass(frozen=True)
+class OutputSpec:
+    """What one prediction of a trained model holds (plugin API 2.1), for the kit to check.
+
+    ``kind``: the ``Prediction.kind`` the task's predictor returns (empty:
+    any).  ``field``: the attribute of that prediction holding its values
+    (``"values"`` of a forecast).  ``shape``: the length of ``field`` along
+    each axis, a number or the name of an ``int`` task parameter that holds
+    it (``("horizon",)``: as many values as the ``horizon`` parameter says).
+    Nothing declared: nothing checked.
+    """
+
+    kind: str = ""
+    field: str = ""
+    shape: tuple[int | str, ...] = ()
+
+    def validate(self, params: Mapping[str, Param] | None = None) -> list[str]:
+        problems = []
+        if not isinstance(self.kind, str) or not isinstance(self.field, str):
+            return ["output kind and field must be strings"]
+        if self.field and not self.field.isidentifier():
+            problems.append(f"output field {self.field!r} is not an attribute name")
+        if not isinstance(self.shape, (tuple, list)):
+            return problems + ["output shape must be a tuple of lengths or parameter names"]
+        if self.shape and not self.field:
+            problems.append("output shape needs the field that holds the values")
+        for axis in self.shape:
+            if isinstance(axis, bool) or not isinstance(axis, (int, str)) or (isinstance(axis, int) and axis < 0):
+                problems.append(f"output shape entry {axis!r} is neither a length nor a parameter name")
+            elif isinstance(axis, str) and params is not None and (axis not in params or params[axis].type != "int"):
+                problems.append(f"output shape names {axis!r}, which is not an int parameter of the task")
+        return problems
+
+    def lengths(self, params: Mapping[str, Any]) -> tuple[int, ...]:
+        """``shape`` with each parameter name replaced by its value in ``params``."""
+        return tuple(int(params[axis]) if isinstance(axis, str) else int(axis) for axis in self.shape)
+
+    def describe(self, params: Mapping[str, Any]) -> str:
+        """``(horizon=3,)``: the declared shape as the kit's messages name it."""
+        parts = [f"{axis}={int(params[axis])}" if isinstance(axis, str) else str(axis) for axis in self.shape]
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "shape": list(self.shape)}
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """What a plugin declares about one task; cheap to build, no torch.
 
@@ -282,6 +328,10 @@ class TaskSpec:
     * ``sample_data``: a demo data set, ``"package:relative/path"`` inside the
       plugin's own package (found without importing it), or a path inside
       ``trainlab_resources`` (the built-ins).
+    Plugin API 2.1 adds:
+
+    * ``output``: what one prediction holds (``OutputSpec``: its kind, and
+      the field and shape of its values), checked by the plugin kit.
     """
 
     id: str
@@ -299,6 +349,7 @@ class TaskSpec:
     monitor: str = ""
     input: InputSpec = field(default_factory=InputSpec)
     model_formats: tuple[str, ...] = ()
+    output: OutputSpec = field(default_factory=OutputSpec)
 
     # -- the resolved declarations ------------------------------------------
     def metric_specs(self) -> tuple[Metric, ...]:
@@ -376,6 +427,11 @@ class TaskSpec:
         if not isinstance(self.params, (tuple, list)) or not all(isinstance(p, Param) for p in self.params):
             problems.append(f"task {self.id!r}: params must be a sequence of trainlab.Param")
             return problems
+        if not isinstance(self.output, OutputSpec):
+            problems.append(f"task {self.id!r}: output must be a trainlab.OutputSpec")
+        else:
+            declared = {p.name: p for p in (*engine_params, *self.params) if isinstance(p, Param)}
+            problems += [f"task {self.id!r}: {msg}" for msg in self.output.validate(declared)]
         names = [p.name for p in engine_params]
         for param in self.params:
             problems += [f"task {self.id!r}: {msg}" for msg in param.validate_declaration()]
