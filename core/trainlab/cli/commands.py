@@ -24,6 +24,7 @@ from trainlab.cli.sweep_commands import cmd_sweep as sweep
 from trainlab.engine import torchrun as launch
 from trainlab.engine.outcome import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from trainlab.engine.torchrun import add_launch_options, train_launched
+from trainlab.runfolder.status import RunStatus
 from trainlab.system.shadowing import shadowing_error
 
 
@@ -181,9 +182,9 @@ def cmd_train(args, out: Output) -> int:
     if args.dry_run:
         return _dry_run(request, progress, out)
     outcome = _train_isolated(request, progress) if args.isolated else _train_here(request, progress)
-    if outcome.status == "failed":
+    if outcome.status == RunStatus.FAILED:
         out.note(f"trainlab: the run failed: {outcome.error}")
-    elif outcome.status == "cancelled":
+    elif outcome.status == RunStatus.CANCELLED:
         out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {outcome.run_dir}")
     else:
         specs = progress.metric_specs or declared_metrics(task_spec(outcome.task))

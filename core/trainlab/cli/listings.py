@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainlab.api.errors import UsageError
 from trainlab.engine.outcome import EXIT_OK
+from trainlab.runfolder.status import RunStatus
 
 if TYPE_CHECKING:
     from trainlab.cli.common import Output
@@ -137,7 +138,7 @@ def _training_seconds(row: dict[str, Any]) -> float | None:
     not the index's wall time, which counts the days between a run and its --more-epochs."""
     from trainlab.runfolder.index import RunDir
 
-    if row.get("status") != "running":
+    if row.get("status") != RunStatus.RUNNING:
         try:
             seconds = RunDir(row["run_dir"]).read_record().timings.get("train_seconds")
         except Exception:  # noqa: BLE001 - a listing never fails over one run's folder

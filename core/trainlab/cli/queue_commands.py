@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from trainlab.cli.common import ArgumentParser, params_from
 from trainlab.engine.outcome import EXIT_OK
+from trainlab.runfolder.status import EntryState
 
 
 def add_queue_parser(add: Callable[..., Any], add_params: Callable[[Any], None]) -> None:
@@ -126,7 +127,7 @@ def _list(store: Any, out: Any) -> int:
     holder = scheduler_holder()
     if holder is not None:
         out.say(f"scheduler: {holder.describe()}")
-    elif any(e.state in ("queued", "running") for e in entries):
+    elif any(e.state in (EntryState.QUEUED, EntryState.RUNNING) for e in entries):
         out.say("scheduler: not running (trainlab queue run starts it)")
     out.result({"entries": [e.to_json() for e in entries], "scheduler": holder.to_json() if holder else None})
     return EXIT_OK
@@ -140,10 +141,10 @@ def _line(entry: Any) -> str:
     else:
         what = entry.task
     state = entry.state + (f" ({entry.requested} asked)" if entry.requested else "")
-    where = ", ".join(d[:12] for d in entry.devices) or ("" if entry.state != "running" else "cpu")
+    where = ", ".join(d[:12] for d in entry.devices) or ("" if entry.state != EntryState.RUNNING else "cpu")
     when = time.strftime("%m-%d %H:%M", time.localtime(entry.added)) if entry.added else ""
     tail = entry.run_dir or ""
-    if entry.reason and entry.state != "running":
+    if entry.reason and entry.state != EntryState.RUNNING:
         tail = f"{entry.reason}  {tail}".strip()
     return f"{entry.id:>4}  {state:<18} {what:<40} {_gpus_text(entry.gpus):<7} {where:<14} {when:<11} {tail}"
 

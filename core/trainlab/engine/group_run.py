@@ -45,6 +45,7 @@ from trainlab.api.events import Event, Finished, Started, SystemSample
 from trainlab.engine.distributed_control import request
 from trainlab.engine.outcome import EXIT_INTERRUPTED, EXIT_USAGE, RunOutcome
 from trainlab.runfolder.index import RunDir, new_run_id
+from trainlab.runfolder.status import RunStatus
 from trainlab.runfolder.tail import MetricsTail
 from trainlab.system import paths
 
@@ -229,7 +230,7 @@ class GroupRun:
             said.setdefault("run_dir", self.run_dir if Path(self.run_dir).exists() else "")
             said.setdefault("task", self.request.task or (self.started.task if self.started else ""))
             said.setdefault("usage_error", code == EXIT_USAGE)
-            if said.get("status") == "failed" and not said.get("traceback"):
+            if said.get("status") == RunStatus.FAILED and not said.get("traceback"):
                 said["traceback"] = self.stderr_tail()
             return RunOutcome.from_json(said)
         if self.finished is not None:

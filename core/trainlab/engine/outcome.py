@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping
 
+from trainlab.runfolder.status import RunStatus
+
 if TYPE_CHECKING:  # pragma: no cover
     from trainlab.api.events import Finished
 
@@ -30,7 +32,7 @@ class RunOutcome:
     """
 
     run_dir: str
-    status: str  # completed, failed, cancelled
+    status: str  # a RunStatus: completed, failed, cancelled
     task: str
     metrics: Mapping[str, Any] = field(default_factory=dict)
     epochs: int = 0
@@ -45,15 +47,15 @@ class RunOutcome:
     @property
     def exit_code(self) -> int:
         """0 completed, 130 cancelled, 2 bad input, 1 any other failure."""
-        if self.status == "completed":
+        if self.status == RunStatus.COMPLETED:
             return EXIT_OK
-        if self.status == "cancelled":
+        if self.status == RunStatus.CANCELLED:
             return EXIT_INTERRUPTED
         return EXIT_USAGE if self.usage_error else EXIT_FAILED
 
     @property
     def ok(self) -> bool:
-        return self.status == "completed"
+        return self.status == RunStatus.COMPLETED
 
     def to_json(self) -> dict[str, Any]:
         """The fields, plus ``exit_code`` (and for a plugin's failure ``plugin`` and
@@ -69,7 +71,7 @@ class RunOutcome:
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         values.setdefault("run_dir", "")
-        values.setdefault("status", "failed")
+        values.setdefault("status", RunStatus.FAILED)
         values.setdefault("task", "")
         values["metrics"] = dict(values.get("metrics") or {})
         values["best"] = dict(values.get("best") or {})
@@ -99,7 +101,7 @@ class RunOutcome:
         *,
         task: str,
         error: str,
-        status: str = "failed",
+        status: str = RunStatus.FAILED,
         usage_error: bool = False,
         traceback: str = "",
         run_dir: str = "",

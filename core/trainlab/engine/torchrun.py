@@ -30,6 +30,7 @@ from typing import Any, Sequence
 
 from trainlab.api.errors import UsageError
 from trainlab.engine.outcome import EXIT_FAILED, RunOutcome
+from trainlab.runfolder.status import RunStatus
 
 # torchrun's names; each takes one value
 LAUNCH_OPTIONS = ("--gpus", "--nproc-per-node", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--rdzv-endpoint", "--rdzv-id")
@@ -273,13 +274,13 @@ def _with_rank_reports(outcome: dict[str, Any] | None, reports: Path, opts: Laun
             continue
     local = range(opts.node_rank * opts.nproc_per_node, (opts.node_rank + 1) * opts.nproc_per_node) if not opts.rdzv_endpoint else sorted(said)
     silent = [r for r in local if r not in said]
-    failed = [r for r, report in sorted(said.items()) if report.get("status") == "failed" and not report.get("peer_lost")]
+    failed = [r for r, report in sorted(said.items()) if report.get("status") == RunStatus.FAILED and not report.get("peer_lost")]
     if outcome is None and said and not (set(said) - set(local)) and 0 not in said:  # a machine without rank 0
         first = said[min(said)]
         outcome = {k: v for k, v in first.items() if k not in ("rank", "host", "peer_lost")}
     if outcome is None:
         return None
-    if outcome.get("status") == "failed" and (silent or failed) and not outcome.get("usage_error"):
+    if outcome.get("status") == RunStatus.FAILED and (silent or failed) and not outcome.get("usage_error"):
         if silent:
             why = f"rank {silent[0]} died without a word (killed, or crashed in native code)"
         else:
@@ -314,17 +315,17 @@ def train_launched(args: Any, out: Any) -> int:
         record_path = RunDir(run_dir) if run_dir else None
         if record_path is not None and record_path.exists():
             record = record_path.read()
-            if record.get("status") == "running":
-                record.update(status="failed", error=error, pid=None)
+            if record.get("status") == RunStatus.RUNNING:
+                record.update(status=RunStatus.FAILED, error=error, pid=None)
                 record_path.write(record)
-        outcome = {"run_dir": run_dir, "status": "failed", "error": error, "exit_code": EXIT_FAILED}
+        outcome = {"run_dir": run_dir, "status": RunStatus.FAILED, "error": error, "exit_code": EXIT_FAILED}
     elif outcome.get("failed_rank") is not None and run_dir and RunDir(run_dir).exists():
         record = RunDir(run_dir).read()
         record["error"] = outcome["error"]
         RunDir(run_dir).write(record)
-    if outcome.get("status") == "failed":
+    if outcome.get("status") == RunStatus.FAILED:
         out.note(f"trainlab: the run failed: {outcome.get('error')}")
-    elif outcome.get("status") == "cancelled":
+    elif outcome.get("status") == RunStatus.CANCELLED:
         out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {outcome.get('run_dir')} (and the same launch options)")
     else:
         out.say(f"done: run folder {outcome.get('run_dir')}")

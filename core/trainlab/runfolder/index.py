@@ -284,7 +284,7 @@ class RunStore:
         """
         if isinstance(run, RunRecord):
             run = run.to_json()
-        running = run.get("status") == "running"
+        running = run.get("status") == RUNNING
         host, proc_start = socket.gethostname(), None
         if found:
             pid = run.get("pid") if running and isinstance(run.get("pid"), int) else None
@@ -464,7 +464,7 @@ class RunStore:
         row = self.get(run_id)
         if row is None:
             raise UsageError(f"no run {run_id!r} in the index")
-        if row["status"] == "running" and _process_start(row["pid"] or -1) is not None:
+        if row["status"] == RUNNING and _process_start(row["pid"] or -1) is not None:
             raise UsageError(f"run {row['id']} is still running; stop it first")
         run_dir = Path(row["run_dir"])
         if remove_files and (run_dir / "run.json").is_file():

@@ -24,6 +24,7 @@ from trainlab.api.events import EvalResult
 from trainlab.engine.outcome import RunOutcome
 from trainlab.engine.plan import RunRequest, plan_run
 from trainlab.runfolder.index import RunDir, new_run_id
+from trainlab.runfolder.status import RunStatus
 from trainlab.system import paths
 
 # The reasons a queue gives a stopped run (run.json's ``error`` of a cancelled run).
@@ -68,7 +69,7 @@ def completed_outcome(run_dir: str) -> RunOutcome | None:
     if not folder.exists():
         return None
     record = folder.read()
-    if record.get("status") != "completed":
+    if record.get("status") != RunStatus.COMPLETED:
         return None
     progress = record.get("progress") or {}
     return RunOutcome(
@@ -179,7 +180,7 @@ def execute_on_gpus(
     folder = RunDir(run_dir)
     if folder.exists():
         changes = dict(record_extra or {})
-        if outcome.status == "cancelled" and control.stop_reason:
+        if outcome.status == RunStatus.CANCELLED and control.stop_reason:
             changes["error"] = control.stop_reason
             outcome = replace(outcome, error=control.stop_reason)
         if changes:

@@ -19,8 +19,9 @@ is killed at any moment:
   scheduler) puts it back in line (``requeue``), and its runner, on the next
   launch, resumes the run from its checkpoint (``trainlab.scheduling.execution``).
 
-Entry states: ``queued``, ``running``, ``paused``, ``done``, ``failed``,
-``cancelled``.  ``requested`` is what a user asked of a running entry
+Entry states: ``EntryState`` (``trainlab.runfolder.status``, with its mapping
+to a run's status): ``queued``, ``running``, ``paused``, ``done``, ``failed``,
+``cancelled``, stored as those words.  ``requested`` is what a user asked of a running entry
 (``pause``, ``cancel``); its runner sees it and stops the run.
 """
 
@@ -36,12 +37,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from trainlab.api.errors import UsageError
+from trainlab.runfolder.status import ENTRY_FINISHED, ENTRY_WAITING, EntryState, entry_state
 from trainlab.system import paths
 
-QUEUED, RUNNING, PAUSED, DONE, FAILED, CANCELLED = "queued", "running", "paused", "done", "failed", "cancelled"
-STATES = (QUEUED, RUNNING, PAUSED, DONE, FAILED, CANCELLED)
-FINISHED = frozenset({DONE, FAILED, CANCELLED})
-WAITING = frozenset({QUEUED, PAUSED})
+QUEUED, RUNNING, PAUSED = EntryState.QUEUED, EntryState.RUNNING, EntryState.PAUSED
+DONE, FAILED, CANCELLED = EntryState.DONE, EntryState.FAILED, EntryState.CANCELLED
+STATES = tuple(EntryState)
+FINISHED = ENTRY_FINISHED
+WAITING = ENTRY_WAITING
 RUN, SWEEP, TRIAL = "run", "sweep", "trial"
 
 
@@ -61,7 +64,7 @@ class QueueEntry:
 
     id: int
     kind: str
-    state: str
+    state: EntryState | str
     position: int
     request: dict[str, Any]
     gpus: int
@@ -108,7 +111,7 @@ def _entry(row: sqlite3.Row) -> QueueEntry:
     return QueueEntry(
         id=row["id"],
         kind=row["kind"],
-        state=row["state"],
+        state=entry_state(row["state"]),
         position=row["position"],
         request=json.loads(row["request"] or "{}"),
         gpus=row["gpus"],
@@ -183,7 +186,7 @@ class QueueStore:
         """Every entry, in line order: position, then a sweep before its trials, then id."""
         return self._read("SELECT * FROM entries ORDER BY position, CASE kind WHEN 'sweep' THEN 0 ELSE 1 END, id")
 
-    def in_state(self, *states: str) -> list[QueueEntry]:
+    def in_state(self, *states: EntryState) -> list[QueueEntry]:
         return [e for e in self.entries() if e.state in states]
 
     def trials_of(self, sweep_id: int) -> list[QueueEntry]:
@@ -202,7 +205,7 @@ class QueueStore:
         parent: int | None = None,
         study: str = "",
         trial: int | None = None,
-        state: str = QUEUED,
+        state: EntryState = QUEUED,
         run_dir: str = "",
     ) -> QueueEntry:
         now = time.time()
@@ -230,7 +233,7 @@ class QueueStore:
             raise UsageError(f"queue move {entry.id} {position}: positions start at 1")
         with self._write() as db:
             rows = db.execute(
-                "SELECT id FROM entries WHERE parent IS NULL AND state IN ('queued', 'paused') ORDER BY position, id"
+                "SELECT id FROM entries WHERE parent IS NULL AND state IN (?, ?) ORDER BY position, id", (QUEUED, PAUSED)
             ).fetchall()
             order = [r["id"] for r in rows if r["id"] != entry.id]
             order.insert(min(position, len(order) + 1) - 1, entry.id)
@@ -318,7 +321,7 @@ class QueueStore:
                 ).rowcount
             )
 
-    def finish(self, entry_id: int, token: str | None, state: str, reason: str = "") -> bool:
+    def finish(self, entry_id: int, token: str | None, state: EntryState, reason: str = "") -> bool:
         """The entry's end (or, ``paused``, its pause); ``token`` None for an entry without a runner (a sweep)."""
         assert state in (PAUSED, DONE, FAILED, CANCELLED)
         now = time.time()
@@ -333,7 +336,7 @@ class QueueStore:
                 args.append(token)
             return bool(db.execute(sql, args).rowcount)
 
-    def set_state(self, entry_id: int, state: str, reason: str = "") -> None:
+    def set_state(self, entry_id: int, state: EntryState, reason: str = "") -> None:
         """A sweep entry's own state (it has no runner)."""
         with self._write() as db:
             db.execute("UPDATE entries SET state=?, reason=?, updated=? WHERE id=?", (state, reason, time.time(), entry_id))

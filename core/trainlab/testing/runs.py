@@ -24,6 +24,7 @@ from trainlab.engine.predict import predict
 from trainlab.engine.prepare import prepare_task
 from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.runfolder.index import RunDir, RunStore
+from trainlab.runfolder.status import RunStatus
 from trainlab.runfolder.tail import read_events
 from trainlab.system import paths
 from trainlab.system.fileio import verify_safetensors
@@ -119,7 +120,7 @@ class TaskKit:
             return run_training(request, callbacks=list(callbacks))
 
     def _completed(self, outcome, what: str):
-        if outcome.status != "completed":
+        if outcome.status != RunStatus.COMPLETED:
             where = f" in {outcome.failure.get('method')}" if outcome.failure else ""
             raise CheckFailed(f"{what} ended {outcome.status}{where}: {outcome.error}")
         return outcome
@@ -256,7 +257,7 @@ class TaskKit:
     def resume_is_exact(self) -> str:
         straight = self.straight()
         stopped, stop_at = self.stopped()
-        if stopped.status != "cancelled":
+        if stopped.status != RunStatus.CANCELLED:
             raise CheckFailed(f"the run stopped at step {stop_at} ended {stopped.status}: {stopped.error}")
         with self.active():
             resumed = self._completed(run_training(RunRequest(resume=stopped.run_dir)), "the resumed run")
@@ -280,7 +281,7 @@ class TaskKit:
 
     def stop_within_one_step(self) -> str:
         stopped, stop_at = self.stopped()
-        if stopped.status != "cancelled" or stopped.steps != stop_at:
+        if stopped.status != RunStatus.CANCELLED or stopped.steps != stop_at:
             raise CheckFailed(f"stop requested at step {stop_at}: the run ended {stopped.status} after {stopped.steps} steps")
         return f"stop at step {stop_at}: cancelled after {stopped.steps}"
 
