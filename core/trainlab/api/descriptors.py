@@ -25,6 +25,12 @@ METRIC_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 # metrics (``docs/plugins.md``).
 FAMILIES = ("classification", "regression", "multilabel")
 INPUT_KINDS = ("image", "text", "row", "file")
+# The families whose outputs are classes: class_weighting and try-it's top-k
+# apply to them (a task of another family says so with ``TaskSpec.classes``).
+CLASS_FAMILIES = ("classification", "multilabel")
+# Engine parameters that mean something only for a task with classes: the
+# window and ``trainlab tasks`` do not offer them to the others.
+CLASS_PARAMS = ("class_weighting",)
 # How a metric reads (trainlab.runfolder.display); a Python format spec is accepted too.
 METRIC_DISPLAYS = ("percent", "loss", "score", "count", "number")
 
@@ -166,6 +172,14 @@ class Metric:
     stopping when it is the ``monitor``.  ``display`` is how it reads: one of
     ``percent`` (a fraction shown as 92.5%), ``score`` (3 decimals), ``loss``
     or ``number`` (4 significant digits), ``count``, or a Python format spec.
+
+    Plugin API 2.1 adds ``unit``, what the value is measured in, written after
+    it wherever it is shown (``"°C"``, ``"ms"``; not for ``percent``), and
+    ``monitorable``: False for a figure that does not follow the model (a
+    naive baseline's error, a count of windows), which is then never offered
+    as ``monitor``.  Every surface (the CLI, the window's log, tables and
+    plots, the run history) writes a value through one function,
+    ``trainlab.runfolder.display.format_metric(name, value, metric)``.
     """
 
     name: str
@@ -173,11 +187,30 @@ class Metric:
     higher_is_better: bool = True
     display: str = "number"
     help: str = ""
+    unit: str = ""
+    monitorable: bool = True
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Metric":
+        """A metric as ``to_json`` wrote it (run.json's ``declared_metrics``); missing keys take their defaults."""
+        return cls(
+            str(data.get("name") or ""),
+            str(data.get("title") or ""),
+            bool(data.get("higher_is_better", True)),
+            str(data.get("display") or "number"),
+            str(data.get("help") or ""),
+            str(data.get("unit") or ""),
+            bool(data.get("monitorable", True)),
+        )
 
     def validate(self) -> list[str]:
         problems = []
         if not isinstance(self.name, str) or not METRIC_NAME_RE.match(self.name) or self.name == "loss":
             problems.append(f"metric name {self.name!r} is not lower_snake_case (and not 'loss', which the engine computes)")
+        if not isinstance(self.unit, str):
+            problems.append(f"metric {self.name!r}: unit must be a string ('' for none)")
+        if not isinstance(self.monitorable, bool):
+            problems.append(f"metric {self.name!r}: monitorable must be True or False")
         if not isinstance(self.display, str) or not self.display:
             problems.append(f"metric {self.name!r}: display must be a kind ({', '.join(METRIC_DISPLAYS)}) or a format spec")
         elif self.display not in METRIC_DISPLAYS:
@@ -194,6 +227,8 @@ class Metric:
             "higher_is_better": self.higher_is_better,
             "display": self.display,
             "help": self.help,
+            "unit": self.unit,
+            "monitorable": self.monitorable,
         }
 
 
@@ -332,6 +367,10 @@ class TaskSpec:
 
     * ``output``: what one prediction holds (``OutputSpec``: its kind, and
       the field and shape of its values), checked by the plugin kit.
+    * ``details``: what each evaluation reports besides its metrics, typed
+      (``trainlab.Table``, ``ExampleRows``, ``Series``, ``Figure``), in the
+      order the results page shows them; empty means the family's
+      (``FAMILY_DETAILS``).
     """
 
     id: str
@@ -349,6 +388,7 @@ class TaskSpec:
     monitor: str = ""
     input: InputSpec = field(default_factory=InputSpec)
     model_formats: tuple[str, ...] = ()
+    classes: bool | None = None
     output: OutputSpec = field(default_factory=OutputSpec)
 
     # -- the resolved declarations ------------------------------------------
@@ -366,11 +406,21 @@ class TaskSpec:
             return self.monitor
         if not self.metrics and self.family in FAMILY_METRICS:
             return FAMILY_METRICS[self.family][1]
-        specs = self.metric_specs()
-        return specs[0].name if specs else "loss"
+        choices = self.monitor_choices()
+        return choices[0]  # the first monitorable metric, else loss
 
     def monitor_choices(self) -> tuple[str, ...]:
-        return (*(m.name for m in self.metric_specs()), "loss")
+        """What ``monitor`` may name: the monitorable metrics, and ``loss``."""
+        return (*(m.name for m in self.metric_specs() if m.monitorable), "loss")
+
+    def has_classes(self) -> bool:
+        """Whether the task's outputs are classes (``classes``, else its family's answer)."""
+        return bool(self.classes) if self.classes is not None else self.family in CLASS_FAMILIES
+
+    def uses_param(self, name: str) -> bool:
+        """False for an engine parameter that means nothing to this task (``class_weighting``
+        without classes): the window and ``trainlab tasks`` leave it out."""
+        return self.has_classes() or name not in CLASS_PARAMS
 
     def higher_is_better(self, metric: str) -> bool:
         spec = self.metric(metric)
@@ -416,8 +466,13 @@ class TaskSpec:
                 seen.add(metric.name)
             if not self.metrics and self.family not in FAMILY_METRICS:
                 problems.append(f"task {self.id!r}: family {self.family!r} is not built in, so the task must declare its metrics")
-            if self.monitor and self.monitor not in self.monitor_choices():
+            unmonitorable = {m.name for m in self.metric_specs() if not m.monitorable}
+            if self.monitor in unmonitorable:
+                problems.append(f"task {self.id!r}: monitor {self.monitor!r} is declared monitorable=False, so it cannot be the monitor")
+            elif self.monitor and self.monitor not in self.monitor_choices():
                 problems.append(f"task {self.id!r}: monitor {self.monitor!r} is not one of {', '.join(self.monitor_choices())}")
+        if self.classes is not None and not isinstance(self.classes, bool):
+            problems.append(f"task {self.id!r}: classes must be True, False or None (the family's answer)")
         if not isinstance(self.input, InputSpec):
             problems.append(f"task {self.id!r}: input must be a trainlab.InputSpec")
         else:

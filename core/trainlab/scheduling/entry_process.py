@@ -23,6 +23,7 @@ from trainlab.api.callbacks import Callback, RunControl
 from trainlab.api.errors import UsageError
 from trainlab.engine.gpu_leases import LeaseTaken, acquire
 from trainlab.engine.outcome import RunOutcome
+from trainlab.runfolder.status import entry_state_of_finished
 from trainlab.scheduling.execution import (
     CANCELLED_REASON,
     PAUSED_REASON,
@@ -158,9 +159,10 @@ def settle(store: QueueStore, entry: QueueEntry, token: str, outcome: RunOutcome
     A run stopped for any other reason than the queue's (SIGTERM at a
     shutdown, a lost parent) goes back in line, to resume from its checkpoint.
     """
-    if outcome.status == "completed":
+    ended = entry_state_of_finished(outcome.status)
+    if ended == DONE:
         state, reason = DONE, _best_text(outcome)
-    elif outcome.status == "failed":
+    elif ended == FAILED:
         state, reason = FAILED, outcome.error
     elif outcome.error == PAUSED_REASON:
         state, reason = PAUSED, PAUSED_REASON

@@ -17,6 +17,7 @@ from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab.engine.outcome import RunOutcome
 from trainlab.pluginhost.host import registry
 from trainlab.runfolder.index import RunDir
+from trainlab.runfolder.status import RunStatus
 from trainlab.scheduling.queue_store import CANCELLED, PAUSED, QUEUED, RUN, RUNNING, SWEEP, WAITING, QueueEntry, QueueStore
 
 
@@ -111,7 +112,7 @@ def cancel(store: QueueStore, entry_id: int | str) -> QueueEntry:
 
         study = SweepStudy.load(entry.study)
         for trial in waited:
-            study.tell_outcome(int(trial.trial), RunOutcome.not_started(task=trial.task, status="cancelled", error="cancelled in the queue"))
+            study.tell_outcome(int(trial.trial), RunOutcome.not_started(task=trial.task, status=RunStatus.CANCELLED, error="cancelled in the queue"))
     return store.entry(entry.id)
 
 

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from trainlab.engine.gpu_leases import Gpu, gpu_states, read_gpus
 from trainlab.engine.outcome import RunOutcome
+from trainlab.runfolder.status import run_status_of_entry
 from trainlab.scheduling.execution import completed_outcome, visible_devices_env
 from trainlab.scheduling.queue_store import (
     CANCELLED,
@@ -281,7 +282,7 @@ class Scheduler:
         running = {t.number for t in study.running()}
         for entry in trials:
             if entry.state in (FAILED, CANCELLED) and entry.trial in running:
-                status = "failed" if entry.state == FAILED else "cancelled"
+                status = run_status_of_entry(entry.state)
                 study.tell_outcome(int(entry.trial), RunOutcome.not_started(task=entry.task, status=status, error=entry.reason or status))
 
     def _study(self, sweep: QueueEntry) -> Any:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from trainlab.api.errors import UsageError
+from trainlab.runfolder.status import EntryState, TrialState
 from trainlab.scheduling import queue_actions as actions
 from trainlab.scheduling.queue_board import gpu_names
 from trainlab.scheduling.queue_store import QueueStore
@@ -144,7 +145,7 @@ class SweepBoard:
         return have + lack
 
     def best(self) -> TrialRow | None:
-        done = [r for r in self.rows if r.state == "completed" and r.value is not None]
+        done = [r for r in self.rows if r.state == TrialState.COMPLETED and r.value is not None]
         if not done:
             return None
         pick = max if self.direction == "maximize" else min
@@ -181,10 +182,10 @@ class SweepBoard:
     # -- learning curves and importance --------------------------------------------------------
     def curves(self) -> list[tuple[TrialRow, bool]]:
         """Each trial with a curve, and whether to dim it (pruned)."""
-        return [(r, r.state == "pruned") for r in self.rows if r.curve]
+        return [(r, r.state == TrialState.PRUNED) for r in self.rows if r.curve]
 
     def importance(self) -> Importance:
-        done = [r for r in self.rows if r.state == "completed"]
+        done = [r for r in self.rows if r.state == TrialState.COMPLETED]
         if len(done) < MIN_TRIALS_FOR_IMPORTANCE:
             return Importance(message=f"Importance needs {MIN_TRIALS_FOR_IMPORTANCE} completed trials ({len(done)} so far).")
         if len(self.param_names) < 2:
@@ -242,7 +243,7 @@ def _trial_devices(study: str) -> dict[int, str]:
     except Exception:  # noqa: BLE001 - no queue yet
         return {}
     return {int(e.trial): ", ".join(e.devices) or "cpu" for e in entries
-            if e.study == study and e.trial is not None and e.state == "running"}
+            if e.study == study and e.trial is not None and e.state == EntryState.RUNNING}
 
 
 def _gpu_text(where: str, gpu_names: Mapping[str, str]) -> str:

@@ -18,6 +18,7 @@ from trainlab.api.callbacks import RunControl
 from trainlab.api.errors import UsageError
 from trainlab.engine.gpu_leases import acquire, gpu_states, read_gpus, torch_index
 from trainlab.engine.plan import RunRequest
+from trainlab.runfolder.status import RunStatus, TrialState
 from trainlab.scheduling.execution import (
     PRUNED_REASON,
     completed_outcome,
@@ -132,14 +133,14 @@ def _run_trial(
             )
         else:
             outcome = execute_here(request, control=control.trial, callbacks=[pruning], record_extra=extra)
-    if outcome.status == "cancelled" and outcome.error != PRUNED_REASON:
+    if outcome.status == RunStatus.CANCELLED and outcome.error != PRUNED_REASON:
         say(f"trial {number}: stopped; run the same command again to resume it ({outcome.run_dir})")
         return  # still running in the study: resumed next time
     state = study.tell_outcome(number, outcome) or outcome.status
     shown = ", ".join(f"{k}={_short(v)}" for k, v in params.items())
-    if state == "pruned":
+    if state == TrialState.PRUNED:
         result = f"pruned after epoch {pruning.pruned_at or outcome.epochs}"
-    elif state == "completed":
+    elif state == TrialState.COMPLETED:
         result = f"{spec.monitor} {outcome.best.get('value', outcome.metrics.get(spec.monitor, float('nan'))):.4g}"
     else:
         result = f"{state}: {outcome.error}"

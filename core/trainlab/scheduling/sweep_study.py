@@ -30,6 +30,7 @@ from trainlab.api.callbacks import Callback, RunControl, RunState
 from trainlab.api.errors import UsageError
 from trainlab.api.params import full_schema
 from trainlab.pluginhost.host import registry
+from trainlab.runfolder.status import TrialState, trial_state_of_run
 from trainlab.scheduling.execution import PRUNED_REASON
 from trainlab.scheduling.sweep_space import Dimension, parse_space
 from trainlab.system import paths
@@ -180,7 +181,7 @@ class SweepStudy:
     def pruning(self, number: int) -> "TrialPruning":
         return TrialPruning(self, number)
 
-    def tell_outcome(self, number: int, outcome: Any) -> str:
+    def tell_outcome(self, number: int, outcome: Any) -> TrialState | str:
         """Tell the study how a trial's run ended; the trial's state ("" when it was told before)."""
         optuna = _optuna()
         state = optuna.trial.TrialState
@@ -195,24 +196,21 @@ class SweepStudy:
             trial.set_user_attr("reason", outcome.error)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if outcome.status == "completed":
+            told = trial_state_of_run(outcome.status, pruned=outcome.error == PRUNED_REASON)
+            if told == TrialState.COMPLETED:
                 value = objective_value(outcome, self.spec.monitor)
                 if value is not None:
                     self.study.tell(number, value)
-                    return "completed"
+                    return told
                 trial.set_user_attr("reason", f"the run gave no {self.spec.monitor}")
-                self.study.tell(number, state=state.FAIL)
-                return "failed"
-            if outcome.status == "cancelled" and outcome.error == PRUNED_REASON:
-                self.study.tell(number, state=state.PRUNED)
-                return "pruned"
-            self.study.tell(number, state=state.FAIL)
-            return "failed"
+                told = TrialState.FAILED
+            self.study.tell(number, state=state.PRUNED if told == TrialState.PRUNED else state.FAIL)
+            return told
 
     def summary(self) -> dict[str, Any]:
         """The study as plain values: its definition, every trial, the best one."""
         trials = [trial_json(t) for t in self.trials()]
-        done = [t for t in trials if t["state"] == "completed"]
+        done = [t for t in trials if t["state"] == TrialState.COMPLETED]
         best = None
         if done:
             pick = max if self.spec.direction == "maximize" else min
@@ -292,7 +290,14 @@ def objective_value(outcome: Any, monitor: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-_STATE_WORDS = {"COMPLETE": "completed", "PRUNED": "pruned", "FAIL": "failed", "RUNNING": "running", "WAITING": "waiting"}
+# optuna's names for a trial's states, in ours
+_STATE_WORDS = {
+    "COMPLETE": TrialState.COMPLETED,
+    "PRUNED": TrialState.PRUNED,
+    "FAIL": TrialState.FAILED,
+    "RUNNING": TrialState.RUNNING,
+    "WAITING": TrialState.WAITING,
+}
 
 
 def trial_json(trial: Any) -> dict[str, Any]:
