@@ -51,6 +51,20 @@ _API = {
     "Metric": "trainlab.api",
     "InputSpec": "trainlab.api",
     "OutputSpec": "trainlab.api",
+    # What an evaluation reports besides its metrics, typed (plugin API 2.1):
+    # declared in TaskSpec.details, drawn by the window's results page.
+    "Table": "trainlab.api.details",
+    "ExampleRows": "trainlab.api.details",
+    "Series": "trainlab.api.details",
+    "Figure": "trainlab.api.details",
+    "Column": "trainlab.api.details",
+    "Line": "trainlab.api.details",
+    "Box": "trainlab.api.details",
+    "BoxedImage": "trainlab.api.details",
+    "Values": "trainlab.api.details",
+    "Detail": "trainlab.api.details",
+    "FAMILY_DETAILS": "trainlab.api.details",
+    "VIEW_ENTRY_POINT_GROUP": "trainlab.api.details",
     # What a trained model says about one input, one type per family.
     "Prediction": "trainlab.api.predictions",
     "LabelScores": "trainlab.api.predictions",
@@ -122,6 +136,8 @@ def _module(name: str):
         from trainlab import api as module
     elif name == "trainlab.api.callbacks":
         from trainlab.api import callbacks as module
+    elif name == "trainlab.api.details":
+        from trainlab.api import details as module
     elif name == "trainlab.api.events":
         from trainlab.api import events as module
     elif name == "trainlab.api.families":

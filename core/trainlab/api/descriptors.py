@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from trainlab.api.details import FAMILY_DETAILS, Detail
+
 PARAM_TYPES = ("int", "float", "bool", "str", "choice", "path")
 TASK_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
 PARAM_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -267,12 +269,15 @@ class InputSpec:
     ``kind``: ``image`` (an image file), ``text`` (a string), ``row`` (one
     row of a table: a mapping of column to value, or a CSV line), or
     ``file`` (a file of one of ``suffixes``).  ``title`` is how try-it asks
-    for one ("a photo of a cell", "a review").
+    for one ("a photo of a cell", "a review").  ``columns`` (plugin API 2.1)
+    names a row's columns in order: try-it then offers a field per column and
+    gives the predictor the row as one CSV line in that order.
     """
 
     kind: str = "text"
     suffixes: tuple[str, ...] = ()
     title: str = ""
+    columns: tuple[str, ...] = ()
 
     def validate(self) -> list[str]:
         problems = []
@@ -280,6 +285,12 @@ class InputSpec:
             problems.append(f"input kind {self.kind!r} is not one of {', '.join(INPUT_KINDS)}")
         if not all(isinstance(s, str) and s.startswith(".") for s in self.suffixes):
             problems.append("input suffixes must be strings starting with a dot ('.wav')")
+        if isinstance(self.columns, str) or not all(isinstance(c, str) and c.strip() for c in self.columns):
+            problems.append("input columns must be a tuple of column names")
+        elif len(set(self.columns)) != len(self.columns):
+            problems.append("input columns name a column twice")
+        elif self.columns and self.kind != "row":
+            problems.append(f"input columns are for row inputs, not {self.kind}")
         return problems
 
     def accepts_path(self, path: str | Path) -> bool:
@@ -288,7 +299,10 @@ class InputSpec:
         return bool(self.suffixes) and suffix in {s.lower() for s in self.suffixes}
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "suffixes": list(self.suffixes), "title": self.title}
+        out: dict[str, Any] = {"kind": self.kind, "suffixes": list(self.suffixes), "title": self.title}
+        if self.columns:
+            out["columns"] = list(self.columns)
+        return out
 
 
 @dataclass(frozen=True)
@@ -390,6 +404,7 @@ class TaskSpec:
     model_formats: tuple[str, ...] = ()
     classes: bool | None = None
     output: OutputSpec = field(default_factory=OutputSpec)
+    details: tuple[Detail, ...] = ()
 
     # -- the resolved declarations ------------------------------------------
     def metric_specs(self) -> tuple[Metric, ...]:
@@ -397,6 +412,12 @@ class TaskSpec:
         if self.metrics:
             return tuple(self.metrics)
         return FAMILY_METRICS.get(self.family, ((), "loss"))[0]
+
+    def detail_specs(self) -> tuple[Detail, ...]:
+        """The details each evaluation reports besides its metrics (the family's when none are declared)."""
+        if self.details:
+            return tuple(self.details)
+        return FAMILY_DETAILS.get(self.family, ())
 
     def metric(self, name: str) -> Metric | None:
         return next((m for m in self.metric_specs() if m.name == name), None)
@@ -482,6 +503,7 @@ class TaskSpec:
         if not isinstance(self.params, (tuple, list)) or not all(isinstance(p, Param) for p in self.params):
             problems.append(f"task {self.id!r}: params must be a sequence of trainlab.Param")
             return problems
+        problems += self._detail_problems()
         if not isinstance(self.output, OutputSpec):
             problems.append(f"task {self.id!r}: output must be a trainlab.OutputSpec")
         else:
@@ -506,6 +528,21 @@ class TaskSpec:
         for preset in self.presets:
             for key, value in dict(preset.overrides).items():
                 problems += _check_override(self.id, f"preset {preset.name!r}", schema, key, value)
+        return problems
+
+
+    def _detail_problems(self) -> list[str]:
+        if isinstance(self.details, (str, Mapping)) or not all(isinstance(d, Detail) for d in self.details):
+            return [f"task {self.id!r}: details must be a sequence of trainlab details (Table, ExampleRows, Series, Figure)"]
+        problems = []
+        names = [d.name for d in self.details]
+        for name in dict.fromkeys(n for n in names if names.count(n) > 1):
+            problems.append(f"task {self.id!r}: detail {name!r} is declared twice")
+        metric_names = {m.name for m in self.metric_specs()} if isinstance(self.metrics, (tuple, list)) else set()
+        for detail in self.details:
+            problems += [f"task {self.id!r}: {msg}" for msg in detail.validate()]
+            if detail.name in metric_names:
+                problems.append(f"task {self.id!r}: detail {detail.name!r} has a metric's name")
         return problems
 
 

@@ -37,6 +37,16 @@ class Prediction:
         """One line for people (the CLI's human output, the window's status)."""
         raise NotImplementedError
 
+    def display(self) -> Any:
+        """How try-it draws it (plugin API 2.1), beside ``summary()``.
+
+        A text (``str``), named numbers with a unit (``trainlab.Values``), a
+        ``Table``, a ``Series`` (its lines on a plot) or a ``BoxedImage`` (an
+        image with its boxes); None, the default: ``summary()`` alone.
+        The built-in families' predictions have their own drawing.
+        """
+        return None
+
     @classmethod
     def csv_header(cls, top_k: int, label_names: Sequence[str]) -> list[str]:
         raise NotImplementedError

@@ -14,6 +14,13 @@ The families' details:
 - multi-label: ``label_names``, ``per_label`` rows, ``thresholds``,
   ``misclassified`` and ``correct_examples`` (``LabelSetExample``).
 
+Plugin API 2.1 adds ``details``: a list of typed details
+(``trainlab.api.details``: tables, example rows, series, figures), each
+saying its kind, title and columns.  ``SplitReport.view_details`` gives them
+with the built-in families' own keys as the same types, and, for a family
+that declares its metrics, the other numbers of the report as a table (a
+count is a detail, not a metric).
+
 Read as ``trainlab.runfolder.records`` reads ``run.json``: earlier shapes accepted,
 unknown keys kept in ``extra`` and written back, unusable content raising
 ``RunFileError`` that names the file and the key.
@@ -23,10 +30,20 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from trainlab.api.details import (
+    FAMILY_DETAILS,
+    Column,
+    Detail,
+    ExampleRows,
+    Line,
+    Series,
+    Table,
+    detail_from_json,
+)
 from trainlab.runfolder.records import RunFileError, _Fields, _is_number, _kind
 
 CLASSIFICATION = "classification"
@@ -36,7 +53,7 @@ _SPLIT_MARKERS = frozenset(
     {
         "confusion_matrix", "label_names", "per_class", "samples", "loss", "accuracy", "macro_f1",
         "micro_f1", "mae", "rmse", "r2", "misclassified", "correct_examples", "per_label", "worst",
-        "family", "worst_examples", "scatter", "thresholds",
+        "family", "worst_examples", "scatter", "thresholds", "details",
     }
 )
 # Objects inside one split's report: never a split of their own, whatever
@@ -233,6 +250,8 @@ class SplitReport:
     # multi-label
     per_label: tuple[Mapping[str, Any], ...] = ()  # label, precision, recall, f1, support, predicted, threshold
     thresholds: tuple[float, ...] = ()
+    # plugin API 2.1: typed details, as written (view_details adds the family's own)
+    details: tuple[Detail, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -261,6 +280,7 @@ class SplitReport:
             worst_examples=_examples(f, "worst_examples", where, RegressionExample),
             per_label=_rows(f, "per_label"),
             thresholds=_numbers(f, "thresholds"),
+            details=_details(f),
         )
         metrics: dict[str, float] = {}
         for key, value in data.items():
@@ -316,6 +336,8 @@ class SplitReport:
             out["worst_examples"] = [e.to_json() for e in self.worst_examples]
         if self.thresholds:
             out["thresholds"] = list(self.thresholds)
+        if self.details:
+            out["details"] = [d.to_json() for d in self.details]
         return _with_extra(out, self.extra)
 
     # -- what views ask ---------------------------------------------------------
@@ -338,6 +360,34 @@ class SplitReport:
         if name in self.metrics:
             return self.metrics[name]
         return self.declared_metrics.get(name)
+
+    @property
+    def other_numbers(self) -> dict[str, float]:
+        """Numbers of the report that are not its declared metrics (a count of
+        windows, a baseline's score): empty when it declares none (then every
+        number reads as a metric, as before plugin API 2)."""
+        if not self.declared_metrics:
+            return {}
+        return {k: v for k, v in self.metrics.items() if k not in self.declared_metrics}
+
+    def view_details(self, declared: Sequence[Detail] = ()) -> tuple[Detail, ...]:
+        """What the results page shows besides the metrics, typed: the details
+        as written, the built-in families' own keys as the same types, and the
+        report's other numbers as a table; in the order of ``declared`` (the
+        task's ``TaskSpec.details``, else its family's), the rest after."""
+        found: dict[str, Detail] = {d.name: d for d in _family_details(self)}
+        for detail in self.details:
+            found[detail.name] = detail
+        numbers = self.other_numbers
+        if numbers:
+            found.setdefault("other_numbers", Table(
+                "other_numbers", "Other numbers",
+                columns=(Column("name", "Name"), Column("value", "Value", "number")),
+                rows=tuple({"name": k, "value": v} for k, v in numbers.items()),
+            ))
+        order = [d.name for d in (declared or FAMILY_DETAILS.get(self.shown_family, ()))]
+        names = [n for n in order if n in found] + [n for n in found if n not in order]
+        return tuple(found[n] for n in names)
 
     @property
     def example_count(self) -> int:
@@ -420,6 +470,77 @@ def _numbers(f: _Fields, key: str) -> tuple[float, ...]:
 def _examples(f: _Fields, key: str, where: str, kind: type = EvalExample) -> tuple[Any, ...]:
     items = f.list(key)
     return tuple(kind.from_json(item, f.path, f"{where}{key}[{i}]") for i, item in enumerate(items))
+
+
+def _details(f: _Fields) -> tuple[Detail, ...]:
+    raw = f.data.get("details")
+    # a plugin API 2.0 report may hold its own "details" key of another shape: kept as written
+    if not isinstance(raw, list) or not all(isinstance(d, Mapping) and "kind" in d for d in raw):
+        return ()
+    f.used.add("details")
+    out = []
+    for index, item in enumerate(raw):
+        try:
+            out.append(detail_from_json(item))
+        except ValueError as exc:
+            raise RunFileError(f.path, f"{f.where}'details'[{index}]: {exc}") from None
+    return tuple(out)
+
+
+_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+
+
+def _example_column(examples: Sequence[Any]) -> Column:
+    """The example column: images when every example is an image file's path."""
+    images = bool(examples) and all(str(e.example).lower().endswith(_IMAGE_SUFFIXES) for e in examples)
+    return Column("example", "Example", "image" if images else "text")
+
+
+def _declared_detail(family: str, name: str) -> Detail:
+    return next(d for d in FAMILY_DETAILS[family] if d.name == name)
+
+
+def _family_details(report: "SplitReport") -> list[Detail]:
+    """The built-in families' report keys as typed details (written as they were before 2.1)."""
+    out: list[Detail] = []
+    family = report.shown_family
+    if family == CLASSIFICATION:
+        if report.per_class:
+            out.append(_declared_detail(family, "per_class").filled(report.per_class))
+        if report.misclassified:
+            spec = _declared_detail(family, "misclassified")
+            columns = (_example_column(report.misclassified), *spec.columns[1:])
+            rows = [{"example": e.example, "true": e.true, "predicted": e.predicted, "confidence": e.confidence}
+                    for e in report.misclassified if isinstance(e, EvalExample)]
+            out.append(replace(spec, columns=columns, rows=tuple(rows), total=report.samples))
+    elif family == "regression":
+        if report.worst_examples:
+            spec = _declared_detail(family, "worst_examples")
+            columns = (_example_column(report.worst_examples), *spec.columns[1:])
+            rows = [{"example": e.example, "true": e.true, "predicted": e.predicted, "error": e.error,
+                     "abs_error": abs(e.error)} for e in report.worst_examples]
+            out.append(replace(spec, columns=columns, rows=tuple(rows), total=report.samples))
+        if report.scatter:
+            line = Line(y=tuple(p for _, p in report.scatter), x=tuple(t for t, _ in report.scatter),
+                        label="examples", style="points")
+            out.append(_declared_detail(family, "scatter").filled([line]))
+        histogram = report.residual_histogram
+        if histogram is not None and histogram.counts:
+            centers = tuple((a + b) / 2 for a, b in zip(histogram.edges, histogram.edges[1:]))
+            line = Line(y=tuple(float(c) for c in histogram.counts), x=centers, label="examples", style="steps")
+            out.append(_declared_detail(family, "residual_histogram").filled([line]))
+    elif family == "multilabel":
+        if report.per_label:
+            out.append(_declared_detail(family, "per_label").filled(report.per_label))
+        if report.misclassified:
+            spec = _declared_detail(family, "misclassified")
+            columns = (_example_column(report.misclassified), *spec.columns[1:])
+            rows = [{"example": e.example, "true": "; ".join(e.true), "predicted": "; ".join(e.predicted),
+                     "missed": "; ".join(e.missed), "unexpected": "; ".join(e.unexpected),
+                     "wrong": len(e.missed) + len(e.unexpected)}
+                    for e in report.misclassified if isinstance(e, LabelSetExample)]
+            out.append(replace(spec, columns=columns, rows=tuple(rows), total=report.samples))
+    return out
 
 
 def _looks_like_split(value: Any) -> bool:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from trainlab.api.details import fill_details
+
 
 class MetricAccumulator:
     """Collects one split's evaluation batches; subclasses compute the metrics."""
@@ -111,13 +113,26 @@ class MetricAccumulator:
         except Exception:  # noqa: BLE001 - examples are a nicety; the metrics stand without them
             return [str(k) for k in keys]
 
-    def report(self, metrics: dict[str, float], **details: Any) -> dict[str, Any]:
+    def report(self, metrics: dict[str, float], *, details: Any = None, **extra: Any) -> dict[str, Any]:
         """The report layout every family shares; ``metrics`` also appear at
-        the top level, where plugin API 1 readers of eval.json look for them."""
+        the top level, where plugin API 1 readers of eval.json look for them.
+
+        ``details`` (plugin API 2.1): what the results page shows besides the
+        metrics, either ``{name: data}`` for the task's declared details
+        (``TaskSpec.details``: rows of a ``Table`` or ``ExampleRows``, lines
+        of a ``Series``, a picture path or a matrix of a ``Figure``) or a list
+        of complete details; written under ``details`` in their JSON form.
+        ``extra`` keys are written as they are (plugin API 2.0), for readers
+        of eval.json; the window lists numbers among them as details, never
+        as metrics.
+        """
         out: dict[str, Any] = {"family": self.family, "samples": self.samples, "loss": self.loss}
         out.update(metrics)
         out["metrics"] = dict(metrics)
-        out.update(details)
+        out.update(extra)
+        if details is not None:
+            declared = self.task.spec.detail_specs() if getattr(self.task, "spec", None) is not None else ()
+            out["details"] = [d.to_json() for d in fill_details(declared, details)]
         return out
 
 
