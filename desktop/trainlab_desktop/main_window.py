@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from trainlab.runfolder.status import RunStatus
 from trainlab.viewmodel.settings import DesktopSettings
 from trainlab_desktop.common.placeholder import placeholder
 from trainlab_desktop.common.style import apply_theme, resolve_theme
@@ -234,7 +235,7 @@ class MainWindow(QMainWindow):
         if self.telemetry is not None:
             self.telemetry.resume()
         run_dir = outcome.run_dir or self.current_run_dir
-        if outcome.status == "completed" and run_dir:
+        if outcome.status == RunStatus.COMPLETED and run_dir:
             if self.results is not None:
                 _guarded(f"the results view could not show {run_dir}", self.results.load_run, run_dir)
             if self.tryit is not None:

@@ -37,6 +37,7 @@ from trainlab.system.fileio import free_bytes
 # model takes minutes to load; past this the window says so and gives up
 ESTIMATE_TIMEOUT_S = 900.0
 POLL_S = 0.25  # how often the waiting thread looks for a cancel
+CANCELLED = "cancelled"  # the error of an estimate cancelled before it ended
 # NOT_SHAPING leaves out what changes neither the model nor a step's shapes;
 # the micro-batch (from batch_size and micro_batch_size) does change the
 # total, and merged_model what the run writes
@@ -178,7 +179,7 @@ def estimate_in_child(request: dict[str, Any], *, measured: bool = True, nice: b
                 proc.communicate()
                 if late:
                     return {"error": f"the estimate took longer than {timeout:g} s and was stopped"}
-                return {"error": "cancelled"}
+                return {"error": CANCELLED}
     lines = [line for line in (out or "").splitlines() if line.startswith("{")]
     if not lines:
         tail = " ".join((err or "").strip().splitlines()[-1:]) or f"the estimate ended with exit code {proc.returncode}"

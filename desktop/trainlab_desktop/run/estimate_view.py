@@ -30,6 +30,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from trainlab.engine.memory import HEADROOM
+from trainlab.viewmodel.estimate import CANCELLED as ESTIMATE_CANCELLED
 from trainlab.viewmodel.estimate import (
     DiskNeed,
     EstimateResult,
@@ -392,7 +393,7 @@ class MemoryEstimates(QObject):
     def _done(self, key: str, data: Any) -> None:
         measured, _cancel = self._running.pop(key, (True, None))
         data = data if isinstance(data, dict) else {}
-        if data.get("error") == "cancelled":
+        if data.get("error") == ESTIMATE_CANCELLED:
             self.refresh()
             self._start_pending()
             return

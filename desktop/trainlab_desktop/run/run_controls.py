@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from trainlab.runfolder.status import SessionState
 from trainlab.viewmodel.session import RunProgress  # noqa: F401 - its old home; views draw it
 from trainlab_desktop.common.flow_layout import FlowLayout, group
 from trainlab_desktop.common.formatting import format_duration
@@ -153,13 +154,13 @@ class RunControls(QWidget):
         self.more_action.setEnabled(False)
         self.more_epochs.setEnabled(False)
         self.mode.setEnabled(False)
-        stopping = state == "stopping"
+        stopping = state == SessionState.STOPPING
         self.stop_action.setEnabled(not stopping)
         self.pause_action.setEnabled(not stopping)
-        paused = state == "paused"
+        paused = state == SessionState.PAUSED
         self.pause_action.setChecked(paused)
         self.pause_action.setText(self.tr("&Resume") if paused else self.tr("&Pause"))
-        if state == "preparing":
+        if state == SessionState.PREPARING:
             self.bar.setRange(0, 0)  # busy: checking data, loading torch, building the model
             self.line.setText(self.tr("Preparing: checking the data and building the model\u2026"))
         elif stopping:
@@ -174,12 +175,12 @@ class RunControls(QWidget):
         self.message.setText(text)
         self.message.setVisible(bool(text))
 
-    def show_progress(self, progress: RunProgress, state: str = "running") -> None:
+    def show_progress(self, progress: RunProgress, state: str = SessionState.RUNNING) -> None:
         if progress.total_steps:
             self.bar.setRange(0, 1000)
             self.bar.setValue(int(progress.fraction * 1000))
             self.bar.setFormat(f"{progress.fraction * 100:.0f}%")
-        if state in ("paused", "stopping", "preparing"):
+        if state in (SessionState.PAUSED, SessionState.STOPPING, SessionState.PREPARING):
             return
         phase = {
             "eval": self.tr("evaluating"),

@@ -17,6 +17,7 @@ from typing import Any
 from PySide6.QtCore import QObject
 
 from trainlab.runfolder.display import format_metric
+from trainlab.runfolder.status import RunStatus, SessionState
 from trainlab.viewmodel.session import RunSession, SessionChange
 from trainlab_desktop.common.formatting import metric_title
 
@@ -64,8 +65,8 @@ class SessionView(QObject):
             self._show_state(session)
         # nothing to say before the run has started (its step count is known):
         # "step 0 of 0" flashed on the line when the worker's state arrived first
-        if change.progress and session.status != "preparing" and session.progress.total_steps:
-            self.controls.show_progress(session.progress, session.status if own else "running")
+        if change.progress and session.status != SessionState.PREPARING and session.progress.total_steps:
+            self.controls.show_progress(session.progress, session.status if own else SessionState.RUNNING)
         if not change.replay:
             for entry in change.logs:
                 run_log.log(LOG_LEVELS.get(entry.level, logging.INFO), "%s", entry.message)
@@ -80,13 +81,13 @@ class SessionView(QObject):
     def _show_state(self, session: RunSession) -> None:
         state = session.status
         self.controls.set_running(state)
-        if state != "preparing" and session.progress.total_steps:
+        if state != SessionState.PREPARING and session.progress.total_steps:
             self.controls.show_progress(session.progress, state)
         text = {
-            "preparing": self.tr("Preparing the run\u2026"),
-            "running": self.tr("Training\u2026"),
-            "paused": self.tr("Paused"),
-            "stopping": self.tr("Stopping\u2026"),
+            SessionState.PREPARING: self.tr("Preparing the run\u2026"),
+            SessionState.RUNNING: self.tr("Training\u2026"),
+            SessionState.PAUSED: self.tr("Paused"),
+            SessionState.STOPPING: self.tr("Stopping\u2026"),
         }.get(state, state)
         self.status_label.setText(text)
 
@@ -100,11 +101,11 @@ class SessionView(QObject):
         outcome = session.result
         if outcome is None:
             return
-        if outcome.status == "completed":
+        if outcome.status == RunStatus.COMPLETED:
             score = self.final_score(outcome.metrics)
             text = self.tr("Finished: %s") % (score or self.tr("completed"))
             self.controls.bar.setValue(1000)
-        elif outcome.status == "cancelled":
+        elif outcome.status == RunStatus.CANCELLED:
             text = self.tr("Stopped. The run kept its last checkpoint: Run \u203a Continue resumes it.")
         else:
             text = self.tr("Failed: %s") % (outcome.error or self.tr("see the log"))

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from trainlab.api.errors import UsageError
 from trainlab.engine.plan import RunRequest
 from trainlab.engine.prepare import TRAINING_ONLY_PARAMS
+from trainlab.runfolder.status import RunStatus, SessionState
 from trainlab.system import paths
 from trainlab.viewmodel.devices import device_choices, nvml_gpus
 from trainlab_desktop.common import background
@@ -369,8 +370,8 @@ class TrainPage(QSplitter):
         blockers = self.start_blockers()
         session = self.controller.session
         can_continue = self.controller.continuable()
-        self.controls.set_idle(can_start=not blockers, can_continue=can_continue and session.status == "completed")
-        self.continue_action.setEnabled(can_continue and session.status in ("cancelled", "failed"))
+        self.controls.set_idle(can_start=not blockers, can_continue=can_continue and session.status == SessionState.COMPLETED)
+        self.continue_action.setEnabled(can_continue and session.status in (SessionState.CANCELLED, SessionState.FAILED))
         self.controls.start_action.setToolTip(
             self.tr("Start training (Ctrl+Enter)") if not blockers else "\n".join(blockers)
         )
@@ -384,7 +385,7 @@ class TrainPage(QSplitter):
             self.results_button.hide()
         if change.finished and not change.replay:
             outcome = session.result
-            completed = session.source == "worker" and outcome is not None and outcome.status == "completed"
+            completed = session.source == "worker" and outcome is not None and outcome.status == RunStatus.COMPLETED
             self.results_button.setVisible(completed and bool(outcome.run_dir))
 
     def _results_clicked(self) -> None:

@@ -50,6 +50,7 @@ from trainlab.api.errors import UsageError
 from trainlab.api.events import EvalResult, Event, Finished, Log, Progress, Started, SystemSample, TrainStep
 from trainlab.engine.outcome import RunOutcome
 from trainlab.engine.plan import plan_run
+from trainlab.runfolder.status import SESSION_ACTIVE, RunStatus, SessionState
 
 log = logging.getLogger("trainlab.desktop")
 
@@ -131,7 +132,7 @@ def preload_torch_libraries() -> None:
         log.debug("preloading torch's libraries failed", exc_info=True)
 
 
-STATES = ("preparing", "running", "paused", "stopping")
+STATES = tuple(s for s in SessionState if s in SESSION_ACTIVE)  # the worker's, in order
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,7 @@ class TrainingWorker(QThread):
         # fits the request (a child process prepares its own).
         self.prepared = prepared
         self.coalescer = EventCoalescer()
-        self.state = "preparing"
+        self.state = SessionState.PREPARING
         self.result: Any = None  # the RunOutcome, once runFinished was emitted
         self.run_dir = ""
         self._control = None
@@ -279,7 +280,7 @@ class TrainingWorker(QThread):
     # -- control (GUI thread) ------------------------------------------------
     @property
     def paused(self) -> bool:
-        return self.state == "paused"
+        return self.state == SessionState.PAUSED
 
     @property
     def stop_requested(self) -> bool:
@@ -287,7 +288,7 @@ class TrainingWorker(QThread):
 
     def pause(self) -> None:
         with self._control_lock:
-            if self._stop_requested or self.state == "paused":
+            if self._stop_requested or self.state == SessionState.PAUSED:
                 return
             self._pending_pause = True
             if self._control is not None:
@@ -296,7 +297,7 @@ class TrainingWorker(QThread):
                 self._child.pause()
             if self.group is not None:
                 self.group.pause()
-        self._set_state("paused")
+        self._set_state(SessionState.PAUSED)
 
     def resume(self) -> None:
         with self._control_lock:
@@ -307,8 +308,8 @@ class TrainingWorker(QThread):
                 self._child.resume()
             if self.group is not None:
                 self.group.resume()
-        if self.state == "paused":
-            self._set_state("running" if self.run_dir else "preparing")
+        if self.state == SessionState.PAUSED:
+            self._set_state(SessionState.RUNNING if self.run_dir else SessionState.PREPARING)
 
     def request_stop(self) -> None:
         """Ask the run to stop after the current step (it is kept, cancelled)."""
@@ -323,7 +324,7 @@ class TrainingWorker(QThread):
             if self.group is not None:
                 self.group.stop()  # nothing yet when it has not started: _run_group then never starts it
         if self.isRunning():
-            self._set_state("stopping")
+            self._set_state(SessionState.STOPPING)
 
     # -- delivery (GUI thread) -----------------------------------------------
     def _batch_delivered(self, _batch: EventBatch) -> None:
@@ -346,8 +347,8 @@ class TrainingWorker(QThread):
         """From the training thread (or telemetry thread, or child reader)."""
         if isinstance(event, Started):
             self.run_dir = event.run_dir
-            if self.state == "preparing":
-                self._set_state("running")
+            if self.state == SessionState.PREPARING:
+                self._set_state(SessionState.RUNNING)
         batch = self.coalescer.add(event)
         if batch is not None:
             self.eventBatch.emit(batch)
@@ -367,7 +368,7 @@ class TrainingWorker(QThread):
             outcome = RunOutcome.not_started(
                 task=getattr(self.request, "task", "") or "",
                 run_dir=self.run_dir,
-                status="cancelled" if cancelled else "failed",
+                status=RunStatus.CANCELLED if cancelled else RunStatus.FAILED,
                 error=str(exc).strip() or type(exc).__name__,
                 traceback="" if cancelled else traceback.format_exc(),
                 usage_error=_is_usage_error(exc),
@@ -376,7 +377,7 @@ class TrainingWorker(QThread):
         rest = self.coalescer.take(release=False)
         if rest is not None:
             self.eventBatch.emit(rest)
-        if outcome.status == "failed":
+        if outcome.status == RunStatus.FAILED:
             self.errored.emit(outcome.error or "the run failed", outcome.traceback)
         self.result = outcome
         self.runFinished.emit(outcome)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.api.errors import UsageError
+from trainlab.runfolder.status import EntryState
 from trainlab.scheduling.queue_board import QueueBoard, QueueRow
 
 log = logging.getLogger("trainlab.desktop")
@@ -124,7 +125,7 @@ class QueueView(QWidget):
             if row.requested:
                 state += " " + (self.tr("(pause asked)") if row.requested == "pause" else self.tr("(cancel asked)"))
             what = ("    " if row.parent is not None else "") + row.what
-            folder = row.run_dir if row.state == "running" or not row.reason else f"{row.reason}  {row.run_dir}".strip()
+            folder = row.run_dir if row.state == EntryState.RUNNING or not row.reason else f"{row.reason}  {row.run_dir}".strip()
             texts = (str(row.id), str(row.position or ""), state, what, row.gpu, folder)
             for c, text in enumerate(texts):
                 item = QTableWidgetItem(text)

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from trainlab.api.errors import UsageError
 from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab.pluginhost.host import registry
+from trainlab.runfolder.status import TRIAL_OPEN, TrialState
 from trainlab.scheduling.sweep_board import SweepBoard, TrialRow, study_names
 from trainlab_desktop.common import background
 from trainlab_desktop.plots.live_plots import plot_colors
@@ -213,7 +214,7 @@ class SweepView(QWidget):
 
     def _tick(self) -> None:
         if self.isVisible() and not self._loading and self.board is not None and any(
-            r.state in ("running", "waiting") for r in self.board.rows
+            r.state in TRIAL_OPEN for r in self.board.rows
         ):
             self.show_study(self.board.name)
 
@@ -324,11 +325,11 @@ class SweepView(QWidget):
         return self.table.item(r, c).text()
 
     def _pen(self, row: TrialRow, best: TrialRow | None):
-        if row.state in ("completed", "running"):
+        if row.state in (TrialState.COMPLETED, TrialState.RUNNING):
             color = self._value_color(row)
         else:
             color = QColor(STATE_COLORS.get(row.state, self.colors.foreground))
-        if row.state == "pruned":
+        if row.state == TrialState.PRUNED:
             color.setAlpha(DIM_ALPHA)
         width = 3 if best is not None and row.number == best.number else 1.5
         return pg.mkPen(color, width=width)
