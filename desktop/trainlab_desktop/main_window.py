@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from trainlab.pluginhost.status import PluginStatus
 from trainlab.runfolder.status import RunStatus
 from trainlab.viewmodel.settings import DesktopSettings
 from trainlab_desktop.common.placeholder import placeholder
@@ -170,7 +171,7 @@ class MainWindow(QMainWindow):
         self.status_label.setText(self.tr("Ready"))
         log.info("window ready in %.0f ms (%d task(s) from %d plugin(s))", (time.perf_counter() - self._setup.began) * 1000,
                  len(self.registry.tasks), len(self.registry.plugins))
-        failed = [p for p in self.registry.plugins if p.status == "failed"]
+        failed = [p for p in self.registry.plugins if p.status == PluginStatus.FAILED]
         if failed:
             names = ", ".join(p.name for p in failed)
             self.status_label.setText(self.tr("Some plugins failed to load: %s (Tools \u203a Plugins)") % names)
@@ -219,8 +220,8 @@ class MainWindow(QMainWindow):
     def _run_started(self) -> None:
         if self.telemetry is not None:
             self.telemetry.pause()  # the run samples the machine itself
-        if self.gpu_panel is not None and self.worker is not None and self.worker.group is not None:
-            self.gpu_panel.clear()  # a group's panel draws the group's own GPUs (GroupRun.view)
+        if self.gpu_panel is not None and self.worker is not None and self.worker.launch is not None:
+            self.gpu_panel.clear()  # a group's panel draws the group's own GPUs (RunProcess.view)
         self.show_page("train")
         self.runStarted.emit()
 

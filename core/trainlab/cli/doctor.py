@@ -23,6 +23,7 @@ from typing import Any
 import trainlab
 from trainlab.engine.device import cpu_has_native_bf16
 from trainlab.pluginhost.host import registry
+from trainlab.pluginhost.status import NOT_LOADED
 from trainlab.system import paths
 from trainlab.telemetry import NO_GPU, import_nvml, init_failure_reason
 
@@ -327,7 +328,7 @@ def _plugins(problems: list[str], warnings: list[str]) -> dict[str, Any]:
                 "warnings": list(record.warnings),
             }
         )
-        if record.status in ("failed", "incompatible"):
+        if record.status in NOT_LOADED:
             warnings.append(f"plugin {record.name!r} {record.status}: {record.message}")
         for text in record.warnings:
             warnings.append(f"plugin {record.name!r}: {text}")

@@ -46,11 +46,11 @@ from trainlab.api.errors import UsageError
 from trainlab.api.params import ENGINE_PARAMS
 from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
 from trainlab.pluginhost import probe as pluginprobe
+from trainlab.pluginhost.status import PluginStatus
 from trainlab.system.user_settings import load_settings, save_settings
 
 GROUP = "trainlab.plugins"
 BUILTIN_DIST = "trainlab"
-STATUSES = ("ok", "failed", "incompatible", "blocked", "disabled")
 # pluggy's marker attribute on a function decorated with @trainlab.hookimpl
 IMPL_MARKER = f"{hookspecs.PROJECT}_impl"
 
@@ -66,7 +66,7 @@ class PluginRecord:
     distribution: str
     version: str
     builtin: bool
-    status: str = "ok"
+    status: str = PluginStatus.OK  # a PluginStatus
     message: str = ""
     traceback: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -161,10 +161,10 @@ class PluginRegistry:
         for ep in unique:
             registry._load(ep, blocked, verdicts.get(_candidate(ep).key))
         for record in registry.plugins:
-            if record.status == "ok":
+            if record.status == PluginStatus.OK:
                 registry._collect_tasks(record)
         for record in registry.plugins:
-            if record.status == "ok":
+            if record.status == PluginStatus.OK:
                 registry._collect_presets(record)
         return registry
 
@@ -179,7 +179,7 @@ class PluginRegistry:
         tasks are added unless an earlier plugin already has their ids.
         """
         record = self._load_plugin(name, repr(plugin), "", version, lambda: plugin, set())
-        if record.status == "ok":
+        if record.status == PluginStatus.OK:
             self._collect_tasks(record)
         return record
 
@@ -196,15 +196,15 @@ class PluginRegistry:
         record = PluginRecord(name=name, value=value, distribution=dist, version=version, builtin=dist.lower() == BUILTIN_DIST)
         self.plugins.append(record)
         if name in blocked:
-            record.status, record.message = "blocked", "blocked by the user (trainlab plugins --unblock NAME)"
+            record.status, record.message = PluginStatus.BLOCKED, "blocked by the user (trainlab plugins --unblock NAME)"
             return record
         if safe_mode() and not record.builtin:
-            record.status, record.message = "disabled", "safe mode (TRAINLAB_DISABLE_PLUGINS=1): built-ins only"
+            record.status, record.message = PluginStatus.DISABLED, "safe mode (TRAINLAB_DISABLE_PLUGINS=1): built-ins only"
             return record
         if verdict is not None:
             record.probe = verdict.to_json()
             if verdict.failed:  # importing it here would hang or end this process
-                record.status, record.message, record.traceback = "failed", verdict.message, verdict.detail
+                record.status, record.message, record.traceback = PluginStatus.FAILED, verdict.message, verdict.detail
                 if not verdict.cached:
                     log.warning("plugin %s %s", name, verdict.message)
                 return record
@@ -217,7 +217,7 @@ class PluginRegistry:
             return record
         record.module = module
         version_text = self._call(record, "trainlab_api_version", {})
-        if record.status != "ok":
+        if record.status != PluginStatus.OK:
             return record
         if not version_text:
             self._fail(record, "does not declare trainlab_api_version()")
@@ -238,7 +238,7 @@ class PluginRegistry:
                 f"TrainLab ({current}) as single-label classification: see docs/plugins.md (Versions) to move to {PLUGIN_API_VERSION[0]}.0"
             )
         elif major != PLUGIN_API_VERSION[0]:
-            record.status = "incompatible"
+            record.status = PluginStatus.INCOMPATIBLE
             supported = ", ".join(f"{m}.x" for m in (PLUGIN_API_VERSION[0], *SUPPORTED_OLDER_MAJORS))
             record.message = (
                 f"built for plugin API {major}.x; this TrainLab provides {current} and loads plugins for {supported}: "
@@ -258,7 +258,7 @@ class PluginRegistry:
         return record
 
     def _fail(self, record: PluginRecord, message: str) -> None:
-        record.status = "failed"
+        record.status = PluginStatus.FAILED
         record.message = message
         tb = traceback.format_exc()
         record.traceback = "" if tb.startswith("NoneType: None") else tb
@@ -287,7 +287,7 @@ class PluginRegistry:
 
     def _collect_tasks(self, record: PluginRecord) -> None:
         specs = self._call(record, "trainlab_tasks", {})
-        if record.status != "ok" or specs is None:
+        if record.status != PluginStatus.OK or specs is None:
             return
         if isinstance(specs, TaskSpec):
             specs = [specs]
@@ -313,7 +313,7 @@ class PluginRegistry:
             if problem:
                 record.warnings.append(f"task {spec.id!r}: {problem}; a run of it will fail")
         if rejected and not record.tasks:
-            record.status, record.message = "failed", "; ".join(rejected)
+            record.status, record.message = PluginStatus.FAILED, "; ".join(rejected)
             # keep it out of later hook calls
             self.pm.unregister(name=record.name)
         else:
@@ -322,7 +322,7 @@ class PluginRegistry:
     def _collect_presets(self, record: PluginRecord) -> None:
         for task_id, entry in list(self.tasks.items()):
             presets = self._call(record, "trainlab_presets", {"task_id": task_id})
-            if record.status != "ok":
+            if record.status != PluginStatus.OK:
                 # a failure here takes its tasks away too
                 for tid in record.tasks:
                     self.tasks.pop(tid, None)
@@ -363,7 +363,7 @@ class PluginRegistry:
         """(plugin name, callback) for every callback the plugins give a run of ``task_id``."""
         callbacks: list[tuple[str, Any]] = []
         for record in self.plugins:
-            if record.status != "ok":
+            if record.status != PluginStatus.OK:
                 continue
             result = self._call(record, "trainlab_run_callbacks", {"task_id": task_id, "params": dict(params)})
             if isinstance(result, Sequence):

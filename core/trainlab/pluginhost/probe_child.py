@@ -17,6 +17,7 @@ import time
 
 from trainlab.pluginhost.host import PluginRegistry
 from trainlab.pluginhost.probe import DEFAULT_TIMEOUT_S, MARKER
+from trainlab.pluginhost.status import PluginStatus
 
 
 def main() -> None:
@@ -34,9 +35,9 @@ def main() -> None:
     ep = md.EntryPoint(request["name"], request["value"], request["group"])
     registry = PluginRegistry()
     record = registry._load_plugin(ep.name, ep.value, request["distribution"], request["version"], ep.load, set())
-    if record.status == "ok":
+    if record.status == PluginStatus.OK:
         registry._collect_tasks(record)
-    if record.status == "ok":
+    if record.status == PluginStatus.OK:
         registry._collect_presets(record)
     sys.stdout.write("\n" + MARKER + json.dumps({"status": record.status, "message": record.message}) + "\n")
     sys.stdout.flush()

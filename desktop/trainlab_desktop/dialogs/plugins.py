@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from trainlab.pluginhost import host as pluginhost
 from trainlab.pluginhost.host import PluginRecord, PluginRegistry
+from trainlab.pluginhost.status import NOT_LOADED, PluginStatus
 
 # Medium tones that read on light and dark palettes alike.
 STATUS_COLORS = {
@@ -201,11 +202,11 @@ class PluginsDialog(QDialog):
 
     def _row_status(self, record: PluginRecord) -> str:
         text = self.status_text(record.status)
-        if record.name in self._blocked and record.status != "blocked":
+        if record.name in self._blocked and record.status != PluginStatus.BLOCKED:
             text = self.tr("{status}, blocked after restart").format(status=text)
-        elif record.name not in self._blocked and record.status == "blocked":
+        elif record.name not in self._blocked and record.status == PluginStatus.BLOCKED:
             text = self.tr("{status}, unblocked after restart").format(status=text)
-        elif record.warnings and record.status == "ok":
+        elif record.warnings and record.status == PluginStatus.OK:
             text = self.tr("Loaded with warnings")
         return text
 
@@ -226,7 +227,7 @@ class PluginsDialog(QDialog):
             item.setIcon(4, status_icon(_color_key(record)))
             item.setToolTip(0, record.value)
             item.setToolTip(4, record.message or self.status_text(record.status))
-            if record.status in ("failed", "incompatible"):
+            if record.status in NOT_LOADED:
                 problems += 1
             self.tree.addTopLevelItem(item)
         total = len(self.registry.plugins)
@@ -238,7 +239,7 @@ class PluginsDialog(QDialog):
         if total:
             # Land on the first problem: that is why people open this dialog.
             first = next(
-                (i for i, r in enumerate(self.registry.plugins) if r.status in ("failed", "incompatible")), 0
+                (i for i, r in enumerate(self.registry.plugins) if r.status in NOT_LOADED), 0
             )
             self.tree.setCurrentItem(self.tree.topLevelItem(first), 0, QItemSelectionModel.SelectionFlag.ClearAndSelect)
         else:
@@ -349,7 +350,7 @@ class PluginsDialog(QDialog):
 
 def _color_key(record: PluginRecord) -> str:
     # A plugin that loaded with warnings gets the caution colour.
-    if record.status == "ok" and record.warnings:
+    if record.status == PluginStatus.OK and record.warnings:
         return "incompatible"
     return record.status if record.status in STATUS_COLORS else "blocked"
 
