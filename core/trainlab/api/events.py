@@ -110,6 +110,9 @@ class EvalResult(Event):
         return self.loss if name == "loss" else self.metrics.get(name)
 
 
+GPUS_READ = "ok"  # a SystemSample's gpu_status when the sampler reads the GPUs
+
+
 class Phase(StrEnum):
     """What a run is doing, as a ``Progress`` event says (its ``phase``)."""
 
@@ -148,7 +151,7 @@ class SystemSample(Event):
     torch_allocated_bytes: int | None = None
     torch_reserved_bytes: int | None = None
     gpus: tuple[Mapping[str, Any], ...] = ()
-    gpu_status: str = ""
+    gpu_status: str = ""  # GPUS_READ, or why the GPUs cannot be read ("" in older files)
     ranks: tuple[Mapping[str, Any], ...] = ()
 
 

@@ -44,6 +44,7 @@ from typing import Any, Sequence
 
 SHARED_FOLDER = Path("/dev/shm")
 ORDERED_STORES = ("x86_64", "amd64")  # machines whose stores other cores see in program order
+MADE = "ok"  # what a machine's local rank 0 says once it made the shared file
 
 
 def _run_key() -> str:
@@ -88,22 +89,22 @@ class SharedArrays:
         made_by = {v["host"]: v["made"] for v in group.gather_json({"host": host, "made": made, "local_rank": group.local_rank})
                    if v["local_rank"] == 0}  # fmt: skip
         tensor, failed = None, ""
-        if made_by.get(host) == "ok":
+        if made_by.get(host) == MADE:
             try:
                 tensor = torch.from_file(str(path), shared=True, size=numel, dtype=dtype).view(*shape)
             except Exception as exc:  # noqa: BLE001 - whatever it is, the other ranks must hear of it, not hang
                 failed = f"{type(exc).__name__}: {exc}"
         # 2. every rank of the machine mapped it (or none uses it); then it leaves the folder
-        mapped = group.gather_json({"host": host, "ok": tensor is not None or made_by.get(host) != "ok", "why": failed})
-        if group.local_rank == 0 and made == "ok":
+        mapped = group.gather_json({"host": host, "ok": tensor is not None or made_by.get(host) != MADE, "why": failed})
+        if group.local_rank == 0 and made == MADE:
             path.unlink(missing_ok=True)
-        if made_by.get(host) != "ok" or not all(v["ok"] for v in mapped if v["host"] == host):
+        if made_by.get(host) != MADE or not all(v["ok"] for v in mapped if v["host"] == host):
             return None
         return tensor
 
 
 def _create(path: Path, nbytes: int) -> str:
-    """"ok", or why the file could not be made with its memory reserved."""
+    """``MADE``, or why the file could not be made with its memory reserved."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
@@ -115,4 +116,4 @@ def _create(path: Path, nbytes: int) -> str:
         path.unlink(missing_ok=True)
         return f"{type(exc).__name__}: {exc}"
     os.close(fd)
-    return "ok"
+    return MADE

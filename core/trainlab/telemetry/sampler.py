@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection
 
 from trainlab.api.errors import UsageError
-from trainlab.api.events import SystemSample
+from trainlab.api.events import GPUS_READ, SystemSample
 from trainlab.system.paths import data_dir
 from trainlab.telemetry.nvml import (
     bare_uuid,
@@ -38,7 +38,7 @@ MAX_INTERVAL = 5.0  # the slowest a live view (the window's GPU panel) refreshes
 # its samples up to an hour, and its sampler then wakes once an hour, not every 5 s.
 MAX_RUN_INTERVAL = 3600.0
 DEFAULT_INTERVAL = 1.0
-OK = "ok"
+OK = GPUS_READ
 NO_GPU = "no NVIDIA GPU"
 
 # Keys of every GPU entry, always present (None when unknown) so readers of

@@ -31,7 +31,7 @@ from PySide6.QtCore import QCoreApplication, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from trainlab.api.events import SystemSample
+from trainlab.api.events import GPUS_READ, SystemSample
 from trainlab_desktop.plots.axes import DateAxis, GridAxis, HeadroomRange, grid_below
 
 GB = 1024**3  # binary, as GPU makers count: a "24 GB" card shows 24.0, not 25.8
@@ -439,7 +439,7 @@ class GpuPanel(QWidget):
             last = "memory_used_bytes" if cpu_mode else "power_w"
             for column, plot in self.plots.items():
                 plot.getAxis("bottom").setStyle(showValues=column == last)
-        notes = localized_gpu_status(latest.gpu_status) if latest.gpu_status not in ("", "ok") else ""
+        notes = localized_gpu_status(latest.gpu_status) if latest.gpu_status not in ("", GPUS_READ) else ""
         self.message.setText(notes)
         self.message.setVisible(bool(notes))
         procs = processes_text(latest, self._process_labels)
