@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from trainlab.api.errors import UsageError
-from trainlab.runfolder.status import FINISHED, shown_status
+from trainlab.runfolder.status import FINISHED, RunStatus, run_status, shown_status
 
 RUN_SCHEMA_VERSION = 1
 
@@ -156,7 +156,7 @@ class RunRecord:
     id: str = ""
     name: str = ""
     task: str = ""
-    status: str = ""  # running, completed, failed, cancelled (trainlab.runfolder.status)
+    status: RunStatus | str = ""  # a RunStatus; "" none stored, a newer version's word kept as it was
     error: str = ""
     traceback: str = ""
     schema_version: int = RUN_SCHEMA_VERSION
@@ -191,7 +191,7 @@ class RunRecord:
             id=f.str("id"),
             name=f.str("name"),
             task=f.str("task"),
-            status=f.str("status"),
+            status=run_status(f.str("status")),
             error=f.str("error"),
             traceback=f.str("traceback"),
             schema_version=f.int("schema_version", RUN_SCHEMA_VERSION),
