@@ -1,7 +1,9 @@
 """The kit's checks, by name: the static ones here, the ones that train in ``trainlab.testing.runs``.
 
 A check is a function that returns a line saying what it saw, raises
-``CheckFailed`` with a message naming what is wrong, or ``CheckSkipped``.
+``CheckFailed`` with a message naming what is wrong, ``CheckWarned`` for
+something that works but should change (a plugin API 1 plugin), or
+``CheckSkipped``.
 Both the pytest suite (``PluginConformance``) and ``trainlab plugins check``
 call them, so an author sees the same verdict in both.  The static checks
 train nothing; they need no torch beyond importing the task factories.
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from trainlab.api.descriptors import InputSpec
 from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
 from trainlab.pluginhost.host import import_factory
 from trainlab.testing.target import PluginTarget, host_for, kit_environment, record_of
@@ -31,14 +34,18 @@ class CheckFailed(AssertionError):
 
 
 class CheckSkipped(Exception):
-    """The check does not apply (a capability the plugin does not claim, no data for it)."""
+    """The check does not apply (a capability the plugin does not claim, no data for it, a run it needs failed)."""
+
+
+class CheckWarned(Exception):
+    """The plugin works, but should change what the message names (it loads through an adapter)."""
 
 
 @dataclass(frozen=True)
 class CheckResult:
     check: str
     task: str  # "" for a check of the whole plugin
-    status: str  # passed, failed, skipped, expected-failure
+    status: str  # passed, warned, failed, skipped, expected-failure
     message: str = ""
 
     @property
@@ -57,6 +64,8 @@ def run_check(name: str, task: str, func: Callable[[], str | None], expected_fai
         message = func() or ""
     except CheckSkipped as exc:
         return CheckResult(name, task, "skipped", str(exc))
+    except CheckWarned as exc:
+        return CheckResult(name, task, "warned", str(exc))
     except CheckFailed as exc:
         if reason:
             return CheckResult(name, task, "expected-failure", f"{reason} ({exc})")
@@ -115,13 +124,27 @@ def check_api_version(kit: StaticKit) -> str:
         raise CheckFailed(f"plugin {record.name!r}: {record.message}")
     major, _, minor = record.api_version.partition(".")
     if int(major) in SUPPORTED_OLDER_MAJORS:
-        raise CheckFailed(
-            f"declares plugin API {record.api_version}, which loads only through the adapter: "
-            f"return \"{PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}\" (docs/plugins.md, Versions)"
+        raise CheckWarned(
+            f"trainlab_api_version() returns {record.api_version!r}: the plugin loads through the plugin API {major} adapter "
+            f"and works as single-label classification; to move to {PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}, "
+            + "; ".join(_api1_changes(kit))
+            + " (docs/plugins.md, Versions)"
         )
     if int(minor or 0) > PLUGIN_API_VERSION[1]:
         raise CheckFailed(f"declares plugin API {record.api_version}, newer than this TrainLab's {PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}")
     return f"plugin API {record.api_version}"
+
+
+def _api1_changes(kit: StaticKit) -> list[str]:
+    """What a plugin API 1 plugin changes to declare the current API, task by task."""
+    current = f"{PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}"
+    changes = [f"return \"{current}\" from trainlab_api_version()"]
+    defaults = [tid for tid in kit.task_ids() if kit.registry.tasks[tid].spec.input == InputSpec()]
+    if defaults:
+        changes.append(f"declare input=trainlab.InputSpec(...) on task(s) {', '.join(defaults)} (it defaults to text)")
+    changes.append("return trainlab.LabelScores from the predictor instead of (label, probability) lists")
+    changes.append("import the names from trainlab, not trainlab.api")
+    return changes
 
 
 HOOK_SLIPS = ("not marked @trainlab.hookimpl", "is not a TrainLab hook", "implements no hook")
@@ -198,10 +221,12 @@ STATIC_CHECKS: dict[str, Callable[[StaticKit], str]] = {
 # The checks that train, per task, and the capability flag each needs ("" none).
 RUN_CHECKS: dict[str, str] = {
     "bad_data_raises_data_error": "",
+    "data_left_unchanged": "",
     "loss_finite_and_falls": "",
     "events_match_schema": "",
     "saved_model_loads": "export",
     "predicts": "predict",
+    "accumulator_merges": "",
     "resume_is_exact": "resume",
     "same_seed_same_result": "",
     "stop_within_one_step": "",

@@ -33,6 +33,10 @@ from trainlab.testing.checks import RUN_CHECKS, STATIC_CHECKS, run_check
 from trainlab.testing.target import find_targets
 
 
+class PluginKitWarning(UserWarning):
+    """What a plugin should change although it works (shown in pytest's warnings summary)."""
+
+
 class PluginConformance:
     """Subclass as ``Test...``, set ``plugin``, implement ``make_tiny_data``."""
 
@@ -60,7 +64,8 @@ class PluginConformance:
         return None
 
     def predict_inputs(self, task_id: str, data: Path) -> Sequence[str] | None:
-        """Inputs for ``trainlab predict``; None: two texts, or two images of the data, by the task's input kind."""
+        """Inputs for ``trainlab predict``; None: by the task's input kind, two texts, two images of the data,
+        or the first two rows of the data's CSV (its ``InputSpec.columns``, or every column but the target)."""
         return None
 
     def tiny_params(self, task_id: str) -> dict[str, Any]:
@@ -88,6 +93,10 @@ class PluginConformance:
         result = run_check(check, task, func, dict(self.expected_failures))
         if result.status == "skipped":
             pytest.skip(result.message)
+        if result.status == "warned":
+            import warnings
+
+            warnings.warn(PluginKitWarning(f"{result.label}: {result.message}"), stacklevel=2)
         if result.status == "expected-failure":
             pytest.xfail(result.message)
         if result.status == "failed":
@@ -117,6 +126,9 @@ class PluginConformance:
     def test_bad_data_raises_data_error(self, trainlab_task_kit):
         self._run(trainlab_task_kit, "bad_data_raises_data_error")
 
+    def test_data_left_unchanged(self, trainlab_task_kit):
+        self._run(trainlab_task_kit, "data_left_unchanged")
+
     def test_loss_finite_and_falls(self, trainlab_task_kit):
         self._run(trainlab_task_kit, "loss_finite_and_falls")
 
@@ -128,6 +140,9 @@ class PluginConformance:
 
     def test_predicts(self, trainlab_task_kit):
         self._run(trainlab_task_kit, "predicts")
+
+    def test_accumulator_merges(self, trainlab_task_kit):
+        self._run(trainlab_task_kit, "accumulator_merges")
 
     def test_resume_is_exact(self, trainlab_task_kit):
         self._run(trainlab_task_kit, "resume_is_exact")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from helpers import CARELESS_PLUGINS, FIXTURE_PLUGINS, KIT_PLUGINS
+from trainlab.testing.checks import RUN_CHECKS
 
 PATHS = [FIXTURE_PLUGINS, KIT_PLUGINS, CARELESS_PLUGINS]
 
@@ -45,4 +46,4 @@ def test_full_on_a_task_without_sample_data_says_what_it_skipped(cli):
     assert proc.returncode == 0, proc.stderr
     (report,) = json.loads(proc.stdout)["plugins"]
     skipped = [c for c in report["checks"] if c["status"] == "skipped"]
-    assert len(skipped) == 10 and "declares no sample_data" in skipped[0]["message"]
+    assert len(skipped) == len(RUN_CHECKS) and "declares no sample_data" in skipped[0]["message"]

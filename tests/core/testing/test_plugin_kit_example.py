@@ -44,4 +44,4 @@ def test_the_anomaly_example_installs_and_passes_the_kit(tmp_path):
         env=env,
     )
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
-    assert "15 passed, 1 skipped" in tests.stdout, tests.stdout[-2000:]
+    assert "17 passed, 1 skipped" in tests.stdout, tests.stdout[-2000:]

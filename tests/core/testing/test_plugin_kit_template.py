@@ -64,4 +64,4 @@ def test_the_rendered_plugin_installs_and_passes_its_own_tests(tmp_path, family)
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], capture_output=True, text=True, timeout=400, cwd=out, env=env
     )
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
-    assert "14 passed, 1 skipped" in tests.stdout, tests.stdout[-2000:]  # the window check: supports_window is off
+    assert "16 passed, 1 skipped" in tests.stdout, tests.stdout[-2000:]  # the window check: supports_window is off
