@@ -81,7 +81,7 @@ def make_application(language: str | None = None, theme: str | None = None) -> t
         # command line is TrainLab's, not Qt's: only the style is passed, so
         # Qt makes Fusion straight away instead of the platform's default
         # first, and no QStyle object reaches Python before the window shows
-        # (its enums alone cost 4 ms of start-up).
+        # (creating its enums is a noticeable part of start-up).
         app = QApplication([wm_class, "-style", "fusion"])
     elif app.style().name().lower() != "fusion":
         app.setStyle("Fusion")

@@ -9,10 +9,9 @@ GPU panel, the history, results and try-it pages, the window's telemetry.  ``fin
 left at once (tests, scripts).  Each page stays a marked placeholder if its
 module cannot load (a trimmed build): the rest of the window works without it.
 
-Measured on the 2-core development machine, doing it all at once on the GUI
-thread left the window unanswered for 0.42 s right after it appeared:
-importing pyqtgraph (which creates every PySide enum) and numpy was 0.3 s of
-it.
+Done all at once on the GUI thread, it left the window unanswered for a
+noticeable moment right after it appeared, most of it importing pyqtgraph
+(which creates every PySide enum) and numpy.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ class FlagsInBucket:
     type).  The other buckets go through DDP's default hook.  A backward
     that nobody gave flags to sends zeros, so every rank's bucket has the
     same length.  It costs one copy of the first bucket each way instead of a
-    collective per step, which on shared CPU cores cost 2.4 % of a step of the
-    image workload (docs/distributed.md).
+    collective of its own per step, which costs a step a share worth saving
+    on shared CPU cores (docs/distributed.md has the figures).
     """
 
     def __init__(self, world_size: int):

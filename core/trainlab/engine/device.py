@@ -67,7 +67,7 @@ def resolve_precision(device: Any, name: str) -> str:
     ``auto`` is the mixed precision the device computes natively: bf16 on GPUs
     of compute capability 8.0+, else fp16; bf16 on a CPU with native bfloat16
     arithmetic (AVX512-BF16 or AMX, where torch's CPU kernels run bf16 matmuls
-    and convolutions about 1.5-2.4x faster than fp32), else fp32; fp32 on MPS.
+    and convolutions faster than fp32), else fp32; fp32 on MPS.
     """
     import torch
 

@@ -6,8 +6,8 @@ offscreen screenshots.  "system" follows the desktop's colour scheme where
 Qt can read it (Qt 6.5+ ``styleHints().colorScheme()``).
 
 Nothing here touches PySide's ``Qt`` namespace before the window is shown:
-the first use of ``Qt`` makes PySide create its ~90 Python enums, 11 ms of a
-start-up of about 120 (``bench/gui_latency.py``, ``window_vs_bare``).  So at
+the first use of ``Qt`` makes PySide create all its Python enums, a sizeable
+share of the start-up (``bench/gui_latency.py``, ``window_vs_bare``).  So at
 start-up "system" is judged from the palette Qt chose for the desktop
 (``palette_looks_dark``), and the window checks ``colorScheme()`` once it is
 on screen (``MainWindow._check_system_theme``).

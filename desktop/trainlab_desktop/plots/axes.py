@@ -6,12 +6,12 @@ are fixed here without changing what the user sees.
 The grid.
 
 pyqtgraph draws a grid by stretching each axis tick across the plot with a
-translucent pen.  Qt's raster engine draws a translucent one-pixel line about
-twenty times slower than an opaque one (8.7 ms against 0.4 ms for a hundred
-500-pixel lines on the 2-core development machine), and the grid made 16 of
-the 20 ms a repaint of the four live plots took.  During a run the plots
-repaint 20 times a second on the GUI thread, so the grid alone kept the event
-loop from answering for a sixth of every second (``bench/gui_latency.py``).
+translucent pen.  Qt's raster engine draws a translucent one-pixel line many
+times slower than an opaque one, and the grid was most of the time a repaint
+of the four live plots took.  During a run the plots repaint 20 times a
+second on the GUI thread, so a translucent grid keeps the event loop from
+answering for a good share of every second (``bench/gui_latency.py``
+measures it).
 
 These axes draw the same colours opaquely: each tick pen's colour is blended
 over the plot's background before drawing, which is what the translucent pen
@@ -199,8 +199,8 @@ def grid_below(plot: pg.PlotItem, background, alpha: float) -> None:
         axis.setZValue(below_data)
         # An axis changes only when its range does (rarely, with SteadyViewBox),
         # while the curves over it repaint 20 times a second: keep its drawing,
-        # grid and labels, as a pixmap (measured: a full repaint of the live
-        # plots 3.4 -> 2.8 ms).
+        # grid and labels, as a pixmap: a repaint of the live plots then redraws
+        # only the curves.
         axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
 

@@ -252,8 +252,8 @@ class LivePlots(QWidget):
         """Show ``curves`` (a new, empty set by default)."""
         self.curves = curves if curves is not None else RunCurves(self.smoothing.value() / 100)
         # The plots keep the last declarations until the run says its own
-        # (show_run_metrics): rebuilding them here and again then cost two
-        # ~40 ms stalls at every Start of a non-classification task.
+        # (show_run_metrics): rebuilding them here and again then would stall
+        # the GUI thread twice at every Start of a non-classification task.
         self.metrics.clear()
         self._seen.clear()
         self.refresh()

@@ -97,8 +97,8 @@ class MetricPlots:
         if _drawn_as(wanted) != _drawn_as(self.shown) or self._built_monitor != self.monitored:
             self._build(wanted)
         else:
-            # The same plots: a rebuild costs ~40 ms of the GUI thread (pyqtgraph
-            # PlotItems), the largest stall of a run's start (bench/gui_latency.py).
+            # The same plots: a rebuild (new pyqtgraph PlotItems) is the largest
+            # stall of the GUI thread at a run's start (bench/gui_latency.py).
             self.clear()
 
     def _wanted(self, seen: Sequence[str]) -> tuple[Metric, ...]:

@@ -366,9 +366,9 @@ class MemoryEstimates(QObject):
         """The run has ended: the static part of its settings is counted now, for the next Start.
 
         Not during the run: on a machine of few cores even a niced child
-        (plan_run, torch's imports, the data scan) took the GUI thread's
-        turns; bench/gui_latency.py's stall p99 read 62-110 ms with it beside
-        the run against 24-26 ms without (load about 5.5).
+        (plan_run, torch's imports, the data scan) takes the GUI thread's
+        turns, and the window's stalls beside the run grow several-fold
+        (bench/gui_latency.py measures them).
         """
         self._stepping = True
         self._start_pending()

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from trainlab.runfolder.status import SessionState
-from trainlab.viewmodel.session import RunProgress  # noqa: F401 - its old home; views draw it
+from trainlab.viewmodel.session import RunProgress
 from trainlab_desktop.common.flow_layout import FlowLayout, group
 from trainlab_desktop.common.formatting import format_duration
 from trainlab_desktop.run.estimate_view import EstimateView

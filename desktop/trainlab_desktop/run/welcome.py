@@ -34,7 +34,8 @@ MAX_COLUMNS = 4
 
 # A NamedTuple, and run_title imported where it is used: before the window is
 # shown every import counts (bench/gui_latency.py's window_vs_bare), and these
-# two (dataclasses, trainlab.runfolder.records with the plugin API under it) cost ~8 ms.
+# two (dataclasses, trainlab.runfolder.records with the plugin API under it) are
+# not needed to draw a card.
 class SampleOffer(NamedTuple):
     """An installed task with sample data here: what its card shows."""
 

@@ -238,13 +238,10 @@ MULTILABEL_PRESETS = tuple(
     dataclasses.replace(p, overrides={**p.overrides, "batch_size": 32}) if p.name == "small-cnn" else p for p in PRESETS
 )
 
-# Image classification's default: auto, given 20 epochs.  Its 10 epochs ended
-# the bundled sample at 0.883-0.922 (seeds 42, 1, 7) against small-cnn's
-# 0.972-0.989; with 20 it ended at 0.961-0.972 in-process, and through
-# bench/image_sample_accuracy.py at 0.978 in 73.7 s against small-cnn's 0.972
-# in 97.5 s, run one after the other.  It reached the plain script's accuracy
-# in 0.39x the script's time (bench/image_time_to_accuracy.py; 0.44-0.60 over
-# seeds 42, 1, 7).
+# Image classification's default: auto, given 20 epochs.  With the generic 10
+# it ended the bundled sample clearly below small-cnn; with 20 it reaches
+# small-cnn's accuracy in less time (bench/image_sample_accuracy.py and
+# bench/image_time_to_accuracy.py measure both).
 CLASSIFICATION_AUTO_EPOCHS = 20
 CLASSIFICATION_PRESETS = tuple(
     dataclasses.replace(p, overrides={**p.overrides, "epochs": CLASSIFICATION_AUTO_EPOCHS}) if p.name == "auto" else p
