@@ -51,6 +51,9 @@ _API = {
     "Metric": "trainlab.api",
     "InputSpec": "trainlab.api",
     "OutputSpec": "trainlab.api",
+    # A batch's examples that do not stack (detection's images and box dicts):
+    # counted and split by item, not along their tensors' dimension 0.
+    "ExampleList": "trainlab.api.batches",
     # What an evaluation reports besides its metrics, typed (plugin API 2.1):
     # declared in TaskSpec.details, drawn by the window's results page.
     "Table": "trainlab.api.details",
@@ -68,6 +71,7 @@ _API = {
     # What a trained model says about one input, one type per family.
     "Prediction": "trainlab.api.predictions",
     "LabelScores": "trainlab.api.predictions",
+    "InputItem": "trainlab.api.predictions",
     "LabelSet": "trainlab.api.predictions",
     "Number": "trainlab.api.predictions",
     "DataError": "trainlab.api",
@@ -134,6 +138,8 @@ def _module(name: str):
     """The module behind a public name: each one an ordinary import, which the layer checks see."""
     if name == "trainlab.api":
         from trainlab import api as module
+    elif name == "trainlab.api.batches":
+        from trainlab.api import batches as module
     elif name == "trainlab.api.callbacks":
         from trainlab.api import callbacks as module
     elif name == "trainlab.api.details":

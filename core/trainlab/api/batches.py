@@ -1,8 +1,26 @@
-"""Moving and splitting batches of nested tensors (dicts, tuples, lists)."""
+"""Moving and splitting batches of nested tensors (dicts, tuples, lists).
+
+A batch's examples are along dimension 0 of its tensors, unless the task
+says otherwise: a task whose examples do not stack (images of different
+sizes, a dict of boxes per image, as detectors take them) returns them in an
+``ExampleList``, one item per example.  The engine counts such a list by its
+length and splits it by slicing it, and never slices the tensors inside it
+(whose dimension 0 is an image's channels or a box count).
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+class ExampleList(list):
+    """A batch's examples, one item each (a tensor, a dict of tensors, ...).
+
+    ``collate`` returns its unstackable parts as these, for example
+    ``(ExampleList(images), ExampleList(targets))``: ``batch_size_of`` is the
+    list's length and ``split_batch`` gives each micro-batch a slice of it,
+    the examples whole.  Moving to a device keeps the type.
+    """
 
 
 def move_to_device(batch: Any, device: Any, non_blocking: bool = True) -> Any:
@@ -22,6 +40,8 @@ def move_to_device(batch: Any, device: Any, non_blocking: bool = True) -> Any:
 def batch_size_of(batch: Any) -> int:
     import torch
 
+    if isinstance(batch, ExampleList):
+        return len(batch)
     if isinstance(batch, torch.Tensor):
         return int(batch.shape[0])
     if isinstance(batch, dict):
@@ -38,7 +58,8 @@ def batch_size_of(batch: Any) -> int:
 
 
 def split_batch(batch: Any, parts: int) -> list[Any]:
-    """Split every tensor (and list) along dim 0 into ``parts`` micro-batches.
+    """Split every tensor (and list) along dim 0 into ``parts`` micro-batches
+    (an ``ExampleList`` by its items).
 
     Used when CUDA runs out of memory: the same examples go through as
     smaller micro-batches with more gradient accumulation.
@@ -52,6 +73,8 @@ def split_batch(batch: Any, parts: int) -> list[Any]:
 def _slice(batch: Any, start: int, stop: int) -> Any:
     import torch
 
+    if isinstance(batch, ExampleList):
+        return ExampleList(batch[start:stop])
     if isinstance(batch, torch.Tensor):
         return batch[start:stop]
     if isinstance(batch, dict):

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from trainlab import DataError, StopRequested
+from trainlab import DataError, StopRequested, atomic_write_text
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"})
 SPLITS = ("train", "val", "test")
@@ -654,8 +654,6 @@ def read_detection_data(data_path: str, form: str = "auto", *, cache: Path | Non
     if not any(found.splits.values()):
         raise DataError(f"{root}: no usable images in the {form.upper()} data")
     if entry is not None:
-        from trainlab import atomic_write_text
-
         try:
             atomic_write_text(entry, json.dumps(found.to_json()))
         except OSError as exc:
