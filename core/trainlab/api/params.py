@@ -3,6 +3,11 @@
 Precedence, lowest first (CONTRACT.md "Parameters"): engine defaults, task
 defaults, the chosen model preset's overrides, values remembered by the
 window, explicit ``--set``/flags.
+
+``resolve`` returns ``RunParams``: every value of the run (what a task
+receives, a read-only ``Mapping``) and, as ``.engine``, the engine's own
+parameters as a frozen, typed ``EngineParams``, which is what the engine
+reads (attributes, no string keys, no conversions).
 """
 
 from __future__ import annotations
@@ -58,6 +63,103 @@ FLAG_SHORTHANDS = {
 }
 
 
+_PYTHON_TYPES = {"int": int, "float": float, "bool": bool, "choice": str, "str": str}
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineParams:
+    """The engine's parameters of one run, typed (one field per ``ENGINE_PARAMS`` entry).
+
+    Built by ``resolve`` from values it has already checked; constructing one
+    by hand checks each field's type and names the first wrong one.
+    """
+
+    epochs: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    optimizer: str
+    schedule: str
+    warmup_ratio: float
+    micro_batch_size: str
+    grad_accum: int
+    clip_grad_norm: float
+    early_stopping_patience: int
+    class_weighting: bool
+    device: str
+    precision: str
+    seed: int
+    checkpoint_every_steps: int
+    checkpoint_every_minutes: float
+    keep_checkpoints: str
+    final_weights: str
+    monitor: str
+    telemetry_every: float
+    log_interval: float
+
+    def __post_init__(self) -> None:
+        kinds = {p.name: p.type for p in ENGINE_PARAMS}
+        for f in dataclasses.fields(self):
+            value, wanted = getattr(self, f.name), _PYTHON_TYPES[kinds[f.name]]
+            if not isinstance(value, wanted) or (wanted is not bool and isinstance(value, bool)):
+                raise TypeError(f"engine parameter {f.name}: expected {wanted.__name__}, got {value!r}")
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> "EngineParams":
+        return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls)})
+
+    @property
+    def keeps_best(self) -> bool:
+        """Whether the run writes a best checkpoint (for the final weights or to keep it)."""
+        return self.final_weights == "best" or self.keep_checkpoints in ("best", "last+best")
+
+
+class RunParams(dict):
+    """A run's resolved parameter values: a read-only mapping (what tasks and callbacks read,
+    what run.json stores) with ``engine``, the engine's parameters typed.
+
+    A ``dict`` underneath so that it writes to JSON as it is; every method that
+    would change it raises, since ``engine`` is built from the values once.
+    """
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, values: Mapping[str, Any], engine: EngineParams | None = None):
+        super().__init__(values)
+        self._engine = engine
+
+    @property
+    def engine(self) -> EngineParams:
+        if self._engine is None:
+            raise TypeError("these parameters were resolved without the engine's (resolve with ENGINE_PARAMS)")
+        return self._engine
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a run's resolved parameters are read-only: resolve again with the new values")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+
+    def __copy__(self) -> "RunParams":
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "RunParams":
+        return self  # read-only, and every value a plain immutable one
+
+    def __reduce__(self) -> Any:
+        return (RunParams, (dict(self), self._engine))
+
+    def __repr__(self) -> str:
+        return f"RunParams({dict.__repr__(self)})"
+
+
+def engine_params(params: Mapping[str, Any]) -> EngineParams:
+    """The typed engine parameters of ``params`` as ``resolve`` returned them."""
+    if isinstance(params, RunParams):
+        return params.engine
+    raise TypeError(f"the engine reads resolved parameters (trainlab.api.params.resolve), not a {type(params).__name__}")
+
+
 def full_schema(spec: TaskSpec, engine_params: Sequence[Param] = ENGINE_PARAMS) -> dict[str, Param]:
     """The engine's parameters and the task's own; ``monitor`` offers the
     task's declared metrics and ``loss``, defaulting to the task's monitor."""
@@ -85,10 +187,11 @@ def resolve(
     engine_params: Sequence[Param] = ENGINE_PARAMS,
     remembered: Mapping[str, Any] | None = None,
     explicit: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> RunParams:
     """The parameter values of a run, validated and typed.
 
-    Raises UsageError naming the first unknown key or bad value.
+    Raises UsageError naming the first unknown key or bad value.  With the
+    engine's parameters in the schema, ``.engine`` holds them as ``EngineParams``.
     """
     schema = full_schema(spec, engine_params)
     remembered = dict(remembered or {})
@@ -112,7 +215,9 @@ def resolve(
             typed[name] = schema[name].coerce(value)
         except ValueError as exc:
             raise UsageError(f"bad value for parameter {exc}") from None
-    return typed
+    names = [f.name for f in dataclasses.fields(EngineParams)]
+    engine = EngineParams.from_values(typed) if all(name in typed for name in names) else None
+    return RunParams(typed, engine)
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from trainlab.api.params import ENGINE_PARAMS, resolve
+from trainlab.api.params import ENGINE_PARAMS, RunParams, resolve
 from trainlab.api.taskbase import RunContext
 from trainlab.engine import distributed
 from trainlab.engine.plugin_calls import PluginCalls
@@ -30,12 +30,13 @@ def task_for(task_id: str, params: dict[str, Any]):
     return entry, task
 
 
-def make_context(params: dict[str, Any], run_dir: Path | None, log: Callable[[str], None], mp_context: str | None) -> RunContext:
+def make_context(params: RunParams, run_dir: Path | None, log: Callable[[str], None], mp_context: str | None) -> RunContext:
     """The task's view of the run; UsageError for a device this machine lacks."""
     from trainlab.engine.device import enable_tf32, resolve_device, resolve_precision
 
-    device = resolve_device(str(params.get("device", "auto")))
-    precision = resolve_precision(device, str(params.get("precision", "auto")))
+    engine = params.engine
+    device = resolve_device(engine.device)
+    precision = resolve_precision(device, engine.precision)
     enable_tf32(device)
     from trainlab.engine.shared_memory import SharedArrays
 
@@ -43,7 +44,7 @@ def make_context(params: dict[str, Any], run_dir: Path | None, log: Callable[[st
     return RunContext(
         device=device,
         precision=precision,
-        seed=int(params.get("seed", 0)),
+        seed=engine.seed,
         run_dir=run_dir,
         params=params,
         log=log,

@@ -53,11 +53,11 @@ def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) ->
             raise UsageError(found)
         assert plan is not None
         plan.record["ranks"] = group.device_records()
-        params = plan.params
-        effective = effective_batch(params["batch_size"], group.world_size, params["grad_accum"])
+        params = plan.engine
+        effective = effective_batch(params.batch_size, group.world_size, params.grad_accum)
         line = Log(
             message=f"world size {group.world_size} ({group.backend}): effective batch {effective} = "
-            f"{params['batch_size']} per rank x {group.world_size} rank(s) x {params['grad_accum']} accumulation; "
+            f"{params.batch_size} per rank x {group.world_size} rank(s) x {params.grad_accum} accumulation; "
             f"{distributed.threads_note(group)}" + (f"; preflight: {group.preflight}" if group.preflight else "")
         )
         plan.early_events.append(line)

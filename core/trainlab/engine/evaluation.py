@@ -15,6 +15,7 @@ from typing import Any, Callable
 from trainlab.api.batches import split_batch
 from trainlab.api.errors import RunFailed, UsageError
 from trainlab.api.families import accumulator_for
+from trainlab.api.params import engine_params
 from trainlab.api.taskbase import RunContext, Task
 from trainlab.engine import context, distributed
 from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
@@ -40,8 +41,8 @@ class Evaluator:
         self.splits = 1  # pieces per batch; doubled on out-of-memory and kept for the next passes
         self.model = model
         self.ctx = ctx
-        self.batch_size = int(ctx.params["batch_size"])
-        self.seed = int(ctx.params["seed"])
+        self.batch_size = engine_params(ctx.params).batch_size
+        self.seed = ctx.seed
         self._owns_loaders = loaders is None
         self.loaders = loaders if loaders is not None else SplitLoaders(task, ctx)
 
@@ -139,8 +140,8 @@ def _evaluate_trained(rd: RunDir, record: dict[str, Any], task: Task, ctx: RunCo
         split = "train"
     elif data is None and "val" not in task.splits():
         raise UsageError(f"{rd.path}: its data has no validation split to evaluate on; give --data")
-    params = ctx.params
-    checkpoint = rd.best_checkpoint if params["final_weights"] == "best" and rd.best_checkpoint.exists() else rd.last_checkpoint
+    best = engine_params(ctx.params).final_weights == "best"
+    checkpoint = rd.best_checkpoint if best and rd.best_checkpoint.exists() else rd.last_checkpoint
     if checkpoint.exists():
         model = task.prepare_model(task.build_model(ctx), ctx)
         tensors, plain = read_checkpoint(checkpoint)

@@ -99,7 +99,7 @@ def execute(
             raise RunFailed(_write_failure(exc, run_dir.path, f"opening {run_dir.metrics_jsonl}")) from None
         # in a group, rank 0's samples carry every rank's figures (RankGroup.gather_telemetry)
         ranks = (lambda: group.telemetry_records) if group is not None else None
-        engine_callbacks = [metrics_file, recorder, TelemetryCallback(float(plan.params.get("telemetry_every", 5.0)), ranks=ranks)]
+        engine_callbacks = [metrics_file, recorder, TelemetryCallback(plan.engine.telemetry_every, ranks=ranks)]
     engine_callbacks += [
         IsolatedCallback(cb, owner=name, log=plugin_failed) for name, cb in registry().run_callbacks_by_plugin(plan.task_id, plan.params)
     ]
@@ -136,7 +136,7 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
             distributed.current().check_everywhere(distributed.folder_problem(plan.run_dir))
         if plan.random_state is not None:
             plan.random_state.restore()  # as preparation left them, however long ago that was
-        if plan.params["class_weighting"]:
+        if plan.engine.class_weighting:
             ctx.class_weights = class_weights(task, ctx)
         model = task.prepare_model(task.build_model(ctx), ctx)
         trainer = Trainer(
@@ -164,7 +164,7 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
             )
         )
         if distributed.current() is not None:  # every rank: the first sample then already holds them all
-            distributed.current().start_telemetry(float(plan.params.get("telemetry_every", 5.0)))
+            distributed.current().start_telemetry(plan.engine.telemetry_every)
         cblist.call("on_run_start", state)
         started = time.perf_counter()
         try:
@@ -268,9 +268,9 @@ def _check_space_for_the_run(plan: RunPlan, trainer: Any) -> None:
 
 def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
     """Final evaluation (eval.json), the exported model, checkpoint retention."""
-    task, ctx, run_dir, params = plan.task, plan.ctx, plan.run_dir, plan.params
+    task, ctx, run_dir, params = plan.task, plan.ctx, plan.run_dir, plan.engine
     weights = "last"
-    if params["final_weights"] == "best" and trainer.load_best_weights():
+    if params.final_weights == "best" and trainer.load_best_weights():
         weights = "best"
     state.emit(Progress(step=state.step, epoch=state.epoch, total_steps=state.total_steps, phase="eval"))
     report: dict[str, Any] = {}
@@ -301,7 +301,7 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
     require_free_space(model_dir, 3 * tensor_bytes(trainer.model), "to export the model")
     task.save_model(trainer.model, model_dir, ctx)
     save_fitted_state(task, run_dir.path, model_dir)
-    keep = params["keep_checkpoints"]
+    keep = params.keep_checkpoints
     if keep in ("last", "none"):
         run_dir.best_checkpoint.unlink(missing_ok=True)
     if keep in ("best", "none"):

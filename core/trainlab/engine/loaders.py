@@ -62,7 +62,7 @@ class SplitLoaders:
     def __init__(self, task: Task, ctx: RunContext):
         self.task = task
         self.ctx = ctx
-        self.seed = int(ctx.params["seed"])
+        self.seed = ctx.seed
         self._loaders: dict[str, tuple[Any, _BatchList]] = {}
 
     def loader(self, split: str, batches: list[list[int]], epoch: int):

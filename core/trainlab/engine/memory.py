@@ -287,14 +287,14 @@ def run_probe(plan: Any, *, use_cache: bool = True, timeout: float = 1800.0) -> 
 def estimate_memory(plan: Any, *, micro_batch: int | None = None, use_cache: bool = True) -> MemoryEstimate:
     """The memory ``plan``'s run needs at ``micro_batch`` (default: the plan's own)."""
     model = meta_model(plan.task, plan.ctx)
-    static = static_bytes(model, str(plan.params.get("optimizer") or "adamw"))
+    static = static_bytes(model, plan.engine.optimizer)
     del model
     probe = run_probe(plan, use_cache=use_cache)
     fit = ActivationFit(
         intercept=float(probe["intercept"]), per_example=float(probe["per_example"]),
         measured={int(k): int(v) for k, v in probe["measured"].items()}, method=str(probe["method"]),
     )
-    batch_size = int(plan.params["batch_size"])
+    batch_size = plan.engine.batch_size
     micro = micro_batch or plan_micro_batch(plan)
     cuda = plan.ctx.is_cuda
     return MemoryEstimate(
@@ -318,8 +318,7 @@ def estimate_memory(plan: Any, *, micro_batch: int | None = None, use_cache: boo
 
 def plan_micro_batch(plan: Any) -> int:
     """The micro-batch the plan's run steps with (before any out-of-memory split)."""
-    batch_size = int(plan.params["batch_size"])
-    return max(1, math.ceil(batch_size / max(1, int(plan.position.micro_splits))))
+    return max(1, math.ceil(plan.engine.batch_size / max(1, plan.position.micro_splits)))
 
 
 def largest_micro_batch(estimate: MemoryEstimate) -> int:
@@ -347,8 +346,8 @@ def parse_micro_batch_size(value: Any) -> int | None:
 
 def apply_micro_batch(plan: Any) -> MemoryEstimate | None:
     """Set the plan's micro-batch from ``micro_batch_size`` (auto: from the estimate); the estimate if one was made."""
-    wanted = parse_micro_batch_size(plan.params.get("micro_batch_size", "0"))
-    batch_size = int(plan.params["batch_size"])
+    wanted = parse_micro_batch_size(plan.engine.micro_batch_size)
+    batch_size = plan.engine.batch_size
     if plan.resumed:  # the checkpoint's position keeps the micro-batches the run used
         return None
     estimate = None

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from trainlab.api.errors import UsageError
 from trainlab.api.events import Log
 from trainlab.api.finetune import check_quantized_training
-from trainlab.api.params import ENGINE_PARAMS, resolve
+from trainlab.api.params import ENGINE_PARAMS, EngineParams, RunParams, resolve
 from trainlab.api.taskbase import DataSummary, RunContext, Task
 from trainlab.engine import distributed
 from trainlab.engine.context import RandomState, make_context
@@ -34,6 +34,7 @@ from trainlab.engine.torchrun import effective_batch
 from trainlab.pluginhost.host import registry
 from trainlab.runfolder.index import RUN_SCHEMA_VERSION, RunDir, new_run_id
 from trainlab.runfolder.records import RunFileError
+from trainlab.runfolder.status import RunStatus
 from trainlab.system import paths
 from trainlab.system.fileio import folder_write_problem
 
@@ -86,7 +87,7 @@ class RunPlan:
     request: RunRequest
     task_id: str
     plugin: dict[str, Any]
-    params: dict[str, Any]
+    params: RunParams  # every value (what the task and callbacks read); the engine reads ``engine``
     task: Task
     ctx: RunContext
     summary: DataSummary
@@ -107,6 +108,11 @@ class RunPlan:
     memory: Any = None  # a trainlab.engine.memory.MemoryEstimate when one was made (micro_batch_size=auto)
 
     @property
+    def engine(self) -> EngineParams:
+        """The engine's parameters, typed."""
+        return self.params.engine
+
+    @property
     def epochs(self) -> int:
         return self.position.epochs_total
 
@@ -117,7 +123,7 @@ class RunPlan:
             "plugin": dict(self.plugin),
             "run_dir": str(self.run_dir.path),
             "resumed": self.resumed,
-            "parameters": copy.deepcopy(self.params),
+            "parameters": dict(self.params),
             "data": {"path": self.data, "fingerprint": dict(self.fingerprint)},
             "label_names": list(self.task.label_names),
             "data_summary": self.summary.to_json(),
@@ -128,9 +134,9 @@ class RunPlan:
             "epochs": self.epochs,
             "start_step": self.position.step,
             "resume_from": self.resume_from.kind if self.resume_from else None,
-            "effective_batch": effective_batch(self.params["batch_size"], self.record.get("world_size", 1), self.params["grad_accum"]),
+            "effective_batch": effective_batch(self.engine.batch_size, self.record.get("world_size", 1), self.engine.grad_accum),
             "world_size": int(self.record.get("world_size", 1)),
-            "micro_batch": max(1, -(-int(self.params["batch_size"]) // max(1, int(self.position.micro_splits)))),
+            "micro_batch": max(1, -(-self.engine.batch_size // max(1, self.position.micro_splits))),
             "reused_preparation": self.reused_preparation,
         }
 
@@ -151,14 +157,74 @@ def plan_run(
     a long preparation asks (``RunContext.should_stop``); it raises
     ``StopRequested`` when that says yes.
     """
-    early: list[Log] = []
+    said = _Said(log)
+    target = _resolve_target(request)
+    run_id, run_dir = _run_folder(request, target)
+    if target.source is not None and target.source.note:
+        said(target.source.note, target.source.level)
+    ctx = _run_context(target, said, mp_context, should_stop)
+    prepared, reused = _preparation(target, prepared, ctx, said)
+    record = _starting_record(target, run_id, prepared, said)
+    steps_per_epoch = _steps_per_epoch(prepared.task, target, record, said)
+    position, segments = _starting_position(target, record, steps_per_epoch, request.more_epochs)
+    plan = RunPlan(
+        request=request,
+        task_id=target.task_id,
+        plugin=dict(record.get("plugin") or {}),
+        params=target.params,
+        task=prepared.task,
+        ctx=ctx,
+        summary=prepared.summary,
+        data=resolved_path(target.data),
+        fingerprint=prepared.fingerprint,
+        run_dir=run_dir,
+        record=record,
+        resumed=target.prior is not None,
+        resume_from=target.source,
+        position=position,
+        segments=segments,
+        steps_per_epoch=steps_per_epoch,
+        total_steps=steps_per_epoch * position.epochs_total,
+        random_state=prepared.random_state,
+        early_events=said.events,
+        reused_preparation=reused,
+        mp_context=mp_context,
+    )
+    plan.memory = apply_micro_batch(plan)  # micro_batch_size: N, or auto from the memory estimate
+    if plan.memory is not None:
+        said(f"memory estimate: {plan.memory.summary_line()} at micro-batches of {plan.memory.micro_batch}")
+    return plan
 
-    def say(message: str, level: str = "info") -> None:
+
+class _Said:
+    """The log lines said while planning: kept for metrics.jsonl, and passed on as said."""
+
+    def __init__(self, log: Callable[[Log], None] | None):
+        self.events: list[Log] = []
+        self._log = log
+
+    def __call__(self, message: str, level: str = "info") -> None:
         event = Log(level=level, message=str(message))
-        early.append(event)
-        if log is not None:
-            log(event)
+        self.events.append(event)
+        if self._log is not None:
+            self._log(event)
 
+
+@dataclass
+class _Target:
+    """What a request trains: the task, the data, the parameters resolved, the run resumed (if any)."""
+
+    task_id: str
+    data: str
+    entry: Any
+    params: RunParams
+    prior_dir: RunDir | None = None
+    prior: dict[str, Any] | None = None
+    source: ResumeSource | None = None
+
+
+def _resolve_target(request: RunRequest) -> _Target:
+    """The task, data and parameters of ``request`` (a resumed run's own); UsageError for what is missing."""
     prior_dir, prior, source = _resume_target(request)
     task_id = prior["task"] if prior else request.task
     if not task_id:
@@ -170,136 +236,131 @@ def plan_run(
     if prior:
         explicit = dict(prior["parameters"])
         # a resumed run keeps its parameters, but may move to another device
-        for key in ("device", "precision"):
-            if key in request.params:
-                explicit[key] = request.params[key]
+        explicit.update({key: request.params[key] for key in ("device", "precision") if key in request.params})
         params = resolve(entry.spec, ENGINE_PARAMS, {}, explicit)
     else:
         params = resolve(entry.spec, ENGINE_PARAMS, request.remembered, request.params)
     if not Path(data).exists():
         raise UsageError(f"--data {data}: no such file or folder")
-    if 0 < float(params.get("telemetry_every", 0)) < 0.5:
+    if 0 < params.engine.telemetry_every < 0.5:
         raise UsageError("bad value for parameter telemetry_every: must be 0 (off) or at least 0.5 seconds")
-    # Where the run is written, checked before the data scan (which can take minutes).
-    if prior_dir is not None:
-        run_id = str(prior.get("id") or prior_dir.path.name)
-        run_dir = prior_dir
-        _check_writable(run_dir.path, f"--resume {run_dir.path}: cannot write", "")
-    else:
-        run_id = new_run_id(task_id)
-        run_dir = RunDir(request.out) if request.out else RunDir(paths.runs_dir() / run_id)
-        if run_dir.exists():
-            raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
-        if request.out:
-            _check_writable(run_dir.path, f"--out {request.out}: cannot create", "")
-        else:
-            _check_writable(run_dir.path, f"run folder {run_dir.path}: cannot create", "; set TRAINLAB_HOME to a writable folder or use --out")
-    if source is not None and source.note:
-        say(source.note, source.level)
+    return _Target(task_id, str(data), entry, params, prior_dir, prior, source)
 
-    ctx = make_context(params, None, say, mp_context)
-    parse_micro_batch_size(params.get("micro_batch_size", "0"))
-    if params.get("optimizer") == "adamw8bit":
+
+def _run_folder(request: RunRequest, target: _Target) -> tuple[str, RunDir]:
+    """(run id, folder) the run is written to, checked before the data scan (which can take minutes)."""
+    if target.prior_dir is not None:
+        assert target.prior is not None
+        _check_writable(target.prior_dir.path, f"--resume {target.prior_dir.path}: cannot write", "")
+        return str(target.prior.get("id") or target.prior_dir.path.name), target.prior_dir
+    run_id = new_run_id(target.task_id)
+    run_dir = RunDir(request.out) if request.out else RunDir(paths.runs_dir() / run_id)
+    if run_dir.exists():
+        raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
+    if request.out:
+        _check_writable(run_dir.path, f"--out {request.out}: cannot create", "")
+    else:
+        _check_writable(run_dir.path, f"run folder {run_dir.path}: cannot create", "; set TRAINLAB_HOME to a writable folder or use --out")
+    return run_id, run_dir
+
+
+def _run_context(target: _Target, say: _Said, mp_context: str | None, should_stop: Callable[[], bool] | None) -> RunContext:
+    """The task's view of the run (device and precision resolved); UsageError for what this machine lacks."""
+    ctx = make_context(target.params, None, say, mp_context)
+    parse_micro_batch_size(target.params.engine.micro_batch_size)
+    if target.params.engine.optimizer == "adamw8bit":
         check_quantized_training("optimizer=adamw8bit", ctx.device)
-    ctx.purpose = "resume" if prior else "train"
+    ctx.purpose = "resume" if target.prior else "train"
     if should_stop is not None:
         ctx.should_stop = should_stop
-    label_names = prior["label_names"] if prior else None
+    return ctx
+
+
+def _preparation(target: _Target, prepared: PreparedTask | None, ctx: RunContext, say: _Said) -> tuple[PreparedTask, bool]:
+    """The data check's preparation when it still fits, else a new one; (preparation, reused)."""
+    label_names = target.prior["label_names"] if target.prior else None
     reused = False
     if prepared is not None:
-        fingerprint = data_fingerprint(str(data))
+        fingerprint = data_fingerprint(target.data)
         why = prepared.mismatch(
-            task_id=task_id, data=str(data), fingerprint=fingerprint, params=params, purpose=ctx.purpose, label_names=label_names
+            task_id=target.task_id, data=target.data, fingerprint=fingerprint, params=target.params, purpose=ctx.purpose,
+            label_names=label_names,
         )
         reused = not why
         if reused:
-            early.extend(prepared.logs)
+            say.events.extend(prepared.logs)
             say(f"using the data check's preparation of {prepared.data}", "debug")
         else:
             say(f"preparing the data again: {why}", "debug")
-    if not reused:
-        prepared = prepare(task_id, str(data), params, ctx, label_names=label_names)
-    assert prepared is not None
+    if prepared is None or not reused:
+        prepared = prepare(target.task_id, target.data, target.params, ctx, label_names=label_names)
     prepared.take()
-    task, summary, fingerprint = prepared.task, prepared.summary, prepared.fingerprint
-    for warning in summary.warnings:
+    for warning in prepared.summary.warnings:
         say(warning, "warning")
+    return prepared, reused
 
-    if prior_dir is not None:
-        record = copy.deepcopy(prior)
+
+def _starting_record(target: _Target, run_id: str, prepared: PreparedTask, say: _Said) -> dict[str, Any]:
+    """run.json as the run starts: a resumed run's own, else a new record."""
+    fingerprint = prepared.fingerprint
+    if target.prior is not None:
+        record = copy.deepcopy(target.prior)
         if record.get("data", {}).get("fingerprint", {}).get("sha256") not in (None, fingerprint["sha256"]):
-            say(f"the data at {data} changed since the run started; continuing on the new contents", "warning")
-    else:
-        record = {
-            "schema_version": RUN_SCHEMA_VERSION,
-            "id": run_id,
-            "name": "",
-            "task": task_id,
-            "plugin": {"name": entry.plugin.name, "version": entry.plugin.version, "distribution": entry.plugin.distribution},
-            "parameters": params,
-            "data": {"path": resolved_path(str(data)), "fingerprint": fingerprint},
-            "label_names": list(task.label_names),
-            "data_summary": summary.to_json(),
-            "status": "running",
-            "error": "",
-            "timings": {},
-            "environment": {},
-            "world_size": 1,
-        }
+            say(f"the data at {target.data} changed since the run started; continuing on the new contents", "warning")
+        return record
+    plugin = target.entry.plugin
+    return {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "id": run_id,
+        "name": "",
+        "task": target.task_id,
+        "plugin": {"name": plugin.name, "version": plugin.version, "distribution": plugin.distribution},
+        "parameters": dict(target.params),
+        "data": {"path": resolved_path(target.data), "fingerprint": fingerprint},
+        "label_names": list(prepared.task.label_names),
+        "data_summary": prepared.summary.to_json(),
+        "status": "running",
+        "error": "",
+        "timings": {},
+        "environment": {},
+        "world_size": 1,
+    }
 
-    # Counted once, from the batches the task will actually give the loop
-    # (in a group of processes, the group's batches: batch_size per rank).
+
+def _steps_per_epoch(task: Task, target: _Target, record: dict[str, Any], say: _Said) -> int:
+    """Optimizer steps per epoch, counted once from the batches the task will give the loop (in a
+    group of processes, the group's batches: batch_size per rank); the group's size into ``record``."""
+    engine = target.params.engine
     group = distributed.current()
     world = group.world_size if group is not None else 1
     with plugin_calls(task).call("batch_order"):
-        batches = len(task.batch_order("train", 1, int(params["batch_size"]) * world, int(params["seed"])))
+        batches = len(task.batch_order("train", 1, engine.batch_size * world, engine.seed))
     if group is not None:
         before = record.get("world_size", 1)
         record.update(group.record())
-        if prior_dir is not None and before != world:
+        if target.prior_dir is not None and before != world:
             say(f"resuming at world size {world} (the run had {before}): weights, optimizer and position carry over; "
                 "the batch order and random streams differ from an uninterrupted run", "warning")  # fmt: skip
-    record["effective_batch"] = effective_batch(params["batch_size"], world, params["grad_accum"])
-    steps_per_epoch = -(-batches // int(params["grad_accum"]))
+    record["effective_batch"] = effective_batch(engine.batch_size, world, engine.grad_accum)
+    return -(-batches // engine.grad_accum)
+
+
+def _starting_position(target: _Target, record: dict[str, Any], steps_per_epoch: int, more_epochs: int) -> tuple[LoopPosition, list[Segment]]:
+    """Where the loop starts and the schedule's segments: a checkpoint's (plus ``more_epochs``), or step 0."""
+    source, engine = target.source, target.params.engine
     if source is not None and source.kind != "start":
-        position, segments = _resume_position(source, record, steps_per_epoch, request.more_epochs, params)
-        if request.more_epochs:
+        position, segments = _resume_position(source, record, steps_per_epoch, more_epochs, engine)
+        if more_epochs:
             record.setdefault("segments", []).append(segments[-1].to_json())
     else:
         if source is not None:  # restarting from step 0: what the attempt before said no longer holds
             for key in ("best", "progress", "metrics"):
                 record.pop(key, None)
-        segments = [make_segment(0, steps_per_epoch * int(params["epochs"]), params["schedule"], float(params["warmup_ratio"]))]
-        position = LoopPosition(epochs_total=int(params["epochs"]))
+        segments = [make_segment(0, steps_per_epoch * engine.epochs, engine.schedule, engine.warmup_ratio)]
+        position = LoopPosition(epochs_total=engine.epochs)
         record["segments"] = [s.to_json() for s in segments]
     position.segments = [s.to_json() for s in segments]
-    plan = RunPlan(
-        request=request,
-        task_id=task_id,
-        plugin=dict(record.get("plugin") or {}),
-        params=params,
-        task=task,
-        ctx=ctx,
-        summary=summary,
-        data=resolved_path(str(data)),
-        fingerprint=fingerprint,
-        run_dir=run_dir,
-        record=record,
-        resumed=prior is not None,
-        resume_from=source,
-        position=position,
-        segments=segments,
-        steps_per_epoch=steps_per_epoch,
-        total_steps=steps_per_epoch * position.epochs_total,
-        random_state=prepared.random_state,
-        early_events=early,
-        reused_preparation=reused,
-        mp_context=mp_context,
-    )
-    plan.memory = apply_micro_batch(plan)  # micro_batch_size: N, or auto from the memory estimate
-    if plan.memory is not None:
-        say(f"memory estimate: {plan.memory.summary_line()} at micro-batches of {plan.memory.micro_batch}")
-    return plan
+    return position, segments
 
 
 def _resume_target(request: RunRequest) -> tuple[RunDir | None, dict[str, Any] | None, ResumeSource | None]:
@@ -313,10 +374,10 @@ def _resume_target(request: RunRequest) -> tuple[RunDir | None, dict[str, Any] |
             raise RunFileError(prior_dir.run_json, f"has no usable {key!r}; the run cannot be resumed")
     if request.task and request.task != prior["task"]:
         raise UsageError(f"--resume {prior_dir.path}: that run is {prior['task']}, not {request.task}")
-    completed = prior.get("status") == "completed"
+    completed = prior.get("status") == RunStatus.COMPLETED
     if completed and not request.more_epochs:
         raise UsageError(f"--resume {prior_dir.path}: the run is already completed; use --more-epochs N to train further")
-    if prior.get("status") == "running" and _alive_elsewhere(prior):
+    if prior.get("status") == RunStatus.RUNNING and _alive_elsewhere(prior):
         raise UsageError(f"--resume {prior_dir.path}: the run is still running in process {prior.get('pid')}")
     return prior_dir, prior, _resume_source(prior_dir, completed)
 
@@ -360,7 +421,7 @@ def _resume_source(prior_dir: RunDir, completed: bool) -> ResumeSource:
     )
 
 
-def _resume_position(source: ResumeSource, record: dict[str, Any], steps_per_epoch: int, more_epochs: int, params: dict[str, Any]):
+def _resume_position(source: ResumeSource, record: dict[str, Any], steps_per_epoch: int, more_epochs: int, engine: EngineParams):
     """(position, segments) saved in the checkpoint, plus a segment for ``more_epochs``."""
     from trainlab.engine.checkpoint import checkpoint_position
 
@@ -373,7 +434,7 @@ def _resume_position(source: ResumeSource, record: dict[str, Any], steps_per_epo
         end = max(s.start_step + s.steps for s in segments)
         position.epochs_total = max(position.epochs_total, -(-end // max(1, steps_per_epoch)))
     if more_epochs:
-        segments.append(make_segment(position.step, steps_per_epoch * more_epochs, params["schedule"], float(params["warmup_ratio"])))
+        segments.append(make_segment(position.step, steps_per_epoch * more_epochs, engine.schedule, engine.warmup_ratio))
         position.epochs_total += more_epochs
     return position, segments
 

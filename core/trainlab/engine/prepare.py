@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from trainlab.api.errors import UsageError
 from trainlab.api.events import Log
-from trainlab.api.params import ENGINE_PARAMS, resolve
+from trainlab.api.params import ENGINE_PARAMS, RunParams, resolve
 from trainlab.api.taskbase import DataSummary, RunContext, Task
 from trainlab.engine.context import RandomState, make_context, seed_everything, task_for
 from trainlab.engine.plugin_calls import PluginCalls
@@ -114,10 +114,10 @@ def resolved_path(data: str) -> str:
     return str(Path(data).expanduser().resolve())
 
 
-def prepare(task_id: str, data: str, params: dict[str, Any], ctx: RunContext, *, label_names: Sequence[str] | None = None) -> PreparedTask:
+def prepare(task_id: str, data: str, params: RunParams, ctx: RunContext, *, label_names: Sequence[str] | None = None) -> PreparedTask:
     """Instantiate the task, seed every generator and prepare the data (``ctx`` decides purpose and device)."""
     entry, task = task_for(task_id, params)
-    seed_everything(int(params["seed"]))
+    seed_everything(params.engine.seed)
     calls = PluginCalls.of(entry, task)
     with calls.call("prepare"):
         summary = task.prepare(str(data), ctx, label_names=list(label_names) if label_names is not None else None)

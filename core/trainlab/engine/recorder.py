@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from trainlab.api.callbacks import Callback, RunState
 from trainlab.api.events import Event, Finished, Phase, Progress
+from trainlab.api.params import engine_params
 from trainlab.pluginhost.host import registry
 from trainlab.runfolder.index import MetricsWriter, RunDir, RunStore
 from trainlab.system.fileio import disk_full_message, is_disk_full
@@ -120,7 +121,7 @@ def best_of(state: RunState) -> dict[str, Any]:
     """The record's ``best`` entry from the run state; empty before any evaluation."""
     if state.best_metric is None:
         return {}
-    return {"metric": state.params["monitor"], "value": state.best_metric, "step": state.best_step}
+    return {"metric": engine_params(state.params).monitor, "value": state.best_metric, "step": state.best_step}
 
 
 def metric_declarations(task_id: str) -> dict[str, Any]:

@@ -72,3 +72,52 @@ def test_events_round_trip_as_json_lines(tmp_path):
     assert [type(e) for e in read_events(path)] == [type(e) for e in events]
     with pytest.raises(dataclasses.FrozenInstanceError):
         events[0].loss = 1.0
+
+
+def test_the_engine_reads_its_parameters_typed_from_resolve():
+    from trainlab.api.params import EngineParams
+
+    assert [f.name for f in dataclasses.fields(EngineParams)] == [p.name for p in ENGINE_PARAMS]  # one field per parameter
+    values = resolve(SPEC, explicit={"epochs": "7", "class_weighting": "yes", "lr": "3e-4", "checkpoint_every_minutes": "2"})
+    engine = values.engine
+    assert (engine.epochs, engine.class_weighting, engine.lr, engine.checkpoint_every_minutes) == (7, True, 3e-4, 2.0)
+    assert type(engine.epochs) is int and type(engine.lr) is float and type(engine.checkpoint_every_minutes) is float
+    assert engine.batch_size == values["batch_size"] == 32 and engine.monitor == values["monitor"]
+
+
+@pytest.mark.parametrize("name, bad", [("epochs", "three"), ("batch_size", "1.5"), ("lr", "fast"), ("class_weighting", "maybe"),
+                                       ("seed", True), ("log_interval", [1])])
+def test_resolve_rejects_a_bad_type_naming_the_parameter(name, bad):
+    with pytest.raises(UsageError, match=f"bad value for parameter {name}:"):
+        resolve(SPEC, explicit={name: bad})
+
+
+def test_the_resolved_parameters_are_frozen_and_a_task_still_gets_a_mapping():
+    import copy
+    import json
+    import pickle
+    from collections.abc import Mapping
+
+    from trainlab.api.params import EngineParams
+
+    values = resolve(SPEC, explicit={"epochs": "2"})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        values.engine.epochs = 3
+    for change in (lambda: values.__setitem__("epochs", 3), lambda: values.update(epochs=3), lambda: values.pop("epochs"),
+                   lambda: values.setdefault("new", 1), lambda: values.__delitem__("lr")):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert values["epochs"] == 2 and values.engine.epochs == 2
+    assert isinstance(values, Mapping) and json.loads(json.dumps(values))["epochs"] == 2  # run.json stores it as it is
+    again = pickle.loads(pickle.dumps(values))
+    assert again == values and again.engine == values.engine and copy.deepcopy(values).engine.epochs == 2
+    mutable = dict(values)  # a copy to change, as a task's own params are
+    mutable["epochs"] = 4
+    assert values["epochs"] == 2
+    fields = {f.name: getattr(values.engine, f.name) for f in dataclasses.fields(EngineParams)}
+    with pytest.raises(TypeError, match="engine parameter epochs: expected int"):
+        EngineParams(**{**fields, "epochs": "2"})
+    with pytest.raises(TypeError, match="engine parameter class_weighting: expected bool"):
+        EngineParams(**{**fields, "class_weighting": 1})
+    with pytest.raises(TypeError, match="resolved without the engine's"):
+        resolve(dataclasses.replace(SPEC, defaults={}), ()).engine  # a task's own parameters alone
