@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 
 class Prediction:
@@ -51,8 +51,44 @@ class Prediction:
     def csv_header(cls, top_k: int, label_names: Sequence[str]) -> list[str]:
         raise NotImplementedError
 
+    @classmethod
+    def csv_columns(
+        cls,
+        top_k: int,
+        label_names: Sequence[str],
+        *,
+        spec: Any = None,
+        params: Mapping[str, Any] | None = None,
+        predictions: Sequence["Prediction"] = (),
+    ) -> list[str]:
+        """The CSV columns of one ``predict --out`` call's predictions of this type.
+
+        Plugin API 2.1: besides ``top_k`` and the run's ``label_names`` it is
+        given the run's ``spec`` (its ``TaskSpec``, None when the plugin is
+        gone), its resolved ``params`` (run.json's) and the call's
+        ``predictions``, so that a prediction of H values can have H columns.
+        By default the columns of ``csv_header(top_k, label_names)``, which is
+        what a plugin API 2.0 prediction overrides.
+        """
+        return list(cls.csv_header(top_k, label_names))
+
     def csv_row(self, top_k: int, label_names: Sequence[str]) -> list[str]:
         raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class InputItem:
+    """One item of ``Task.expand_inputs`` with a name of its own (plugin API 2.1).
+
+    ``value`` is what the predictor is given; ``name`` says which item it is
+    in what the user gave (a series' id in a file of series).  ``predict``'s
+    ``input`` then reads ``FILE row N (name)``.  A plain item (a string) is
+    named by the engine: itself, or ``FILE row N`` for the rows of a file
+    given to a task of row inputs.
+    """
+
+    value: Any
+    name: str = ""
 
 
 def _scores(pairs: Sequence[Sequence[Any]]) -> tuple[tuple[str, float], ...]:

@@ -21,12 +21,38 @@ def _never() -> bool:
     return False
 
 
+# What each key of ``DataSummary.counts[split]`` is in a built-in family
+# (regression counts one total per split: no groups).
+FAMILY_GROUP_NOUNS = {"classification": "class", "multilabel": "label"}
+_PLURALS = {"class": "classes", "series": "series", "box": "boxes", "index": "indices", "datum": "data"}
+
+
+def plural(noun: str) -> str:
+    """The plural of an English ``noun`` ("class" -> "classes", "series" -> "series", "window" -> "windows")."""
+    if noun in _PLURALS:
+        return _PLURALS[noun]
+    if noun.endswith(("s", "x", "z", "ch", "sh")):
+        return noun + "es"
+    if len(noun) > 1 and noun.endswith("y") and noun[-2] not in "aeiou":
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
 @dataclass
 class DataSummary:
     """What the task found in the data, shown before training.
 
-    ``counts`` maps split -> label -> count.  ``skipped`` maps a reason to a
-    count, ``skipped_examples`` lists a few (file or row, reason).
+    ``counts`` maps split -> group -> count: for a classification task the
+    groups are its classes.  ``skipped`` maps a reason to a count,
+    ``skipped_examples`` lists a few (file or row, reason).
+
+    Plugin API 2.1 lets a task say what it counts, in its family's words, for
+    the window's data summary and the command line: ``group_noun``, what each
+    group is, singular (``"series"``, ``"target"``; empty: the family's,
+    ``"class"`` for classification, ``"label"`` for multi-label, none for a
+    family whose counts are one total per split), and ``count_noun``, what
+    each count counts, plural (``"windows"``, ``"tokens"``, ``"boxes"``;
+    empty: ``"examples"``).
     """
 
     label_names: list[str]
@@ -35,6 +61,8 @@ class DataSummary:
     skipped_examples: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    group_noun: str = ""
+    count_noun: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,9 +72,37 @@ class DataSummary:
             "skipped_examples": [list(x) for x in self.skipped_examples],
             "warnings": list(self.warnings),
             "extra": self.extra,
+            "group_noun": self.group_noun,
+            "count_noun": self.count_noun,
         }
 
+    def nouns(self, family: str = "") -> tuple[str, str]:
+        """(what a group is, singular; what a count counts, plural) for a task of ``family``.
+
+        The group noun is empty when the counts are one total per split (a
+        regression's ``{"rows": n}``): there are no groups to name or list.
+        """
+        group = self.group_noun or FAMILY_GROUP_NOUNS.get(family, "")
+        if not group and any(len(per_group) > 1 for per_group in self.counts.values()):
+            group = "group"  # a family of a plugin's own that did not name its groups
+        return group, self.count_noun or "examples"
+
+    def groups(self) -> list[str]:
+        """The groups of ``counts``: ``label_names`` when given, else every key found."""
+        names = list(self.label_names) or list(dict.fromkeys(k for c in self.counts.values() for k in c))
+        return [str(name) for name in names]
+
+    def describe(self, family: str = "") -> str:
+        """One line for people: ``3 classes; train 180 examples, val 60 examples``."""
+        group, counted = self.nouns(family)
+        totals = ", ".join(f"{split} {sum(per.values()):,} {counted}" for split, per in self.counts.items())
+        if not group:
+            return totals
+        n = len(self.groups())
+        return f"{n} {group if n == 1 else plural(group)}; {totals}"
+
     def imbalance_warning(self, split: str = "train", ratio: float = 5.0) -> str | None:
+        """Whether the classes of ``split`` are imbalanced (for a task with classes only)."""
         counts = [c for c in self.counts.get(split, {}).values() if c > 0]
         if len(counts) >= 2 and max(counts) >= ratio * min(counts):
             return (

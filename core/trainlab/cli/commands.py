@@ -98,11 +98,13 @@ def _parser() -> ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("inputs", nargs="+", metavar="INPUT")
     p.add_argument("--top-k", type=int, default=3)
-    p.add_argument("--out", metavar="FILE.csv", help="write the predictions to a CSV file")
+    p.add_argument("--out", metavar="FILE", help="write the predictions to FILE.csv (the family's columns) or FILE.jsonl (one JSON answer a line)")
     p.add_argument("--device", default="auto")
 
-    p = add("runs", "run history")
+    p = add("runs", "run history: each run's declared metrics, the monitor (its best) first")
     p.add_argument("--limit", type=int, default=0, help="show at most N runs")
+    p.add_argument("--sort", metavar="METRIC", help="best first by this metric (its own direction); runs without it last")
+    p.add_argument("--where", action="append", metavar="METRIC<VALUE", help="only runs whose metric holds: mae<3, accuracy>=90%% (repeatable)")
 
     p = add("models", "model presets and the pretrained models found on this machine; `models import DIR` adds one")
     p.add_argument("action", nargs="?", choices=["list", "import"], default="list")
@@ -207,6 +209,8 @@ def _dry_run(request, progress, out: Output) -> int:
         f"{described['steps_per_epoch']} steps, effective batch {described['effective_batch']} in micro-batches of {estimate.micro_batch}"
         + (f"; fine-tuning {finetune['mode']}" if finetune else "")
     )
+    spec = getattr(plan.task, "spec", None)
+    out.say(f"data: {plan.summary.describe(spec.family if spec is not None else '')}")  # in the family's words: 2 series; train 111 windows...
     parts = ", ".join(f"{name} {estimate.to_json()[name] / 1e9:.2f} GB" for name in ("weights", "gradients", "optimizer", "activations", "other"))
     out.say(f"memory: {estimate.summary_line()} ({parts}){'' if estimate.fits else ': does not fit; lower micro_batch_size or use finetune=lora'}")
     out.result({**described, "dry_run": True, "finetune": finetune, "memory": estimate.to_json()})
@@ -264,12 +268,14 @@ def cmd_eval(args, out: Output) -> int:
 
 
 def cmd_predict(args, out: Output) -> int:
-    from trainlab.cli.reporting import task_spec, write_predictions_csv
+    from trainlab.cli.reporting import predictions_format, task_spec, write_predictions
     from trainlab.engine.predict import open_trained_run, prediction_type
     from trainlab.engine.scripting import predict
 
     if args.top_k < 1:
         raise UsageError("--top-k must be at least 1")
+    if args.out:
+        predictions_format(_path(args.out))  # a name of no known format is said before the model loads
     warnings: list[str] = []
 
     def warn(message: str) -> None:
@@ -286,7 +292,8 @@ def cmd_predict(args, out: Output) -> int:
         spec = task_spec(str(record.get("task", "")))
         family = spec.family if spec is not None else "classification"
         labels = [str(name) for name in record.get("label_names") or []]
-        write_predictions_csv(_path(args.out), results, args.top_k, labels, prediction_type(family, results))
+        params = record.get("parameters") if isinstance(record.get("parameters"), dict) else {}
+        write_predictions(_path(args.out), results, args.top_k, labels, prediction_type(family, results), spec=spec, params=params)
         written = str(_path(args.out).resolve())
         out.note(f"wrote {len(results)} predictions to {written}")
     answer = {"run_dir": args.run_dir, "predictions": [item.to_json() for item in results], "out": written, "errors": len(errors)}

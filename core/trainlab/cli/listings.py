@@ -26,6 +26,7 @@ def cmd_tasks(args, out: Output) -> int:
     tasks = []
     for task_id, entry in sorted(reg.tasks.items()):
         data = task_json(entry.spec, ENGINE_PARAMS)
+        data["parameters"] = [p for p in data["parameters"] if entry.spec.uses_param(p["name"])]  # no class_weighting without classes
         data["plugin"] = {"name": entry.plugin.name, "version": entry.plugin.version}
         sample = entry.spec.sample_path()  # in the plugin's own package, or TrainLab's resources
         data["sample_data"] = str(sample) if sample is not None else None
@@ -89,46 +90,57 @@ def _value_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 def cmd_runs(args, out: Output) -> int:
-    from trainlab.cli.reporting import declared_metrics, metric_text, task_spec
     from trainlab.runfolder.display import MISSING, format_duration
     from trainlab.runfolder.index import RunStore
     from trainlab.runfolder.status import status_word
+    from trainlab.viewmodel.history import parse_condition, run_metrics, sort_key
 
+    conditions = []
+    for text in args.where or []:
+        condition = parse_condition(text)
+        if condition is None:
+            raise UsageError(f"--where {text!r}: expected METRIC<VALUE, METRIC>=VALUE, ... (a number, or a percentage: accuracy>90%)")
+        conditions.append(condition)
     store = RunStore()  # IndexUnavailable (exit 2, one line naming the index) when it cannot be opened
-    runs = store.list()
+    runs = [(r, run_metrics(r)) for r in store.list()]
     for note in store.notes:
         out.note(f"trainlab: {note}")
+    if conditions:
+        runs = [(r, m) for r, m in runs if all(c.holds(m) for c in conditions)]
+    if args.sort:
+        if not any(args.sort == d.name for _, m in runs for d in m.declared):
+            known = sorted({d.name for _, m in runs for d in m.declared})
+            raise UsageError(f"--sort {args.sort}: no listed run has that metric (they have: {', '.join(known) or 'none'})")
+        runs.sort(key=lambda pair: sort_key(pair[1], args.sort))  # stable: newest first among equals
     if args.limit:
         runs = runs[: args.limit]
     rows = []
-    specs_by_task: dict[str, tuple] = {}
-    for r in runs:
-        if r["task"] not in specs_by_task:  # each task's declared metrics, for their display
-            specs_by_task[r["task"]] = declared_metrics(task_spec(str(r["task"] or "")))
-        best = MISSING
-        if r["best_metric"] is not None and r["monitor"]:
-            best = f"{r['monitor']} {metric_text(r['monitor'], r['best_metric'], specs_by_task[r['task']])}"
+    for r, metrics in runs:
+        best = metrics.named(metrics.monitor) if r["best_metric"] is not None and metrics.monitor else ""
         rows.append(
             {
                 "id": r["id"],
                 "name": r["name"],
                 "task": r["task"],
+                "family": metrics.family,
                 "status": r["status"],
                 "start": r["started"],
                 "duration": _training_seconds(r),  # seconds trained, summed over the run's sessions
                 "wall_seconds": r["duration"],  # first start to last end, idle time between sessions included
                 "best_metric": r["best_metric"],
                 "monitor": r["monitor"],
-                "best": best if r["best_metric"] is not None else None,
+                "best": best or None,
+                "metrics": dict(metrics.values),  # each declared metric's value: the monitor's best, the others' last
+                "metrics_text": {m.name: metrics.text(m.name) for m in metrics.declared if m.name in metrics.values},
                 "run_dir": r["run_dir"],
             }
         )
         start = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r["started"] else MISSING
         duration = format_duration(rows[-1]["duration"], missing=MISSING)
         status = status_word(r["status"], r.get("error"))
-        out.say(f"{r['id']:<44} {status:<11} {start:<17} {duration:>8}  {best:<20} {r['run_dir']}")
+        out.say(f"{r['id']:<44} {status:<11} {start:<17} {duration:>8}  {metrics.summary():<36} {r['run_dir']}")
     if not rows:
-        out.say("no runs yet")
+        out.say("no runs match" if conditions else "no runs yet")
     out.result({"runs": rows})
     return EXIT_OK
 

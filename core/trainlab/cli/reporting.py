@@ -1,7 +1,7 @@
 """What the command line says about results: every metric as its task declared it.
 
 The CLI's per-epoch lines (``ConsoleProgress``), its ``done:`` line, ``trainlab eval``,
-``trainlab runs`` and ``trainlab predict --out`` read metrics and
+``trainlab runs`` and ``trainlab predict --out`` (CSV or JSON lines) read metrics and
 predictions through here, so a regression run reads ``r2 0.953  mae 12.3``
 and a classification run ``accuracy 92.5%  macro_f1 0.912`` wherever it is
 shown.  A metric is written by its name (the key of ``--set monitor=``, of
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from trainlab.api.callbacks import Callback
+from trainlab.api.errors import UsageError
 from trainlab.api.descriptors import FAMILY_METRICS, Metric, TaskSpec
 from trainlab.api.events import EvalResult, Log, Phase, Progress, Started, TrainStep
 from trainlab.pluginhost.host import registry
@@ -44,9 +45,9 @@ def declared_metrics(spec: TaskSpec | None, family: str = "") -> tuple[Metric, .
 
 
 def metric_text(name: str, value: Any, specs: Sequence[Metric] = ()) -> str:
-    """``value`` of metric ``name`` in its declared display (``loss`` reads as a loss)."""
+    """``value`` of metric ``name`` in its declared display and unit (``loss`` reads as a loss)."""
     spec = next((m for m in specs if m.name == name), None)
-    return format_metric(name, value, spec.display if spec is not None else None)
+    return format_metric(name, value, spec)  # its display and unit
 
 
 def metrics_text(metrics: Mapping[str, Any], specs: Sequence[Metric] = (), *, loss: bool = False, sep: str = "  ") -> str:
@@ -176,11 +177,61 @@ def _g(value: Any) -> str:
 # -- trainlab predict ------------------------------------------------------------
 
 
-def write_predictions_csv(
-    path: Path, results: Sequence[Any], top_k: int, label_names: Sequence[str], prediction_type: type | None
+PREDICTION_FORMATS = (".csv", ".jsonl")
+
+
+def predictions_format(path: Path) -> str:
+    """``csv`` or ``jsonl``, by ``path``'s extension; a UsageError names any other."""
+    suffix = path.suffix.lower()
+    if suffix not in PREDICTION_FORMATS:
+        raise UsageError(f"--out {path}: the file's extension chooses the format, .csv or .jsonl (not {suffix or 'none'})")
+    return suffix[1:]
+
+
+def write_predictions(
+    path: Path,
+    results: Sequence[Any],
+    top_k: int,
+    label_names: Sequence[str],
+    prediction_type: type | None,
+    *,
+    spec: TaskSpec | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> None:
-    """``input``, the prediction's own columns (``Prediction.csv_header``), ``error``."""
-    header = prediction_type.csv_header(top_k, label_names) if prediction_type is not None else []
+    """``predict --out``: a CSV (``.csv``) or JSON lines (``.jsonl``: one ``predict --json`` answer a line)."""
+    if predictions_format(path) == "jsonl":
+        import json
+
+        def write_lines(tmp: Path) -> None:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                for item in results:
+                    handle.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
+
+        atomic_write(path, write_lines)
+        return
+    write_predictions_csv(path, results, top_k, label_names, prediction_type, spec=spec, params=params)
+
+
+def write_predictions_csv(
+    path: Path,
+    results: Sequence[Any],
+    top_k: int,
+    label_names: Sequence[str],
+    prediction_type: type | None,
+    *,
+    spec: TaskSpec | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> None:
+    """``input``, the prediction's own columns (``Prediction.csv_columns``, given the run's
+    spec, parameters and this call's predictions), ``error``."""
+    header: list[str] = []
+    if prediction_type is not None:
+        predictions = [item.prediction for item in results if item.prediction is not None]
+        columns = getattr(prediction_type, "csv_columns", None)
+        if columns is not None:
+            header = list(columns(top_k, label_names, spec=spec, params=dict(params or {}), predictions=predictions))
+        else:  # a prediction type that does not derive from trainlab.Prediction
+            header = list(prediction_type.csv_header(top_k, label_names))
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as handle:

@@ -7,9 +7,15 @@ A plugin API 1 predictor's ``(label, probability)`` lists are read through
 ``as_prediction``, so old plugins predict as before.
 
 The inputs are checked against the task's declared input (``TaskSpec.input``)
-before anything heavy is imported: a missing image is reported at once, not
-after the model has loaded, and a file given to a task that takes texts or
-rows is named in a warning (it would be read as the text of its name).
+before the model loads: a missing image is reported at once, and an input
+that ``expand_inputs`` left as it was but looks like a file, given to a task
+that takes texts or rows, is named in a warning (it is read as the text of
+its name).  A file the task expanded into its rows is not warned about.
+
+Each answer's ``input`` names what the user gave: the input itself, the
+image file a folder gave, the text a file of texts gave, or, for a task of
+row inputs, ``FILE row N`` (and the row's own name when ``expand_inputs``
+gives an ``InputItem``), never the expanded numbers.
 
 The task's predictor is loaded once and kept: the window asks for one input
 at a time and must not reload the model for each.
@@ -25,7 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from trainlab.api.descriptors import TaskSpec
 from trainlab.api.errors import RunFailed, UsageError
-from trainlab.api.predictions import LabelScores, LabelSet, Number, Prediction, as_prediction
+from trainlab.api.predictions import InputItem, LabelScores, LabelSet, Number, Prediction, as_prediction
 from trainlab.engine import context
 from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.pluginhost.host import registry
@@ -162,47 +168,95 @@ def predict(
     entry = registry().task(str(record.get("task", "")))
     spec = entry.spec
     say = on_warning or (lambda message: print(f"trainlab: warning: {message}", file=sys.stderr))
-    for warning in check_inputs(spec, list(inputs), _other_suffixes(spec.id)):
-        say(warning)
+    inputs = [str(raw) for raw in inputs]
+    files = spec.input.kind in ("image", "file")
+    if files:  # a missing file is named before the task loads
+        for warning in check_inputs(spec, inputs, _other_suffixes(spec.id)):
+            say(warning)
     key = (str(rd.path), device)
     with _predictors_lock:  # one predictor in memory (the window's try-it), loaded once
         cached = _predictors.get(key)
         if cached is None:
             _, task, ctx = context.trained_task(rd, device)  # fitted state restored before load_predictor
-            items = _expand(task, inputs)  # before the model: bad input is reported without waiting for it
+            expanded = expand_named(task, spec, inputs)  # before the model: bad input is reported without waiting for it
+            if not files:
+                _warn_unexpanded(spec, inputs, expanded, say)
             verify_safetensors_in(rd.model_dir)  # a damaged file: one line naming it, before the task's own loader
             with plugin_calls(task).call("load_predictor"):
                 cached = (task, task.load_predictor(rd.model_dir, ctx.device), threading.Lock())
             _predictors.clear()
             _predictors[key] = cached
         else:
-            items = None
+            expanded = None
     task, predictor, lock = cached
-    if items is None:
-        items = _expand(task, inputs)
+    if expanded is None:
+        expanded = expand_named(task, spec, inputs)
+        if not files:
+            _warn_unexpanded(spec, inputs, expanded, say)
+    items, names = expanded.items, expanded.names
     with lock, plugin_calls(task).call("predictor"):
         answers = list(predictor(items, int(top_k)))
     if len(answers) != len(items):
         raise RunFailed(f"task {spec.id} (plugin {entry.plugin.name}): its predictor gave {len(answers)} answers for {len(items)} inputs")
     out: list[PredictedInput] = []
-    for item, answer in zip(items, answers):
+    for name, answer in zip(names, answers):
         try:
             value = as_prediction(answer)
         except TypeError as exc:
             raise RunFailed(f"task {spec.id} (plugin {entry.plugin.name}): {exc}") from None
         if isinstance(value, Exception):  # this input only (an unreadable file); see Task.load_predictor
-            out.append(PredictedInput(str(item), None, str(value), spec.family))
+            out.append(PredictedInput(name, None, str(value), spec.family))
         else:
-            out.append(PredictedInput(str(item), value, "", spec.family))
+            out.append(PredictedInput(name, value, "", spec.family))
     return out
 
 
-def _expand(task: Any, inputs: Sequence[str]) -> list[str]:
-    with plugin_calls(task).call("expand_inputs"):
-        items = list(task.expand_inputs(list(inputs)))
+@dataclass(frozen=True)
+class ExpandedInputs:
+    """What ``expand_inputs`` made of a call's inputs: the predictor's ``items``,
+    the ``names`` its answers are given as ``input``, and the inputs it turned
+    into other items (``expanded``: a file of rows, a folder of images)."""
+
+    items: list[Any]
+    names: list[str]
+    expanded: frozenset[str]
+
+
+def expand_named(task: Any, spec: TaskSpec, inputs: Sequence[str]) -> ExpandedInputs:
+    """The task's ``expand_inputs`` of ``inputs``, each item named by what the user gave.
+
+    A task of row inputs is asked about one input at a time, so that the rows
+    of a file are named ``FILE row N`` (the Nth item it gave for that file);
+    other tasks are asked once (stdin is read once), their items named by
+    themselves: a text, or the image file a folder gave.
+    """
+    one_by_one = spec.input.kind == "row"
+    groups = [[raw] for raw in inputs] if one_by_one else [list(inputs)]
+    items: list[Any] = []
+    names: list[str] = []
+    expanded: set[str] = set()
+    for group in groups:
+        with plugin_calls(task).call("expand_inputs"):
+            got = list(task.expand_inputs(list(group)))
+        values = [item.value if isinstance(item, InputItem) else item for item in got]
+        own = [item.name if isinstance(item, InputItem) else "" for item in got]
+        if one_by_one and [str(v) for v in values] != group:
+            raw = group[0]
+            expanded.add(raw)
+            names += [f"{raw} row {n}" + (f" ({label})" if label else "") for n, label in enumerate(own, start=1)]
+        else:
+            names += [label or str(value) for value, label in zip(values, own)]
+            expanded |= set(group) - {str(v) for v in values}
+        items += values
     if not items:
         raise UsageError("nothing to predict: no inputs")
-    return items
+    return ExpandedInputs(items, names, frozenset(expanded))
+
+
+def _warn_unexpanded(spec: TaskSpec, inputs: Sequence[str], expanded: ExpandedInputs, say: Callable[[str], None]) -> None:
+    """``check_inputs``' warnings about the inputs the task left as they were (read as texts or rows)."""
+    for warning in check_inputs(spec, [raw for raw in inputs if raw not in expanded.expanded], _other_suffixes(spec.id)):
+        say(warning)
 
 
 def prediction_type(family: str, results: Sequence[PredictedInput]) -> type[Prediction] | None:

@@ -10,8 +10,11 @@
 - anything else: 4 significant digits (no false precision on an unknown scale).
 
 A task may declare how its metric reads (``display``): one of the kind names
-above, or a Python format spec such as ``".2%"``.  No value, NaN or infinity
-read as an en dash.  No Qt here: the window and ``trainlab runs`` share it.
+above, or a Python format spec such as ``".2%"``, and in what ``unit`` it is
+measured (written after the number: ``1.23 °C``).  No value, NaN or infinity
+read as an en dash.  No Qt here: the command line, the window's log, tables
+and plots, and the run history all write a metric through ``format_metric``,
+given the declared ``trainlab.Metric`` when there is one.
 """
 
 from __future__ import annotations
@@ -58,30 +61,44 @@ def _number(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def format_metric(name: str | None, value: Any, display: str | None = None, *, detail: bool = False) -> str:
+def format_metric(name: str | None, value: Any, display: Any = None, *, detail: bool = False) -> str:
     """``value`` of metric ``name`` as text; ``MISSING`` for no usable value.
 
-    ``display``: a declared form (a kind or a format spec), else inferred.
-    ``detail``: a table of one run's results, where percentages carry two
-    decimals (runs 0.05 points apart are told apart there); other kinds do
-    not change.
+    ``display``: the metric as its task declared it (a ``trainlab.Metric``:
+    its display and unit), or a declared form alone (a kind or a format
+    spec); else the form is inferred from the name.  ``detail``: a table of
+    one run's results, where percentages carry two decimals (runs 0.05
+    points apart are told apart there); other kinds do not change.
     """
     number = _number(value)
     if number is None:
         return MISSING
+    unit = ""
+    if display is not None and not isinstance(display, str):  # a Metric (duck-typed: no import of the API here)
+        unit = str(getattr(display, "unit", "") or "")
+        display = getattr(display, "display", None)
     kind = display or metric_kind(name)
     if kind not in KINDS:
         try:
-            return format(number, kind)
+            return _with_unit(format(number, kind), unit, kind)
         except ValueError:  # a declared format this value cannot take: never fatal
             kind = metric_kind(name)
     if kind == PERCENT:
         return f"{number:.{2 if detail else 1}%}"
     if kind == SCORE:
-        return f"{number:.3f}"
-    if kind == COUNT and number.is_integer():
-        return f"{int(number):,}"
-    return f"{number:.4g}"
+        text = f"{number:.3f}"
+    elif kind == COUNT and number.is_integer():
+        text = f"{int(number):,}"
+    else:
+        text = f"{number:.4g}"
+    return _with_unit(text, unit, kind)
+
+
+def _with_unit(text: str, unit: str, kind: str) -> str:
+    """``text`` and the unit after it; a percentage carries its own sign."""
+    if not unit or kind == PERCENT or text.endswith("%"):
+        return text
+    return f"{text}{unit}" if unit in ("\u00b0", "\u2030") else f"{text} {unit}"  # 12\u00b0, else 12 ms
 
 
 def format_duration(seconds: float | None, missing: str = "\u2014") -> str:

@@ -182,8 +182,7 @@ def recorded_declarations(record: RunRecord) -> tuple[str, tuple[Metric, ...]]:
     metrics = []
     for item in record.extra.get("declared_metrics") or ():
         if isinstance(item, dict) and isinstance(item.get("name"), str):
-            metrics.append(Metric(item["name"], str(item.get("title") or ""), bool(item.get("higher_is_better", True)),
-                                  str(item.get("display") or "number")))
+            metrics.append(Metric.from_json(item))  # title, direction, display, unit, monitorable
     return (family if isinstance(family, str) else ""), tuple(metrics)
 
 

@@ -49,7 +49,7 @@ from PySide6.QtWidgets import (
 
 from trainlab.api.descriptors import TaskSpec
 from trainlab.api.errors import StopRequested
-from trainlab.api.taskbase import DataSummary
+from trainlab.api.taskbase import DataSummary, plural
 from trainlab.engine.prepare import prepare_task
 from trainlab_desktop.common import background
 from trainlab_desktop.run.training_thread import importing_heavy_modules
@@ -520,31 +520,38 @@ class DataPanel(QWidget):
 
     # -- display -----------------------------------------------------------
     def _show_summary(self, summary: DataSummary) -> None:
+        """The verdict in the task's own words: its groups (classes, series...) and what it counts."""
+        spec = self._spec
+        group, counted = summary.nouns(spec.family if spec is not None else "classification")
         splits = [s for s in ("train", "val", "test") if s in summary.counts]
         splits += [s for s in summary.counts if s not in splits]
-        labels = list(summary.label_names) or sorted({l for c in summary.counts.values() for l in c})
+        labels = summary.groups() if group else []
         totals = {s: sum(summary.counts[s].values()) for s in splits}
         self.status.setProperty("role", "")
         self._repolish(self.status)
-        parts = [self.tr("%n class(es)", "", len(labels))]
-        parts += [f"{self.split_title(s)}: {totals[s]:,}" for s in splits]
+        parts = [self.group_count(group, len(labels))] if group else []
+        parts += [f"{self.split_title(s)}: {totals[s]:,} {self.counted_word(counted)}" for s in splits]
         self.status.setText(self.tr("Ready to train: %s") % " \u00b7 ".join(parts))
 
         table = self.summary_table
         table.clear()
-        table.setColumnCount(1 + len(splits))
-        table.setHorizontalHeaderLabels([self.tr("Class")] + [self.split_title(s) for s in splits])
-        table.setRowCount(len(labels))
-        for row, label in enumerate(labels):
-            table.setItem(row, 0, QTableWidgetItem(str(label)))
-            for col, split in enumerate(splits, start=1):
-                item = QTableWidgetItem(f"{summary.counts[split].get(label, 0):,}")
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                table.setItem(row, col, item)
-        table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        rows_height = sum(table.rowHeight(r) for r in range(min(len(labels), 8)))
-        table.setFixedHeight(table.horizontalHeader().height() + rows_height + 2 * table.frameWidth() + 2)
-        table.show()
+        if not group:  # one total per split (a regression): the line above says it all
+            table.setRowCount(0)
+            table.hide()
+        else:
+            table.setColumnCount(1 + len(splits))
+            table.setHorizontalHeaderLabels([self.group_title(group)] + [self.split_title(s) for s in splits])
+            table.setRowCount(len(labels))
+            for row, label in enumerate(labels):
+                table.setItem(row, 0, QTableWidgetItem(str(label)))
+                for col, split in enumerate(splits, start=1):
+                    item = QTableWidgetItem(f"{summary.counts[split].get(label, 0):,}")
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                    table.setItem(row, col, item)
+            table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+            rows_height = sum(table.rowHeight(r) for r in range(min(len(labels), 8)))
+            table.setFixedHeight(table.horizontalHeader().height() + rows_height + 2 * table.frameWidth() + 2)
+            table.show()
 
         notes = []
         if summary.skipped:
@@ -554,12 +561,28 @@ class DataPanel(QWidget):
             for where, why in summary.skipped_examples[:5]:
                 notes.append(f"  \u2022 {where}: {why}")
         warnings = list(summary.warnings)
-        imbalance = summary.imbalance_warning()
+        imbalance = summary.imbalance_warning() if spec is None or spec.has_classes() else None  # classes only
         if imbalance and imbalance not in warnings:
             warnings.append(imbalance)
         notes += [f"\u26a0 {w}" for w in warnings]
         self.notes.setText("\n".join(notes))
         self.notes.setVisible(bool(notes))
+
+    def group_count(self, group: str, n: int) -> str:
+        """``3 classes``, ``2 series``: the built-in families' words translated, a plugin's as it wrote them."""
+        if group == "class":
+            return self.tr("%n class(es)", "", n)
+        if group == "label":
+            return self.tr("%n label(s)", "", n)
+        return f"{n} {group if n == 1 else plural(group)}"
+
+    def group_title(self, group: str) -> str:
+        """The first column's title: what each row is (Class, Label, Series)."""
+        titles = {"class": self.tr("Class"), "label": self.tr("Label"), "target": self.tr("Target")}
+        return titles.get(group, group[:1].upper() + group[1:])
+
+    def counted_word(self, counted: str) -> str:
+        return {"examples": self.tr("examples")}.get(counted, counted)
 
     def split_title(self, split: str) -> str:
         return {"train": self.tr("Train"), "val": self.tr("Validation"), "test": self.tr("Test")}.get(split, split)

@@ -1,7 +1,8 @@
 """The parameter form, generated from a task's schema.
 
 One row per parameter of ``trainlab.api.params.full_schema`` (the engine's and the
-task's own): a line edit for numbers and text (so a bad value can be typed,
+task's own) that the task uses (``TaskSpec.uses_param``: no class weighting for
+a family without classes): a line edit for numbers and text (so a bad value can be typed,
 seen and fixed rather than silently clamped), a check box for booleans, a
 combo box for choices (editable for open choices such as a model preset list
 that also takes a folder), with the help text, default and range as tooltip.
@@ -193,7 +194,8 @@ class ParamsForm(QWidget):
             schema = full_schema(spec, self._engine_params)
             groups: dict[str, list[Param]] = {}
             for param in schema.values():
-                groups.setdefault(param.group or "task", []).append(param)
+                if spec.uses_param(param.name):  # class_weighting only for a task with classes
+                    groups.setdefault(param.group or "task", []).append(param)
             order = [g for g in GROUP_ORDER if g in groups] + [g for g in groups if g not in GROUP_ORDER]
             for group in order:
                 params = groups.get(group)

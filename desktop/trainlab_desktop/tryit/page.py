@@ -276,7 +276,7 @@ class TryItPanel(QWidget):
         self.choose_button.setVisible(files)
         self.choose_button.setText(self.tr("Choose Image…") if spec.kind == "image" else self.tr("Choose File…"))
         self.predict_button.setVisible(not files)
-        labels = self.family != "regression"
+        labels = self.spec.has_classes() if self.spec is not None else self.family != "regression"  # top-k: classes only
         self.top_k.setVisible(labels)
         self.top_k_label.setVisible(labels)
         if spec.kind == "image":
