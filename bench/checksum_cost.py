@@ -11,35 +11,36 @@ verdict is only cached for files older than ``RACY_SECONDS``, so the bench
 waits that long before the first open.  The files are in the page cache
 (just written), so the first open measures hashing, not a cold disk.
 
-    python bench/checksum_cost.py [--sizes-mb 100,1000] [--repeat 3] [--json]
+    python bench/checksum_cost.py [--sizes-mb 100,1000] [--repeat 3] [--quick] [--json]
 
 The last line is a JSON object.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from pairs import Clock, bench_parser, emit, run_pairs, speaker
+
 
 def timed(function) -> float:
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
+    with Clock() as clock:
+        function()
+    return clock.wall
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main() -> int:
+    parser = bench_parser(__doc__, "one 10 MB file, two pairs")
     parser.add_argument("--sizes-mb", default="100,1000", help="file sizes in MB (10^6 bytes), comma-separated")
-    parser.add_argument("--repeat", type=int, default=3, help="writes of each kind (the median is shown)")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
+    parser.add_argument("--repeat", type=int, default=3, help="pairs of writes of each kind, alternating (the median is shown)")
     args = parser.parse_args()
+    if args.quick:
+        args.sizes_mb, args.repeat = "10", 2
+    say = speaker(args)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["TRAINLAB_HOME"] = str(Path(tmp) / "home")  # a private verdict cache
         import torch
@@ -52,15 +53,12 @@ def main() -> None:
             tensors = {"weight": torch.randn(size_mb * 1_000_000 // 4)}
             plain, checked = Path(tmp) / f"plain-{size_mb}.safetensors", Path(tmp) / f"checked-{size_mb}.safetensors"
             # interleaved and repeated: the disk's write-back makes any one write noisy
-            rounds = [
-                (
-                    timed(lambda: save_file(tensors, str(plain))),
-                    timed(lambda: fileio.atomic_write(plain, lambda tmp: save_file(tensors, str(tmp)))),
-                    timed(lambda: fileio.save_safetensors(checked, tensors)),
-                )
-                for _ in range(args.repeat)
-            ]
-            write_plain, write_atomic, write_checked = (statistics.median(column) for column in zip(*rounds))
+            writes = run_pairs({
+                "plain": lambda: timed(lambda: save_file(tensors, str(plain))),
+                "atomic": lambda: timed(lambda: fileio.atomic_write(plain, lambda tmp: save_file(tensors, str(tmp)))),
+                "checked": lambda: timed(lambda: fileio.save_safetensors(checked, tensors)),
+            }, args.repeat)  # fmt: skip
+            write_plain, write_atomic, write_checked = (statistics.median(writes[way]) for way in ("plain", "atomic", "checked"))
             del tensors
             time.sleep(fileio.RACY_SECONDS)  # younger files are re-hashed on purpose (coarse timestamps)
             first = timed(lambda: fileio.verify_safetensors(checked))
@@ -79,17 +77,15 @@ def main() -> None:
             )
             plain.unlink()
             checked.unlink()
-            if not args.json:
-                r = results[-1]
-                print(
-                    f"{r['size_mb']} MB: write {r['write_plain_s']:.2f} s plain, {r['write_atomic_no_checksum_s']:.2f} s atomic, "
-                    f"{r['write_with_checksum_s']:.2f} s atomic with checksum; verify first open {r['verify_first_open_s']:.3f} s "
-                    f"({r['verify_first_open_gb_per_s']} GB/s), cached open {r['verify_cached_open_ms']:.2f} ms",
-                    file=sys.stderr,
-                )
-    print(json.dumps({"benchmark": "checksum_cost", "results": results, "cpu_count": os.cpu_count(),
-                      "load_average_1min_at_end": round(os.getloadavg()[0], 2)}))  # fmt: skip
+            r = results[-1]
+            say(
+                f"{r['size_mb']} MB: write {r['write_plain_s']:.2f} s plain, {r['write_atomic_no_checksum_s']:.2f} s atomic, "
+                f"{r['write_with_checksum_s']:.2f} s atomic with checksum; verify first open {r['verify_first_open_s']:.3f} s "
+                f"({r['verify_first_open_gb_per_s']} GB/s), cached open {r['verify_cached_open_ms']:.2f} ms"
+            )
+    return emit("checksum_cost", args, {"benchmark": "checksum_cost", "results": results, "cpu_count": os.cpu_count(),
+                                        "load_average_1min_at_end": round(os.getloadavg()[0], 2)})  # fmt: skip
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

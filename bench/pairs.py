@@ -1,15 +1,24 @@
-"""What every ratio bench here shares: alternating pairs, CPU time beside wall time, the spread.
+"""What every bench here shares: its options and output, and for side-by-side ones alternating pairs,
+CPU time beside wall time, the spread.
+
+Every bench takes ``--json`` and ``--quick`` (``bench_parser``) and ends with
+``emit``: its figures as one JSON object, the last line of stdout (with
+``--json`` the only one; progress and the human summary go to stderr through
+``speaker``, silent with ``--json``).  ``--quick`` is a small configuration,
+a minute at most, that checks the bench still works; its figures are not the
+ones a goal reads.  The object names the bench and says whether it was quick.
 
 On a shared machine wall time measures the load as much as the code: a
-ratio of wall times read 0.94, 1.26 and 0.88 within one hour (issue 16,
-2b). CPU time (what this process's threads ran, ``time.process_time``, or
-the calling thread's, ``time.thread_time``) leaves out the time spent waiting
-for a core, so it moves far less; both are reported, and a bench states
-which one its goal reads.
+ratio of wall times can swing by a quarter within one hour. CPU time (what
+this process's threads ran, ``time.process_time``, or the calling thread's,
+``time.thread_time``) leaves out the time spent waiting for a core, so it
+moves far less; both are reported, and a bench states which one its goal
+reads.
 
 * ``Clock``: wall, process CPU and thread CPU seconds of one measured block.
 * ``order(pair)``: ABBA alternation, so drift over the run (a neighbour's
-  job starting, the CPU warming) falls on both sides equally.
+  job starting, the CPU warming) falls on both sides equally;
+  ``run_pairs(sides, pairs)`` runs each side once a pair in that order.
 * ``spread(values)`` and ``ratio_summary(a, b)``: the median with min, max
   and the half-range as a share of the median (``spread_pct``: a ratio
   reading 1.00 with spread 3 % lies within 0.97-1.03).
@@ -22,13 +31,58 @@ which one its goal reads.
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
+
+T = TypeVar("T")
+
+
+def bench_parser(doc: str | None, quick: str) -> argparse.ArgumentParser:
+    """An argument parser with the options every bench takes; ``quick`` says what ``--quick`` runs."""
+    parser = argparse.ArgumentParser(description=(doc or "").strip().split("\n\n")[0] or None)
+    parser.add_argument("--json", action="store_true", help="only the JSON object, on stdout; no progress on stderr")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a small run (a minute at most) that checks the bench works, not the goal's figures: {quick}")
+    return parser
+
+
+def speaker(args: argparse.Namespace) -> Callable[..., None]:
+    """``say(*parts)``: a line of progress or summary on stderr; nothing with ``--json``."""
+    if getattr(args, "json", False):
+        return lambda *parts: None
+    return lambda *parts: print(*parts, file=sys.stderr, flush=True)
+
+
+def emit(bench: str, args: argparse.Namespace, figures: Mapping[str, Any]) -> int:
+    """Print ``figures`` as the last line of stdout, with the bench's name, whether it was
+    ``--quick`` and the load average at the end (a figure of the same name wins); returns 0."""
+    result = {"bench": bench, "quick": bool(getattr(args, "quick", False)), **figures}
+    result.setdefault("load_average_end", load_average())
+    sys.stdout.flush()
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+def run_pairs(sides: Mapping[str, Callable[[], T]], pairs: int,
+              after: Callable[[int, str, T], None] | None = None) -> dict[str, list[T]]:
+    """Each side once per pair, the sides in ``order``'s alternation; what each returned, by side,
+    in pair order.  ``after(pair, side, result)`` is called after each run (to say it)."""
+    results: dict[str, list[T]] = {name: [] for name in sides}
+    for pair in range(pairs):
+        for name in order(pair, list(sides)):
+            result = sides[name]()
+            results[name].append(result)
+            if after is not None:
+                after(pair, name, result)
+    return results
 
 
 @dataclass
