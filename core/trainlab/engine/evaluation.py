@@ -17,11 +17,12 @@ from trainlab.api.errors import RunFailed, UsageError
 from trainlab.api.families import accumulator_for
 from trainlab.api.params import engine_params
 from trainlab.api.taskbase import RunContext, Task
-from trainlab.engine import context, distributed
+from trainlab.engine import context
 from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
 from trainlab.engine.device import autocast, is_out_of_memory
 from trainlab.engine.loaders import SplitLoaders
 from trainlab.engine.plugin_calls import plugin_calls
+from trainlab.engine.strategy import Strategy, for_run
 from trainlab.runfolder.index import RunDir
 from trainlab.system.fileio import atomic_write_json, verify_safetensors_in
 
@@ -31,11 +32,22 @@ class Evaluator:
 
     ``loaders`` shares the training loop's DataLoaders (and their persistent
     workers); without it the evaluator makes its own and ``close`` ends them.
+    ``strategy`` (default: this process's run's) deals the batches out over
+    the processes of a group and combines their shares.
     """
 
     MAX_SPLITS = 8  # out of memory: each batch split in 2, 4, 8 before the evaluation fails
 
-    def __init__(self, task: Task, model: Any, ctx: RunContext, *, loaders: SplitLoaders | None = None, log: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        task: Task,
+        model: Any,
+        ctx: RunContext,
+        *,
+        loaders: SplitLoaders | None = None,
+        log: Callable[[str], None] | None = None,
+        strategy: Strategy | None = None,
+    ):
         self.task = task
         self.log = log
         self.splits = 1  # pieces per batch; doubled on out-of-memory and kept for the next passes
@@ -43,6 +55,7 @@ class Evaluator:
         self.ctx = ctx
         self.batch_size = engine_params(ctx.params).batch_size
         self.seed = ctx.seed
+        self.strategy = strategy if strategy is not None else for_run()
         self._owns_loaders = loaders is None
         self.loaders = loaders if loaders is not None else SplitLoaders(task, ctx)
 
@@ -64,10 +77,7 @@ class Evaluator:
             accumulator = accumulator_for(task, split)
         was_training = model.training
         model.eval()
-        order = task.batch_order(split, 0, self.batch_size, self.seed)
-        group = distributed.current()
-        if group is not None:  # whole batches dealt out: each example on one rank, none padded
-            order = group.eval_batches(order)
+        order = self.strategy.eval_batches(task.batch_order(split, 0, self.batch_size, self.seed))
         try:
             with torch.inference_mode():
                 for batch in self.loaders.loader(split, order, 0):
@@ -75,9 +85,7 @@ class Evaluator:
                         accumulator.update(out)
         finally:
             model.train(was_training)
-        if group is not None:
-            accumulator = group.merge_accumulator(task, split, accumulator)
-        return accumulator
+        return self.strategy.reduce_accumulator(task, split, accumulator)
 
     def _score(self, batch: Any) -> list[Any]:
         """The task's outputs for ``batch``, in pieces of ``1/splits`` of it; on

@@ -3,17 +3,22 @@
 Tasks supply data, a model and step functions; the loop owns devices,
 precision, accumulation, clipping, the optimizer and schedule, the per-epoch
 evaluation (through ``Evaluator``, sharing the loop's DataLoaders), best
-checkpoints, early stopping, out-of-memory recovery and the control flags.  It does not read the loss back
-from the device at every step: losses accumulate on the device and are read
-every ``log_interval`` seconds; the events still carry their step.
+checkpoints, early stopping, out-of-memory recovery and the control flags.
+What running over several processes changes (the model's wrapper, each
+process's share of the batches, the backward's all-reduce, agreeing on stop,
+pause and out-of-memory, who writes) is the strategy's
+(``trainlab.engine.strategy``): the loop calls it at a few points and reads
+nothing else of the processes.
 
-A loss that is NaN or infinite fails the run at the next read, naming the
-first bad step (``LossWindow`` holds the steps' losses until a read and
-counts the finite ones before it).  Every checkpoint of the last state reads
-the loss first, so a diverged model never replaces a good checkpoint.
-Checkpoints of the last state are written at each epoch's end, every
-``checkpoint_every_steps`` steps and every ``checkpoint_every_minutes``,
-always between two optimizer steps.
+It does not read the loss back from the device at every step: losses
+accumulate on the device and are read every ``log_interval`` seconds; the
+events still carry their step.  A loss that is NaN or infinite fails the run
+at the next read, naming the first bad step (``LossWindow`` holds the steps'
+losses until a read and counts the finite ones before it).  Every checkpoint
+of the last state reads the loss first, so a diverged model never replaces a
+good checkpoint.  Checkpoints of the last state are written at each epoch's
+end, every ``checkpoint_every_steps`` steps and every
+``checkpoint_every_minutes``, always between two optimizer steps.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import gc
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,20 +35,16 @@ from trainlab.api.batches import batch_size_of, split_batch
 from trainlab.api.callbacks import CallbackList, RunState
 from trainlab.api.errors import RunFailed
 from trainlab.api.events import EvalResult, Log, Progress, TrainStep
+from trainlab.api.params import engine_params
 from trainlab.api.taskbase import RunContext, Task
-from trainlab.engine import distributed
-from trainlab.engine.checkpoint import (
-    load_model_weights,
-    read_checkpoint,
-    restore_training_state,
-    save_checkpoint,
-)
+from trainlab.engine.checkpoint import load_model_weights, read_checkpoint, restore_training_state
 from trainlab.engine.device import autocast, is_out_of_memory
 from trainlab.engine.evaluation import Evaluator
 from trainlab.engine.loaders import SplitLoaders
 from trainlab.engine.loss_window import LossWindow
 from trainlab.engine.position import LoopPosition
 from trainlab.engine.schedule import Segment, SegmentedSchedule
+from trainlab.engine.strategy import Strategy, for_run
 
 __all__ = ["LoopPosition", "StopRun", "Trainer"]
 
@@ -54,7 +56,7 @@ class StopRun(Exception):
 
 
 class _OutOfMemoryInTheGroup(Exception):
-    """Some rank ran out of memory in this step; every rank raises it, after the same collective."""
+    """Some process ran out of memory in this step; every process raises it, as the strategy agreed."""
 
     def __init__(self, ranks: list[int]):
         super().__init__(f"out of memory on rank(s) {ranks}")
@@ -73,16 +75,28 @@ def scaled_step(optimizer: torch.optim.Optimizer, scaler: Any) -> bool:
     return scaler.get_scale() >= before  # update() lowers the scale exactly when it skipped
 
 
-_is_oom = is_out_of_memory
+@dataclass
+class _Interval:
+    """The steps since the loss was last read back: what the next ``TrainStep`` event reports."""
+
+    start: float
+    samples: int = 0
+    steps: int = 0
+
+    def restart(self) -> None:
+        self.start = time.perf_counter()
+        self.samples = self.steps = 0
 
 
 class Trainer:
     """Trains ``model`` from ``position`` to the end of ``position.epochs_total``.
 
     ``total_steps`` is the run plan's figure (from the task's own batch
-    order); the loop reports it and does not count again.  After ``fit``,
-    ``train_seconds`` is the time spent in training passes and
-    ``early_stopped`` says whether early stopping ended the run.
+    order); the loop reports it and does not count again.  ``strategy``
+    (default: the one of this process's run, ``strategy.for_run``) spreads
+    the work over processes.  After ``fit``, ``train_seconds`` is the time
+    spent in training passes and ``early_stopped`` says whether early
+    stopping ended the run.
     """
 
     def __init__(
@@ -97,58 +111,50 @@ class Trainer:
         segments: list[Segment],
         total_steps: int,
         plugin: str = "",
+        strategy: Strategy | None = None,
     ):
-        self.task = task
-        self.plugin = plugin
-        self.model = model
-        self.ctx = ctx
-        self.state = state
-        self.callbacks = callbacks
-        self.params = ctx.params
-        self.position = position
-        self.total_steps = int(total_steps)
-        self.control = state.control
+        self.task, self.plugin, self.model, self.ctx = task, plugin, model, ctx
+        self.state, self.callbacks, self.position = state, callbacks, position
+        self.params = engine_params(ctx.params)
+        self.total_steps = total_steps
         self.device = ctx.device
-        self.batch_size = int(self.params["batch_size"])
-        self.grad_accum = int(self.params["grad_accum"])
-        self.optimizer = self._make_optimizer()
+        self.batch_size = self.params.batch_size
+        self.grad_accum = self.params.grad_accum
+        self.strategy = strategy if strategy is not None else for_run()
+        # The task's train_step gets the strategy's wrapper (DDP's); evaluation,
+        # checkpoints and the export use the model itself.  The optimizer is made
+        # after the wrapping, as a sharding strategy needs.
+        self.train_model = self.strategy.setup_model(model)
+        self.optimizer = self.strategy.make_optimizer(self._make_optimizer)
         self.schedule = SegmentedSchedule(segments)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
         use_scaler = ctx.precision == "fp16" and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=use_scaler)
-        self.higher_is_better = task.spec.higher_is_better(str(self.params["monitor"]))
-        self._log_interval = float(self.params["log_interval"])
-        self._checkpoint_seconds = 60.0 * float(self.params.get("checkpoint_every_minutes", 0.0) or 0.0)
+        self.control = self.strategy.control_view(state.control)  # stop and pause as every process agreed
+        self.higher_is_better = task.spec.higher_is_better(self.params.monitor)
+        self._checkpoint_seconds = 60.0 * self.params.checkpoint_every_minutes
         self._last_save = time.perf_counter()
         self._window = LossWindow(self.device)  # the steps' losses since the last read (see the module docstring)
         self._window_first_step = position.step + 1
+        self._has_step_hook = False
         self.train_seconds = 0.0  # in training passes this session (data, forward, backward, step, callbacks)
         self.early_stopped = False
         self.start_step = position.step
         self.loaders = SplitLoaders(task, ctx)
-        self.evaluator = Evaluator(task, model, ctx, loaders=self.loaders, log=lambda message: self.callbacks_log(message, level="warning"))
-        # In a group of processes (torchrun) the task's train_step gets the DDP
-        # wrapper; evaluation, checkpoints and the export use the model itself.
-        self.group = distributed.current()
-        self.train_model = self.group.wrap(model) if self.group is not None else model
-        if self.group is not None:  # stop and pause as the ranks agreed, never one rank alone
-            self.control = distributed.AgreedControl(state.control)
-        self._forwards = 0  # the model's forwards entered (in a group: see fit)
-        self._oom_flags: Any = None  # this step's out-of-memory flags, in a group (_try_group)
+        self.evaluator = Evaluator(
+            task, model, ctx, loaders=self.loaders, log=lambda message: self.callbacks_log(message, level="warning"), strategy=self.strategy
+        )
         # The parameters that gradient clipping walks, listed once: model.parameters()
         # walks every module again at each step (the same tensors throughout a run).
         self._clip_params = list(self.model.parameters())
-        self._clip = float(self.params["clip_grad_norm"])
-        self._real_sizes: list[int] | None = None  # per batch: this rank's examples (0: a padding repeat)
-        self._global_sizes: list[int] | None = None  # per batch: the group's examples
 
     # -- setup ---------------------------------------------------------------
     def _make_optimizer(self) -> torch.optim.Optimizer:
-        groups = self.task.parameter_groups(self.model, float(self.params["weight_decay"]))
-        lr = float(self.params["lr"])
-        if self.params["optimizer"] == "sgd":
+        groups = self.task.parameter_groups(self.model, self.params.weight_decay)
+        lr = self.params.lr
+        if self.params.optimizer == "sgd":
             return torch.optim.SGD(groups, lr=lr, momentum=0.9, nesterov=True)
-        if self.params["optimizer"] == "adamw8bit":
+        if self.params.optimizer == "adamw8bit":
             # plan_run checked CUDA and the package (trainlab.api.finetune), so this imports
             import bitsandbytes as bnb
 
@@ -156,9 +162,9 @@ class Trainer:
         kwargs: dict[str, Any] = {}
         if self.device.type in ("cuda", "cpu"):
             # One kernel over every tensor.  On the CPU torch's default is a
-            # loop of small operations per tensor: 31-52 ms a step for a
-            # MiniLM-sized BERT against 9.5 fused (bench/text_vs_trainer.py);
-            # the Hugging Face Trainer uses the fused one too.
+            # loop of small operations per tensor, several times slower for a
+            # MiniLM-sized BERT (bench/text_vs_trainer.py); the Hugging Face
+            # Trainer uses the fused one too.
             kwargs["fused"] = True
         return torch.optim.AdamW(groups, lr=lr, **kwargs)
 
@@ -180,8 +186,9 @@ class Trainer:
             restore_training_state(tensors, plain, optimizer=self.optimizer, scheduler=self.scheduler, scaler=self.scaler)
         else:
             self.scheduler.last_epoch = self.position.step
-        if self.group is not None and not self.group.restore_rank_rng(plain.get("meta", {}).get("rank_rng", [])):
-            self.callbacks_log(f"rank {self.group.rank}: the checkpoint has no random state of its own (another world size); it continues from rank 0's", level="debug")
+        note = self.strategy.restore_process_state(plain.get("meta", {}))
+        if note:
+            self.callbacks_log(note, level="debug")
         # The schedule may have gained a segment since ("train N more epochs").
         self.scheduler.lr_lambdas = [self.schedule] * len(self.optimizer.param_groups)
         # The steps the schedule took, which lag the position by the steps the
@@ -192,141 +199,127 @@ class Trainer:
 
     # -- checkpoints -----------------------------------------------------------
     def save(self, which: str) -> None:
+        """A checkpoint: ``"last"`` (everything a resume needs) or ``"best"`` (the weights).
+        Every process calls it at the same points; the strategy says who writes."""
         meta = {"position": self.position.to_json(), "kind": which, "time": time.time()}
-        if self.group is not None:  # every rank reaches each save; rank 0 writes, then all go on together
-            if which == "last":
-                meta["rank_rng"] = self.group.rank_rng_states()
-            if self.group.writer:
-                self._write_checkpoint(which, meta)
-            self.group.barrier()
-            return
-        self._write_checkpoint(which, meta)
-
-    def _write_checkpoint(self, which: str, meta: dict[str, Any]) -> None:
-        run_dir = self.state.run_dir
+        meta.update(self.strategy.checkpoint_meta(which))
+        folder = self.state.run_dir / "checkpoints"
         if which == "best":
-            save_checkpoint(run_dir / "checkpoints" / "best.safetensors", self.model, meta, full=False)
-        else:
+            self.strategy.save_checkpoint(folder / "best.safetensors", self.model, meta, full=False)
+            return
+        if self.strategy.is_main:
             self.callbacks_log(f"saving checkpoint at step {self.position.step}", level="debug")
-            self._last_save = time.perf_counter()
-            save_checkpoint(
-                run_dir / "checkpoints" / "last.safetensors",
-                self.model,
-                meta,
-                optimizer=self.optimizer,
-                scheduler=self.scheduler,
-                scaler=self.scaler,
-            )
+        self._last_save = time.perf_counter()
+        self.strategy.save_checkpoint(
+            folder / "last.safetensors", self.model, meta, optimizer=self.optimizer, scheduler=self.scheduler, scaler=self.scaler
+        )
 
     def callbacks_log(self, message: str, level: str = "info") -> None:
         self.state.emit(Log(step=self.position.step, epoch=self.position.epoch, level=level, message=message))
 
     # -- the loop --------------------------------------------------------------
     def fit(self) -> None:
-        # In a group, count the model's forwards: DDP syncs the buffers before
-        # one, and a stand-in step must know whether that was done (_stand_in_backward).
-        counting = self.model.register_forward_pre_hook(self._count_forward) if self.group is not None else None
-        try:
+        """Train to the last epoch (``StopRun`` when a stop came in the middle of one)."""
+        with self.strategy.fitting(self.model):
             self._fit()
-        finally:
-            if counting is not None:  # gone before the export traces the model
-                counting.remove()
-        if self.group is not None:  # the final evaluations read every rank's batch-norm statistics
-            self.group.sync_buffers(self.model)
-
-    def _count_forward(self, module: Any, args: Any) -> None:
-        self._forwards += 1
 
     def _fit(self) -> None:
-        pos = self.position
-        state = self.state
+        pos, state = self.position, self.state
         self.start_step = pos.step
         state.total_steps = self.total_steps
         state.epochs = pos.epochs_total
-        checkpoint_every = int(self.params["checkpoint_every_steps"])
         self._last_save = time.perf_counter()
         while pos.epoch <= pos.epochs_total:
             epoch = pos.epoch
             state.epoch = epoch
-            world = self.group.world_size if self.group is not None else 1
-            order = self.task.batch_order("train", epoch, self.batch_size * world, int(self.params["seed"]))
-            if self.group is not None:
-                order, self._real_sizes, self._global_sizes = self.group.shard_batches(order)
+            order = self._epoch_batches(epoch)
             remaining = order[pos.batches_done :]
             self.callbacks.call("on_epoch_start", state)
             self.model.train()
             if remaining:
-                self._train_epoch(epoch, order, remaining, checkpoint_every)
-            # epoch done
+                self._train_epoch(epoch, len(order), remaining)
             pos.epoch = epoch + 1
             pos.batches_done = 0
             self._evaluate_epoch(epoch)
             self.callbacks.call("on_epoch_end", state)
             self.save("last")
-            if self.group is not None:
-                self.group.agree(self.control)
+            self.strategy.after_epoch(self.control)
             if self.control.stop_requested:
                 break
 
-    def _train_epoch(self, epoch: int, order: list[list[int]], remaining: list[list[int]], checkpoint_every: int) -> None:
-        pos, state = self.position, self.state
-        n_batches = len(order)
+    def _epoch_batches(self, epoch: int) -> list[list[int]]:
+        """This process's batches of ``epoch``: its share of the task's order for the whole group."""
+        order = self.task.batch_order("train", epoch, self.batch_size * self.strategy.world_size, self.params.seed)
+        return self.strategy.train_batches(order)
+
+    def _train_epoch(self, epoch: int, n_batches: int, remaining: list[list[int]]) -> None:
+        """The rest of ``epoch`` from ``position.batches_done``: one optimizer step per ``grad_accum`` batches."""
+        pos = self.position
         loader = self.loader("train", remaining, epoch)
-        window = self._window
-        window.reset()
+        self._window.reset()
         self._window_first_step = pos.step + 1
-        window_samples = 0
-        window_steps = 0
-        window_start = time.perf_counter()
-        last_read = window_start
+        self._has_step_hook = self.callbacks.has("on_step_end")
+        interval = _Interval(time.perf_counter())
         group: list[Any] = []
-        has_step_hook = self.callbacks.has("on_step_end")
         for index, batch in enumerate(loader, start=pos.batches_done):
             group.append(batch)
             last_of_epoch = index == n_batches - 1
             if len(group) < self.grad_accum and not last_of_epoch:
                 continue
-            group_n, group_loss, factor = self._run_group(group, (index + 1 - len(group), index + 1))
-            window.add(group_loss, factor)  # on the device: no read
+            self._take_step(group, (index + 1 - len(group), index + 1), interval)
             group = []
-            pos.batches_done = index + 1
-            pos.step += 1
-            pos.samples_seen += group_n
-            window_samples += group_n
-            window_steps += 1
-            state.step = pos.step
-            state.samples_seen = pos.samples_seen
-            if has_step_hook:
-                self.callbacks.call("on_step_end", state)
-            if self.group is not None:
-                self.group.agree_if_due(self.control, pos.step)
-            now = time.perf_counter()
-            save_due = not last_of_epoch and (
-                (checkpoint_every and pos.step % checkpoint_every == 0)
-                or (self._checkpoint_seconds and now - self._last_save >= self._checkpoint_seconds)
-            )
-            if (
-                now - last_read >= self._log_interval
-                or last_of_epoch
-                or save_due  # a checkpoint reads the loss first: a diverged model never replaces a good one
-                or self.control.stop_requested
-                or self.control.paused
-            ):
-                self._report(window_samples, window_steps, now - window_start, epoch)
-                self.train_seconds += now - window_start
-                window.reset()
-                self._window_first_step = pos.step + 1
-                window_samples = window_steps = 0
-                window_start = last_read = time.perf_counter()
-            if save_due:
-                self.save("last")
-            if self.control.paused:
-                self._pause()
-                window_start = last_read = time.perf_counter()
-            if self.control.stop_requested and not last_of_epoch:
-                self.save("last")
-                raise StopRun()
+            self._between_steps(epoch, interval, last_of_epoch)
 
+    def _take_step(self, group: list[Any], span: tuple[int, int], interval: _Interval) -> None:
+        """One optimizer step over the batches ``span`` of the epoch; the position moves past them."""
+        pos, state = self.position, self.state
+        examples, loss, factor = self._run_group(group, span)
+        self._window.add(loss, factor)  # on the device: no read
+        pos.batches_done = span[1]
+        pos.step += 1
+        pos.samples_seen += examples
+        interval.samples += examples
+        interval.steps += 1
+        state.step = pos.step
+        state.samples_seen = pos.samples_seen
+        if self._has_step_hook:
+            self.callbacks.call("on_step_end", state)
+        self.strategy.after_step(self.control, pos.step)
+
+    def _between_steps(self, epoch: int, interval: _Interval, last_of_epoch: bool) -> None:
+        """After a step: read the loss back when due, checkpoint, pause or stop as asked."""
+        control = self.control
+        now = time.perf_counter()
+        save_due = not last_of_epoch and self._checkpoint_due(now)
+        if (
+            now - interval.start >= self.params.log_interval
+            or last_of_epoch
+            or save_due  # a checkpoint reads the loss first: a diverged model never replaces a good one
+            or control.stop_requested
+            or control.paused
+        ):
+            self._report(interval.samples, interval.steps, now - interval.start, epoch)
+            self.train_seconds += now - interval.start
+            self._window.reset()
+            self._window_first_step = self.position.step + 1
+            interval.restart()
+        if save_due:
+            self.save("last")
+        if control.paused:
+            self._pause()
+            interval.start = time.perf_counter()
+        if control.stop_requested and not last_of_epoch:
+            self.save("last")
+            raise StopRun()
+
+    def _checkpoint_due(self, now: float) -> bool:
+        """Whether a checkpoint of the last state is due (every N steps, every M minutes)."""
+        every = self.params.checkpoint_every_steps
+        if every and self.position.step % every == 0:
+            return True
+        return bool(self._checkpoint_seconds) and now - self._last_save >= self._checkpoint_seconds
+
+    # -- one step ----------------------------------------------------------------
     def _run_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor, float]:
         """Forward/backward every batch of one accumulation group, then step.
 
@@ -334,11 +327,11 @@ class Trainer:
         ``loss * factor`` (one piece: its mean loss, detached, and its size;
         the multiply waits for the read, ``LossWindow``).
 
-        On CUDA out-of-memory the whole group is redone with each batch split
-        into twice as many micro-batches (same effective batch), up to three
-        times.  In a group of processes the ranks decide together
-        (``_try_group``): one rank out of memory makes every rank split the
-        same way, so their all-reduces stay matched.
+        On out-of-memory the whole group is redone with each batch split into
+        twice as many micro-batches (same effective batch), up to three
+        times.  Over several processes the strategy has them decide together
+        (``Strategy.step_out_of_memory``): one out of memory makes every one
+        split the same way, so their all-reduces stay matched.
         """
         while True:
             try:
@@ -346,7 +339,7 @@ class Trainer:
             except _OutOfMemoryInTheGroup as exc:
                 ranks = exc.ranks
             except Exception as exc:
-                if not _is_oom(exc):
+                if not is_out_of_memory(exc):
                     raise
                 ranks = []
             # Out of the except block: the exception's frames hold the step's
@@ -377,40 +370,37 @@ class Trainer:
         )
 
     def _try_group(self, group: list[Any], span: tuple[int, int] = (0, 0)) -> tuple[int, torch.Tensor, float]:
+        """One attempt at the step (see ``_run_group``)."""
         splits = self.position.micro_splits
-        if self.group is not None:
-            self.group.before_step(self.train_model)
+        self.strategy.begin_step(self.train_model)
         pieces = []
         for batch in group:
             pieces.extend(split_batch(batch, splits) if splits > 1 else [batch])
         sizes = [batch_size_of(p) for p in pieces]
         total = sum(sizes) or 1
-        share, counted = 1.0, total
-        if self.group is not None and self._global_sizes is not None:
-            # DDP averages the ranks' gradients; scaling by this rank's share of
-            # the group's examples makes that the mean over the group's batch
-            # (ranks may hold one example more or less, a padding repeat none).
-            real = sum(self._real_sizes[span[0] : span[1]])
-            counted = sum(self._global_sizes[span[0] : span[1]])
-            share = self.group.world_size * real / max(1, counted)
+        share, counted = self.strategy.step_share(span, total)
+        loss_total, factor, synced = self._forward_backward_all(pieces, sizes, total, share)
+        ranks = self.strategy.step_out_of_memory(synced, lambda: self._stand_in_loss(pieces[0]))
+        if ranks:
+            raise _OutOfMemoryInTheGroup(ranks)
+        if loss_total is None:  # nothing ran: out of memory in the first piece, in a group (raised above)
+            loss_total, factor = torch.zeros((), device=self.device), 1.0
+        if counted != total:  # the events report the main process's mean loss over the group's example count
+            factor *= counted / total
+        self._apply_gradients()
+        return counted, loss_total, factor
+
+    def _forward_backward_all(self, pieces: list[Any], sizes: list[int], total: int, share: float) -> tuple[Any, float, bool]:
+        """Every micro-batch's forward and backward: (the summed loss or None, its factor, whether
+        the synchronising backward ran).  An out-of-memory goes to the strategy."""
         loss_total: torch.Tensor | None = None
-        factor = 1.0
-        synced, forwards = False, self._forwards
-        self._oom_flags = None  # sent by _forward_backward before the synchronising backward
+        factor, synced = 1.0, False
         for number, (piece, size) in enumerate(zip(pieces, sizes)):
             last = number == len(pieces) - 1
             try:
                 loss, n = self._forward_backward(piece, last, size, total, share)
             except Exception as exc:
-                if self.group is None or not _is_oom(exc):
-                    raise
-                if last and getattr(exc, "_trainlab_in_backward", False):
-                    # Part of the all-reduce may have gone out: this rank cannot
-                    # rejoin it, and the others fail within the collective timeout.
-                    raise RunFailed(
-                        f"rank {self.group.rank} ran out of memory while the gradients were being synchronised: "
-                        "lower --batch-size, use a smaller model or --precision bf16/fp16"
-                    ) from None
+                self.strategy.piece_out_of_memory(exc, last)
                 break
             synced = synced or last
             if len(pieces) == 1:  # the usual step: its mean loss and its size, multiplied at the read
@@ -418,81 +408,47 @@ class Trainer:
             else:
                 summed = loss.detach().float() * (size or n)
                 loss_total, factor = (summed if loss_total is None else loss_total + summed), 1.0
-        if self.group is not None:
-            flags = self._oom_flags
-            if not synced:  # the others wait in this step's all-reduce: join it with nothing to add
-                flags = self.group.send_out_of_memory_flag(True)
-                self._stand_in_backward(pieces[0], buffers_synced=self._forwards > forwards)
-            ranks = self.group.out_of_memory_ranks(flags)
-            if ranks:
-                raise _OutOfMemoryInTheGroup(ranks)
-        if loss_total is None:  # nothing ran: out of memory in the first piece, on a rank of a group (raised above)
-            loss_total, factor = torch.zeros((), device=self.device), 1.0
-        if counted != total:  # the events report rank 0's mean loss over the group's example count
-            factor *= counted / total
-        if self.scaler.is_enabled():
-            self.scaler.unscale_(self.optimizer)
-        if self._clip > 0:
-            torch.nn.utils.clip_grad_norm_(self._clip_params, self._clip)
-        if self._optimizer_step():
-            self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return counted, loss_total, factor
+        return loss_total, factor, synced
 
     def _forward_backward(self, piece: Any, last: bool, size: int, total: int, share: float) -> tuple[torch.Tensor, int]:
-        """One micro-batch's forward and backward; inner pieces skip the all-reduce."""
+        """One micro-batch's forward and backward; inner pieces skip a group's all-reduce."""
         task, ctx = self.task, self.ctx
         piece = task.to_device(piece, ctx)
-        with distributed.RankGroup.no_sync(self.train_model, last):  # inner pieces: no all-reduce
+        with self.strategy.no_sync(self.train_model, last):
             with autocast(self.device, ctx.precision):
                 loss, n = task.train_step(self.train_model, piece, ctx)
             # Weight each micro-batch's mean loss by its share of the group, so
             # the gradient is that of the whole group's mean loss.
             weight = (size or n) / total * share
             weighted = loss if weight == 1.0 else loss * weight  # one piece holding the whole batch: as it is
-            if last and self.group is not None:
-                # Every out-of-memory this step can recover from has happened by
-                # now: the flags' all-reduce runs while the backward computes.
-                self._oom_flags = self.group.send_out_of_memory_flag(False)
-            try:
-                self.scaler.scale(weighted).backward()
-            except Exception as exc:
-                exc._trainlab_in_backward = True  # type: ignore[attr-defined]
-                raise
+            self.strategy.backward(weighted, self.scaler, last)
         return loss, n
 
-    def _stand_in_backward(self, piece: Any, *, buffers_synced: bool) -> None:
-        """A backward through the DDP wrapper that adds nothing: two examples, weight 0.
-
-        A rank that ran out of memory before its synchronising backward still
-        takes part in the step's all-reduce, so no rank waits for it; the
-        step is then thrown away on every rank (``out_of_memory_ranks``).
-        DDP broadcasts the buffers (batch-norm statistics) before the first
-        forward of a step: when one of this step's forwards began, that
-        broadcast is done and the stand-in must not make a second one, which
-        no other rank would match.
-        """
-        if buffers_synced:
-            self.train_model.require_forward_param_sync = False  # DDP's own switch for that broadcast
+    def _stand_in_loss(self, piece: Any) -> torch.Tensor:
+        """The loss of a few examples of ``piece``, for a process that ran out of memory but must
+        still take part in the step (``Strategy.step_out_of_memory``)."""
         # two examples, not one: a batch norm in training refuses a batch of one
         few = split_batch(piece, max(1, batch_size_of(piece) // 2))[0]
-        try:
-            few = self.task.to_device(few, self.ctx)
-            with autocast(self.device, self.ctx.precision):
-                loss, _ = self.task.train_step(self.train_model, few, self.ctx)
-            (loss * 0.0).backward()
-        except Exception as exc:
-            if not _is_oom(exc):
-                raise
-        else:
-            return
-        # a rank that cannot take part fails; the others within the collective timeout
-        raise RunFailed(f"rank {self.group.rank} ran out of memory even for two examples: lower --batch-size or use a smaller model")
+        few = self.task.to_device(few, self.ctx)
+        with autocast(self.device, self.ctx.precision):
+            loss, _ = self.task.train_step(self.train_model, few, self.ctx)
+        return loss
+
+    def _apply_gradients(self) -> None:
+        """Unscale, clip, the optimizer's step and the schedule's (unless the scaler skipped it)."""
+        if self.scaler.is_enabled():
+            self.scaler.unscale_(self.optimizer)
+        if self.params.clip_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self._clip_params, self.params.clip_grad_norm)
+        if self._optimizer_step():
+            self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
 
     def _optimizer_step(self) -> bool:
         """The optimizer's step through the gradient scaler; False when the scaler skipped it."""
         return scaled_step(self.optimizer, self.scaler)
 
+    # -- events, pause ---------------------------------------------------------------
     def _report(self, samples: int, steps: int, seconds: float, epoch: int) -> None:
         if not steps:
             return
@@ -540,19 +496,14 @@ class Trainer:
         self.save("last")
         self.state.emit(Progress(step=pos.step, epoch=pos.epoch, total_steps=self.total_steps, epochs=pos.epochs_total, samples=pos.samples_seen, phase="paused"))
         self.callbacks_log("paused")
-        if self.group is not None:
-            self.group.hold_paused(self.control)
-        else:
-            while not self.control.wait_while_paused(0.5):
-                pass
+        self.strategy.hold_paused(self.control)
         if not self.control.stop_requested:
             self.callbacks_log("resumed")
 
     # -- evaluation --------------------------------------------------------------
     def evaluate(self, split: str) -> dict[str, Any]:
         """The model's report on ``split`` (see ``Evaluator.evaluate``)."""
-        if self.group is not None:  # each rank scores its share with rank 0's batch-norm statistics
-            self.group.sync_buffers(self.model)
+        self.strategy.before_evaluation(self.model)
         return self.evaluator.evaluate(split)
 
     def _evaluate_epoch(self, epoch: int) -> None:
@@ -561,7 +512,7 @@ class Trainer:
             return
         self.callbacks.call("on_eval_start", state)
         report = self.evaluate("val")
-        monitor = str(self.params["monitor"])
+        monitor = self.params.monitor
         value = monitored_value(report, monitor)
         improved = value is not None and (
             pos.best_metric is None or (value > pos.best_metric if self.higher_is_better else value < pos.best_metric)
@@ -570,7 +521,7 @@ class Trainer:
             pos.best_metric, pos.best_step, pos.best_epoch = float(value), pos.step, epoch
             pos.bad_evals = 0
             state.best_metric, state.best_step = pos.best_metric, pos.best_step
-            if self.params["final_weights"] == "best" or self.params["keep_checkpoints"] in ("best", "last+best"):
+            if self.params.keeps_best:
                 self.save("best")
         else:
             pos.bad_evals += 1
@@ -586,7 +537,7 @@ class Trainer:
         state.last_eval = report
         state.emit(result)
         self.callbacks.call("on_eval_end", state, result)
-        patience = int(self.params["early_stopping_patience"])
+        patience = self.params.early_stopping_patience
         if patience and pos.bad_evals >= patience and not self.control.stop_requested:
             self.early_stopped = True
             self.callbacks_log(f"early stopping: no improvement of {monitor} in {patience} evaluation(s)")
