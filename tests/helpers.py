@@ -23,6 +23,8 @@ BROKEN_PLUGINS = TESTS / "fixtures" / "broken_plugins"
 FAULTY_PLUGIN = BROKEN_PLUGINS / "faulty"  # raises in the method its fail_in parameter names
 CARELESS_PLUGINS = BROKEN_PLUGINS / "careless"  # unmarked or misspelt hooks, a factory that is not there
 AT_IMPORT_PLUGINS = BROKEN_PLUGINS / "at_import"  # hang, exit or crash when imported
+# toy-forecast: a family of its own (forecasting) with typed details and a trainlab.views widget
+FORECAST_PLUGIN = TESTS / "fixtures" / "forecast"
 KIT_PLUGINS = TESTS / "fixtures" / "kit_plugins"  # one slip each for the plugin kit's checks
 PROBE_PLUGIN = TESTS / "fixtures" / "ddp_probe"  # writes what each rank saw; torch's own OOM on request
 
@@ -164,6 +166,36 @@ def train_toy(root: Path, task: str, **params: str) -> str:
         from trainlab.engine.scripting import RunRequest, run_training
 
         result = run_training(RunRequest(task=task, data=str(data), params=dict(params), out=str(root / "run")))
+    assert result.status == "completed", result.error
+    return result.run_dir
+
+
+def write_series_csv(path: Path, names: tuple[str, ...] = ("north", "south"), length: int = 40) -> Path:
+    """Series for toy-forecast: a sine on a slow trend each, one a little higher than the other."""
+    import math
+
+    lines = ["series,value"]
+    for k, name in enumerate(names):
+        lines += [f"{name},{10 + 3 * k + 2 * math.sin(t / 2 + k) + 0.05 * t:.4f}" for t in range(length)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def train_toy_forecast(root: Path, **params: str) -> str:
+    """A real run of toy-forecast under ``root`` (a home of its own); returns its run folder."""
+    import pytest
+
+    import trainlab.pluginhost.host as host
+
+    root.mkdir(parents=True, exist_ok=True)
+    data = write_series_csv(root / "series.csv")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRAINLAB_HOME", str(root / "home"))
+        mp.syspath_prepend(str(FORECAST_PLUGIN))
+        mp.setattr(host, "_registry", None)
+        from trainlab.engine.scripting import RunRequest, run_training
+
+        result = run_training(RunRequest(task="toy-forecast", data=str(data), params=dict(params), out=str(root / "run")))
     assert result.status == "completed", result.error
     return result.run_dir
 

@@ -411,6 +411,8 @@ class Table(Detail):
         return next((c for c in self.columns if c.name == name), None)
 
     def filled(self, data: Any) -> "Table":
+        if isinstance(data, Table):
+            data = data.rows
         return replace(self, rows=tuple(data) if data is not None else ())
 
     def to_json(self) -> dict[str, Any]:
@@ -430,12 +432,21 @@ class ExampleRows(Table):
     ``higher_is_worse`` which way (an error: True; a score: False); without
     it the rows keep the order given.  ``total`` is how many examples were
     evaluated, when the rows are only the worst few.
+
+    ``input_column`` names the key of each row holding the example as the
+    task's predictor takes it (a path, a text, a row as a CSV line), and
+    ``truth_column`` what is true of it (shown as text; of a series, its
+    line labelled ``true``): try-it's "Random validation example" draws from
+    these rows.  Either may be a key of the
+    rows that is not a shown column.
     """
 
     kind: ClassVar[str] = "examples"
     worst: str = ""
     higher_is_worse: bool = True
     total: int | None = None
+    input_column: str = ""
+    truth_column: str = ""
 
     def validate(self) -> list[str]:
         problems = super().validate()
@@ -466,6 +477,29 @@ class ExampleRows(Table):
             out["higher_is_worse"] = self.higher_is_worse
         if self.total is not None:
             out["total"] = self.total
+        if self.input_column:
+            out["input_column"] = self.input_column
+        if self.truth_column:
+            out["truth_column"] = self.truth_column
+        return out
+
+    def example_inputs(self) -> list[tuple[str, str]]:
+        """(input, what is true of it) of each row naming its input."""
+        if not self.input_column:
+            return []
+        out = []
+        for row in self.rows:
+            value = row.get(self.input_column)
+            if value is None or str(value).strip() == "":
+                continue
+            truth = row.get(self.truth_column) if self.truth_column else None
+            column = self.column(self.truth_column) if self.truth_column else None
+            if isinstance(truth, Series):  # its line labelled "true", else its first
+                line = next((ln for ln in truth.lines if ln.label == "true"), truth.lines[0] if truth.lines else None)
+                truth = ", ".join(f"{v:.4g}" for v in line.y) if line is not None else None
+            elif isinstance(truth, float) and column is not None:
+                truth = f"{truth:.6g}{' ' + column.unit if column.unit else ''}"
+            out.append((str(value), "" if truth is None else str(truth)))
         return out
 
     @classmethod
@@ -473,7 +507,8 @@ class ExampleRows(Table):
         total = data.get("total")
         return cls(**head, columns=_columns(data.get("columns") or ()), rows=data.get("rows") or (),
                    worst=str(data.get("worst") or ""), higher_is_worse=bool(data.get("higher_is_worse", True)),
-                   total=int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None)
+                   total=int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+                   input_column=str(data.get("input_column") or ""), truth_column=str(data.get("truth_column") or ""))
 
 
 @dataclass(frozen=True)
@@ -649,10 +684,10 @@ def fill_details(declared: Sequence[Detail], details: Any) -> list[Detail]:
     if isinstance(details, Mapping):
         out = []
         for name, data in details.items():
-            if isinstance(data, Detail):
-                out.append(data)
-                continue
             spec = by_name.get(name)
+            if isinstance(data, Detail) and (spec is None or type(data) is not type(spec)):
+                out.append(replace(data, name=name))  # complete as it is; named by its key
+                continue
             if spec is None:
                 raise ValueError(f"detail {name!r} is not declared (TaskSpec.details), so its kind is unknown")
             out.append(spec.filled(data))
@@ -678,12 +713,14 @@ FAMILY_DETAILS: dict[str, tuple[Detail, ...]] = {
             Column("support", "Support", "number", "count"))),
         ExampleRows("misclassified", "Misclassified examples", columns=(
             _EXAMPLE, Column("true", "True"), Column("predicted", "Predicted"),
-            Column("confidence", "Confidence", "number", "percent")), worst="confidence"),
+            Column("confidence", "Confidence", "number", "percent")), worst="confidence",
+            input_column="example", truth_column="true"),
     ),
     "regression": (
         ExampleRows("worst_examples", "Worst examples", columns=(
             _EXAMPLE, Column("true", "True", "number"), Column("predicted", "Predicted", "number"),
-            Column("error", "Error", "number"), Column("abs_error", "Absolute error", "number")), worst="abs_error"),
+            Column("error", "Error", "number"), Column("abs_error", "Absolute error", "number")), worst="abs_error",
+            input_column="example", truth_column="true"),
         Series("scatter", "Predicted against true", x_label="true", y_label="predicted"),
         Series("residual_histogram", "Residuals", x_label="predicted \u2212 true", y_label="examples"),
     ),
@@ -694,7 +731,8 @@ FAMILY_DETAILS: dict[str, tuple[Detail, ...]] = {
             Column("support", "Support", "number", "count"), Column("threshold", "Threshold", "number", "score"))),
         ExampleRows("misclassified", "Examples with a wrong label set", columns=(
             _EXAMPLE, Column("true", "True"), Column("predicted", "Predicted"), Column("missed", "Missed"),
-            Column("unexpected", "Unexpected"), Column("wrong", "Wrong labels", "number", "count")), worst="wrong"),
+            Column("unexpected", "Unexpected"), Column("wrong", "Wrong labels", "number", "count")), worst="wrong",
+            input_column="example", truth_column="true"),
     ),
 }
 

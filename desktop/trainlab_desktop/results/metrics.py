@@ -1,21 +1,25 @@
-"""The results of a run of any other family: every declared metric, per split and during training.
+"""The results of a run of any other family: its metrics, per split and during training, and its details.
 
 A plugin's own family (a segmentation, a ranking, a detection task) has no
 page of its own here; what it declares is enough to show it: a table of each
-metric on each evaluated split, and one curve per metric over the run's
+metric on each evaluated split, one curve per metric over the run's
 evaluations (``metrics.jsonl``), the monitored metric's with its best epoch
-marked.
+marked, and below them every typed detail the evaluation reported (tables,
+the worst examples, series, figures: ``results.details``), in the order the
+task declares them.  A number of the report that is not a declared metric
+(a count of windows) is a detail, never listed as a metric.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
+from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from trainlab.viewmodel.results import RunResults, SplitReport, eval_history
 from trainlab_desktop.common.formatting import format_metric, metric_title
 from trainlab_desktop.results.charts import ACCENT, WARM, PlotCanvas, pen
-from trainlab_desktop.results.widgets import ReportPage, metric_rows, section_label, setup_table, stacked
+from trainlab_desktop.results.details import DetailsPanel
+from trainlab_desktop.results.widgets import ReportPage, metric_rows, section_label, setup_table, split, stacked
 
 PLOT_COLUMNS = 3
 
@@ -39,9 +43,19 @@ class MetricsPage(ReportPage):
         self.curves: dict[str, object] = {}  # metric -> its curve
         self.best_markers: dict[str, object] = {}
 
+        self.details = DetailsPanel()
         left = stacked(section_label(self.tr("Metrics")), self._metrics, section_label(self.tr("Every split")), (self.split_table, 1))
         right = stacked(section_label(self.tr("During training (validation)")), self.curves_note, (self.canvas, 1))
-        self.set_body(left, right, sizes=(400, 700))
+        overview = split(Qt.Orientation.Horizontal, left, right, (2, 3), (400, 700))
+        self.sections = QSplitter(Qt.Orientation.Vertical)
+        self.sections.addWidget(overview)
+        self.sections.addWidget(self.details)
+        self.sections.setChildrenCollapsible(False)
+        self.sections.setStretchFactor(0, 2)
+        self.sections.setStretchFactor(1, 3)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.sections)
 
     def show_report(self, report: SplitReport, run: RunResults, titles: dict[str, str]) -> None:
         family = run.family_of(report)
@@ -51,6 +65,11 @@ class MetricsPage(ReportPage):
         names = list(dict.fromkeys(n for r in run.reports.values() for n in run.declared_metrics(r)))
         self._fill_splits(run, names, titles)
         self._draw_curves(run, family, names)
+        declared = run.spec.detail_specs() if run.spec is not None else ()
+        self.details.show_details(report.view_details(declared), run.run_dir)
+
+    def thumbnails_pending(self) -> int:
+        return self.details.thumbnails_pending()
 
     def _fill_splits(self, run: RunResults, names: list[str], titles: dict[str, str]) -> None:
         keys = list(run.reports)

@@ -13,7 +13,11 @@ classification), never its task id:
 - multi-label: per-label table, the examples whose label set is wrong
   (``results_multilabel``);
 - any other family: every declared metric per split and its curve during
-  training (``results_metrics``).
+  training, then its typed details (``results_metrics``, ``results.details``).
+
+A built-in family's report may carry details beyond what its page draws (a
+task that declares more in ``TaskSpec.details``): they are drawn generically
+under the page.
 
 Pages are built when first needed: the regression and metrics pages draw
 with pyqtgraph, which the window does not import before it shows a plot.
@@ -26,9 +30,11 @@ from typing import Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
 
+from trainlab.api.details import FAMILY_DETAILS
 from trainlab.viewmodel.results import ReportSource, RunResults, SplitReport, load_results
 from trainlab_desktop.common.formatting import status_title
 from trainlab_desktop.results.classification import ClassificationPage
+from trainlab_desktop.results.details import DetailsPanel
 from trainlab_desktop.results.widgets import MetricsTable, ReportPage
 
 
@@ -104,6 +110,10 @@ class ResultsView(QWidget):
         self.body.setObjectName("resultsBody")
         # The common case, and what the tests of earlier versions reach into.
         self.classification = self._page("classification")
+        # details a built-in family's page does not draw itself
+        self.extra_details = DetailsPanel()
+        self.extra_details.setObjectName("extraDetails")
+        self.extra_details.setVisible(False)
 
         head = QHBoxLayout()
         titles = QVBoxLayout()
@@ -120,6 +130,7 @@ class ResultsView(QWidget):
         layout.addWidget(self.notice)
         layout.addWidget(self.message)
         layout.addWidget(self.body, 1)
+        layout.addWidget(self.extra_details)
         self._show_message(self.tr("No run selected."))
 
     # -- pages --------------------------------------------------------------------
@@ -144,7 +155,7 @@ class ResultsView(QWidget):
 
     def thumbnails_pending(self) -> int:
         """How many listed example images are still waiting for their thumbnail."""
-        return self.page.thumbnails_pending()
+        return self.page.thumbnails_pending() + self.extra_details.thumbnails_pending()
 
     # The classification page's parts, where this view had them before families.
     @property
@@ -232,6 +243,7 @@ class ResultsView(QWidget):
         self.message.setText(text)
         self.message.setVisible(True)
         self.body.setVisible(False)
+        self.extra_details.setVisible(False)
         self.split_box.setVisible(False)
         self.split_label.setVisible(False)
         self.report = None
@@ -255,4 +267,11 @@ class ResultsView(QWidget):
         titles = {key: self._source_title(source) for key, source in self.results.sources.items()}
         page.show_report(report, self.results, titles)
         self.body.setCurrentWidget(page)
+        extra = []
+        if self.family in FAMILY_PAGES:
+            drawn = {d.name for d in FAMILY_DETAILS.get(self.family, ())} | {"other_numbers"}
+            declared = self.results.spec.detail_specs() if self.results.spec is not None else ()
+            extra = [d for d in report.view_details(declared) if d.name not in drawn]
+        self.extra_details.show_details(extra, self.results.run_dir)
+        self.extra_details.setVisible(bool(self.extra_details.blocks))
 

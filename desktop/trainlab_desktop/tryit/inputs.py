@@ -4,8 +4,8 @@
 - ``file``: the same well for a file of the declared suffixes, showing its name;
 - ``text``: a text box (Ctrl+Enter predicts);
 - ``row``: one table row, a line of comma-separated values, or one field per
-  column when the spec names its columns (``InputSpec.columns``, where a
-  plugin declares them); Enter predicts.
+  column when the spec names its columns (``InputSpec.columns``, plugin API
+  2.1); Enter predicts.
 
 What a page gives the predictor is one string: a path, a text, or the row as
 a CSV line (the form ``trainlab predict`` takes on its command line).
@@ -51,8 +51,7 @@ def accepts_file(spec: InputSpec, path: str) -> bool:
 
 def row_columns(spec: InputSpec) -> tuple[str, ...]:
     """The columns of a row input, where the spec names them (none: one CSV line)."""
-    columns = getattr(spec, "columns", ()) or ()
-    return tuple(str(c) for c in columns)
+    return tuple(str(c) for c in spec.columns)
 
 
 def row_line(values: list[str]) -> str:

@@ -7,7 +7,11 @@
 - ``LabelSet``: the chosen labels, then each label's score bar (chosen ones
   ticked);
 - ``Number``: the value, in the target's units when the run names them;
-- another family's prediction: its JSON, key by key.
+- another family's prediction: its ``summary()``, then what its
+  ``display()`` hint asks for: a text, named numbers with their unit
+  (``Values``), a table, a plot of its series, or an image with its boxes
+  (drawn by the results view's widgets, ``results.details``); its JSON key
+  by key only when it has neither.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from typing import Any, Mapping
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QWidget
 
+from trainlab.api.details import BoxedImage, Column, Series, Table, Values
 from trainlab.api.predictions import LabelScores, LabelSet, Number, Prediction
+from trainlab_desktop.results.details import BoxedImageView, DetailTable, draw_series
+from trainlab_desktop.results.details import number_text as column_number
 
 
 def prediction_rows(prediction: Prediction | None, body: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -30,7 +37,29 @@ def prediction_rows(prediction: Prediction | None, body: Mapping[str, Any]) -> l
         return [{"label": label, "probability": p, "chosen": label in prediction.labels} for label, p in ranked]
     if isinstance(prediction, Number):
         return [{"value": prediction.value}]
+    hint = display_hint(prediction)
+    if isinstance(hint, Values):
+        return [{"label": name, "value": value} for name, value in hint.values]
     return [{k: v for k, v in body.items() if k != "kind"}]
+
+
+def display_hint(prediction: Prediction | None) -> Any:
+    """What ``prediction.display()`` asks try-it to draw (None when it asks nothing or fails)."""
+    if prediction is None:
+        return None
+    try:
+        return prediction.display()
+    except Exception:  # noqa: BLE001 - a plugin's prediction: its summary still shows
+        return None
+
+
+def prediction_summary(prediction: Prediction | None) -> str:
+    if prediction is None:
+        return ""
+    try:
+        return str(prediction.summary())
+    except Exception:  # noqa: BLE001 - a plugin's prediction: its JSON still shows
+        return ""
 
 
 def number_text(value: float, units: str = "") -> str:
@@ -48,6 +77,9 @@ class PredictionView(QWidget):
         self.grid.setColumnStretch(1, 1)
         self.grid.setHorizontalSpacing(10)
         self.value_label: QLabel | None = None
+        self.summary_label: QLabel | None = None
+        self.hint_widget: QWidget | None = None  # what the prediction's display() asked for
+        self.plot_items: list[Any] = []
 
     def clear(self) -> None:
         while self.grid.count():
@@ -55,6 +87,9 @@ class PredictionView(QWidget):
             if widget is not None:
                 widget.deleteLater()
         self.value_label = None
+        self.summary_label = None
+        self.hint_widget = None
+        self.plot_items = []
 
     def show_prediction(self, prediction: Prediction | None, body: Mapping[str, Any], truth: str = "",
                         top_k: int = 5, units: str = "") -> None:
@@ -91,12 +126,65 @@ class PredictionView(QWidget):
             self.value_label = value
             self.grid.addWidget(value, row, 0, 1, 3)
         else:
-            for key, item in body.items():
-                if key in ("input", "kind"):
-                    continue
-                self.grid.addWidget(QLabel(str(key)), row, 0)
-                self.grid.addWidget(QLabel(str(item)), row, 1, 1, 2)
-                row += 1
+            self._show_other(prediction, body, row)
+
+    def _show_other(self, prediction: Prediction | None, body: Mapping[str, Any], row: int) -> None:
+        """Another family's prediction: its summary, then its display hint drawn."""
+        summary = prediction_summary(prediction)
+        hint = display_hint(prediction)
+        if summary:
+            label = QLabel(summary)
+            label.setObjectName("predictionSummary")
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self._bold(label)
+            self.summary_label = label
+            self.grid.addWidget(label, row, 0, 1, 3)
+            row += 1
+        widget: QWidget | None = None
+        if isinstance(hint, str) and hint.strip() and hint != summary:
+            widget = QLabel(hint)
+            widget.setWordWrap(True)
+            widget.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        elif isinstance(hint, Values):
+            column = Column("value", display=hint.display, unit=hint.unit)
+            holder = QWidget()
+            grid = QGridLayout(holder)
+            grid.setContentsMargins(0, 0, 0, 0)
+            for index, (name, value) in enumerate(hint.values):
+                grid.addWidget(QLabel(name), index, 0)
+                text = QLabel(column_number(column, value))
+                text.setObjectName("predictionNumber")
+                text.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                grid.addWidget(text, index, 1)
+            grid.setColumnStretch(2, 1)
+            widget = holder
+        elif isinstance(hint, Table):
+            widget = DetailTable(hint, "")
+        elif isinstance(hint, Series):
+            from trainlab_desktop.results.charts import PlotCanvas
+
+            canvas = PlotCanvas()
+            canvas.setMinimumHeight(220)
+            self.plot_items = draw_series(canvas, hint, hint.title)
+            widget = canvas
+        elif isinstance(hint, BoxedImage):
+            view = BoxedImageView()
+            view.show_image(hint.image, hint.boxes)
+            widget = view
+        if widget is not None:
+            widget.setObjectName(widget.objectName() or "predictionDisplay")
+            self.hint_widget = widget
+            self.grid.addWidget(widget, row, 0, 1, 3)
+            return
+        if summary:
+            return
+        for key, item in body.items():
+            if key in ("input", "kind"):
+                continue
+            self.grid.addWidget(QLabel(str(key)), row, 0)
+            self.grid.addWidget(QLabel(str(item)), row, 1, 1, 2)
+            row += 1
 
     def _score_row(self, row: int, name: str, probability: float, strong: bool) -> None:
         label = QLabel(str(name))
@@ -134,3 +222,7 @@ class PredictionView(QWidget):
     def shown_value(self) -> str:
         """The predicted number as displayed ('' when the prediction is not a number)."""
         return self.value_label.text() if self.value_label is not None else ""
+
+    def shown_summary(self) -> str:
+        """Another family's prediction's summary line as displayed."""
+        return self.summary_label.text() if self.summary_label is not None else ""

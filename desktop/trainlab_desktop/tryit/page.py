@@ -5,8 +5,9 @@ image, file, text or table row), never from its id; the answer is the
 family's typed prediction (``tryit_outputs``: labels with scores, a set of
 labels, a number).  "Random Validation Example" takes an example the run's
 evaluation listed (``eval.json``: the classification and multi-label
-examples, the regression's worst ones) that the task can take as input: a
-file that is there, a text, a row written as comma-separated values.
+examples, the regression's worst ones, another family's example rows that
+name their input, ``ExampleRows.input_column``) that the task can take as
+input: a file that is there, a text, a row written as comma-separated values.
 
 Predictions run in a one-thread pool through ``trainlab.engine.scripting.predict``
 (its typed ``PredictedInput``, and the warnings of its input check),
@@ -36,7 +37,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from trainlab.api.descriptors import FAMILIES as BUILT_IN_FAMILIES
 from trainlab.api.descriptors import InputSpec, TaskSpec
+from trainlab.api.details import ExampleRows
 from trainlab.api.errors import UsageError
 from trainlab.api.predictions import Prediction
 from trainlab.runfolder.eval_report import EvalRecord, LabelSetExample, RegressionExample
@@ -368,8 +371,13 @@ class TryItPanel(QWidget):
             return []
         if self.family == "regression":
             examples = list(report.worst_examples)
-        else:
+        elif self.family in BUILT_IN_FAMILIES:
             examples = list(report.misclassified) + list(report.correct_examples)
+        else:  # another family: the example rows of its details that name their input
+            declared = self.spec.detail_specs() if self.spec is not None else ()
+            pairs = [p for d in report.view_details(declared) if isinstance(d, ExampleRows) for p in d.example_inputs()]
+            return [(item, self.tr("True: {truth}").format(truth=truth) if truth else "") for item, truth in pairs
+                    if self._usable(item)]
         return [(e.example, self._truth_of(e)) for e in examples if self._usable(e.example)]
 
     def _truth_of(self, example) -> str:

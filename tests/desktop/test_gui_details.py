@@ -1,0 +1,211 @@
+"""A plugin family's typed details in the window: the results page and try-it, from a real forecasting run.
+
+toy-forecast (tests/fixtures/forecast) is of a family no built-in covers; its
+evaluation reports a per-series table, the worst windows as example rows, an
+error-by-step series drawn by a widget it registers under ``trainlab.views``,
+a matrix figure, and a count of windows that is not a metric.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QColor, QImage  # noqa: E402
+
+from helpers import FORECAST_PLUGIN, train_toy_forecast  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def forecast_run(tmp_path_factory):
+    return train_toy_forecast(tmp_path_factory.mktemp("forecast"), epochs="3")
+
+
+@pytest.fixture
+def installed(monkeypatch):
+    """toy-forecast and its view installed, as they were for the run."""
+    import trainlab.pluginhost.host as host
+    from trainlab_desktop.results import custom_views
+
+    monkeypatch.syspath_prepend(str(FORECAST_PLUGIN))
+    monkeypatch.setattr(host, "_registry", None)
+    custom_views.forget_views()
+    yield
+    custom_views.forget_views()
+
+
+@pytest.fixture
+def results(qtbot, installed):
+    from trainlab_desktop.results.page import ResultsView
+
+    view = ResultsView()
+    qtbot.addWidget(view)
+    view.resize(1200, 900)
+    view.show()
+    qtbot.waitExposed(view)
+    return view
+
+
+def eval_json(run) -> dict:
+    return json.loads((Path(run) / "eval.json").read_text(encoding="utf-8"))
+
+
+def detail(report: dict, name: str) -> dict:
+    return next(d for d in report["details"] if d["name"] == name)
+
+
+def test_a_forecasting_run_shows_its_metrics_and_every_detail(qtbot, results, forecast_run):
+    report = eval_json(forecast_run)
+    with qtbot.waitSignal(results.loaded):
+        assert results.load_run(forecast_run)
+    page = results.page
+    assert results.family == "forecasting" and page.objectName() == "metricsResults"
+    metrics = results.metrics_table
+    titles = [metrics.item(r, 0).text() for r in range(metrics.rowCount())]
+    assert titles[:3] == ["MAE", "sMAPE", "Naive MAE"]
+    assert metrics.value("sMAPE") == f"{report['smape']:.2%}"
+    assert not any("windows" in t.lower() for t in titles)  # a count is a detail, not a metric
+    assert set(page.details.blocks) == {"per_series", "worst_windows", "error_by_step", "error_map", "other_numbers"}
+    assert page.details.table("other_numbers").column_texts("name") == ["windows"]
+    assert page.details.table("other_numbers").column_texts("value") == [str(report["windows"])]
+
+    per_series = page.details.table("per_series")
+    rows = detail(report, "per_series")["rows"]
+    assert per_series.column_texts("series") == [r["series"] for r in rows] == ["north", "south"]
+    assert per_series.column_texts("smape") == [f"{r['smape']:.2%}" for r in rows]
+    assert per_series.column_texts("windows") == [str(int(r["windows"])) for r in rows]
+
+    worst = page.details.table("worst_windows")
+    shown = [float(t) for t in worst.column_texts("mae")]
+    assert len(shown) == len(detail(report, "worst_windows")["rows"]) and shown == sorted(shown, reverse=True)
+    assert worst.item(0, 2).data(Qt.ItemDataRole.DecorationRole) is not None  # the window's series, drawn small
+    worst.sortItems(3, Qt.SortOrder.AscendingOrder)  # any column sorts
+    assert [float(t) for t in worst.column_texts("mae")] == sorted(shown)
+    block = page.details.blocks["worst_windows"]
+    worst.selectRow(0)
+    plot = block.preview.parts["forecast"]  # the chosen window in full: given, true and forecast lines
+    assert block.preview.isVisible() and len(plot.plots[0].listDataItems()) == 3
+
+    steps = page.details.blocks["error_by_step"]  # drawn by the plugin's own widget
+    assert steps.custom is not None and steps.custom.objectName() == "toyForecastSteps"
+    assert steps.custom.text().startswith("step 1: ")
+    matrix = page.details.blocks["error_map"].figure.matrix
+    assert matrix.rowCount() == 2 and matrix.verticalHeaderItem(0).text() == "north"
+
+
+def test_try_it_forecasts_a_row_of_named_fields_and_a_random_validation_window(qtbot, installed, forecast_run):
+    from trainlab_desktop.tryit.page import TryItPanel
+
+    panel = TryItPanel()
+    qtbot.addWidget(panel)
+    panel.resize(800, 600)
+    panel.show()
+    panel.set_run(forecast_run)
+    labels = [panel.row_entry._layout.labelForField(f).text() for f in panel.row_entry.fields]
+    assert panel.kind == "row" and labels == ["t-3", "t-2", "t-1", "t"]
+    for field, value in zip(panel.row_entry.fields, ("10", "11", "12", "13")):
+        field.setText(value)
+    with qtbot.waitSignal(panel.predicted, timeout=60_000):
+        qtbot.keyClick(panel.row_entry.fields[3], Qt.Key.Key_Return)
+    assert panel.current_input == "10,11,12,13"
+    summary = panel.output.shown_summary()
+    assert summary.startswith("next: ") and len(summary.split(",")) == 3  # horizon 3, not raw JSON
+    assert len(panel.output.plot_items) == 2  # the given values and the forecast, on a plot
+
+    assert panel.sample_button.isEnabled()
+    with qtbot.waitSignal(panel.predicted, timeout=60_000):
+        qtbot.mouseClick(panel.sample_button, Qt.MouseButton.LeftButton)
+    worst = [r["input"] for r in detail(eval_json(forecast_run), "worst_windows")["rows"]]
+    assert panel.current_input in worst and panel.row_entry.value() == panel.current_input
+    assert panel.output.shown_summary().startswith("next: ")
+    truth = panel.output.grid.itemAtPosition(0, 0).widget().text()
+    assert truth.startswith("True: ") and len(truth.split(",")) == 3
+
+
+def _image(path: Path) -> str:
+    image = QImage(200, 100, QImage.Format.Format_RGB32)
+    image.fill(QColor("white"))
+    assert image.save(str(path))
+    return path.name  # relative to the run folder
+
+
+def test_detections_and_generated_texts_draw_from_eval_json_alone(qtbot, results, tmp_path):
+    """The shapes the detection and text-generation families report, with no plugin installed."""
+    from trainlab import Box, BoxedImage, Column, ExampleRows, Figure, Line, Series, Table
+
+    run = tmp_path / "run"
+    run.mkdir()
+    picture = _image(run / "street.png")
+    detections = ExampleRows("worst_images", "Worst images", columns=(
+        Column("image", "Image", "image_boxes"), Column("ap", "AP", "number", "percent")), worst="ap", higher_is_worse=False,
+        rows=[{"image": BoxedImage(picture, (Box(10, 10, 90, 90, "car", role="true"), Box(110, 20, 190, 80, "car", 0.9))),
+               "ap": 0.5}, {"image": BoxedImage(picture), "ap": 0.25}])
+    answers = ExampleRows("answers", columns=(
+        Column("prompt", "Prompt"), Column("expected", "Expected"), Column("generated", "Generated"),
+        Column("score", "Score", "number", "score")), worst="score", higher_is_worse=False,
+        rows=[("What is 2+2? " * 8, "Four, as two and two make four.", "Five, I think, though I would not bet on it.", 0.1)])
+    per_class = Table("per_class_ap", "AP per class", columns=(Column("label"), Column("ap", "AP", "number", "percent")),
+                      rows=[{"label": "car", "ap": 0.5}])
+    pr = Series("pr_car", "Precision-recall: car", x_label="recall", y_label="precision",
+                lines=(Line((1.0, 0.8, 0.5), (0.0, 0.5, 1.0), "car"), Line((1.0, 0.6, 0.2), (0.0, 0.5, 1.0), "person")))
+    chart = Figure("chart", "A chart", image=picture, caption="drawn by the plugin")
+    custom = Table("custom", "Needs a view", view="not-installed", columns=(Column("a"),), rows=[{"a": "x"}])
+    own = {"family": "detection", "samples": 2, "loss": 0.5, "map": 0.375, "metrics": {"map": 0.375},
+           "details": [d.to_json() for d in (detections, answers, per_class, pr, chart, custom)]}
+    (run / "eval.json").write_text(json.dumps(own), encoding="utf-8")
+    (run / "run.json").write_text(json.dumps({"id": "d", "task": "not-installed", "status": "completed"}))
+    results.load_run(str(run))
+    details = results.page.details
+    assert list(details.blocks) == ["worst_images", "answers", "per_class_ap", "pr_car", "chart", "custom"]
+
+    images = details.table("worst_images")
+    assert images.column_texts("ap") == ["25.00%", "50.00%"]  # the worst (lowest AP) first
+    qtbot.waitUntil(lambda: results.thumbnails_pending() == 0, timeout=5000)
+    images.selectRow(1)
+    view = details.blocks["worst_images"].preview.parts["image"]
+    shown = view.pixmap().toImage()
+    scale = shown.width() / 200
+    assert shown.pixelColor(int(10 * scale), int(50 * scale)) == QColor("#1f9d55")  # the true box's edge
+    predicted = shown.pixelColor(int(190 * scale), int(50 * scale))
+    assert predicted.red() > 200 and predicted.blue() < 60  # the predicted box's edge, orange
+    assert "true" in details.blocks["worst_images"].preview.findChild(type(results.title), "boxLegend").text()
+
+    texts = details.table("answers")
+    texts.selectRow(0)
+    preview = details.blocks["answers"].preview.parts
+    assert preview["prompt"].toPlainText().startswith("What is 2+2?") and "generated" not in preview  # short answers stay in the table
+    assert texts.column_texts("generated") == ["Five, I think, though I would not bet on it."]
+    assert len(details.blocks["pr_car"].series.items) == 2
+    assert not details.blocks["chart"].figure.picture.pixmap().isNull()
+    note = details.blocks["custom"].findChild(type(results.title), "viewProblem")
+    assert "not-installed" in note.text() and details.table("custom").column_texts("a") == ["x"]
+
+
+def test_a_built_in_familys_extra_details_show_under_its_page(qtbot, results, tmp_path):
+    from trainlab import Column, Table
+
+    run = tmp_path / "run"
+    run.mkdir()
+    extra = Table("by_source", "By source", columns=(Column("source"), Column("accuracy", "Accuracy", "number", "percent")),
+                  rows=[{"source": "scanner", "accuracy": 0.9}])
+    report = {"family": "classification", "samples": 4, "loss": 0.2, "accuracy": 0.75, "macro_f1": 0.7,
+              "metrics": {"accuracy": 0.75, "macro_f1": 0.7}, "label_names": ["a", "b"],
+              "confusion_matrix": [[2, 0], [1, 1]], "details": [extra.to_json()]}
+    (run / "eval.json").write_text(json.dumps(report), encoding="utf-8")
+    (run / "run.json").write_text(json.dumps({"id": "c", "task": "not-installed", "status": "completed"}))
+    results.load_run(str(run))
+    assert results.page.objectName() == results.classification.objectName()
+    assert results.extra_details.isVisible() and list(results.extra_details.blocks) == ["by_source"]
+    assert results.extra_details.table("by_source").column_texts("accuracy") == ["90.00%"]
+
+    shutil.copy(run / "eval.json", tmp_path / "kept.json")
+    del report["details"]
+    (run / "eval.json").write_text(json.dumps(report), encoding="utf-8")
+    results.load_run(str(run))
+    assert not results.extra_details.isVisible()
