@@ -37,12 +37,11 @@ was: on a shared 2-core machine the tail of the stalls is mostly other
 processes taking the CPU (``--mode process`` moves the training out of the
 window's process and shows a similar tail).
 
-    python bench/gui_latency.py [--seconds 10] [--starts 15] [--mode thread|process] [--json]
+    python bench/gui_latency.py [--seconds 10] [--starts 15] [--mode thread|process] [--quick] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -53,16 +52,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from pairs import bench_parser, emit, run_pairs, speaker
+
 ROOT = Path(__file__).resolve().parents[1]
 # The toy plugin is part of the tree under test: bench/before_after.py points
 # this at the older revision's copy (today's speaks plugin API 2, which an older
 # engine does not know).
 FIXTURE_PLUGINS = Path(os.environ.get("TRAINLAB_BENCH_FIXTURE_PLUGINS") or ROOT / "tests" / "fixtures" / "plugins")
 GOALS = {"stall_p99_ms": 16, "stall_max_ms": 100, "start_stall_max_ms": 300, "plot_refresh_ms_100k": 5, "window_vs_bare": 1.5}
-
-
-def say(*parts) -> None:
-    print(*parts, file=sys.stderr, flush=True)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -170,14 +167,14 @@ def measure_run(seconds: float, mode: str = "thread") -> dict:
         window.stop_run()
 
     # the session's reduction and every view it notifies (before the run
-    # session, issue 11, the window reduced batches itself: bench/before_after.py
+    # session existed the window reduced batches itself: bench/before_after.py
     # runs this script against such trees too)
     reducer = window.runs if hasattr(window, "runs") else window
     reducer._apply_batch = timed(reducer._apply_batch)
     window.plots.refresh = timed(window.plots.refresh)
     if window.gpu_panel is not None:
         window.gpu_panel.refresh = timed(window.gpu_panel.refresh)
-    finished: list = []  # the RunOutcome (a plain dict before issue 11)
+    finished: list = []  # the RunOutcome (a plain dict in older trees)
     window.runFinished.connect(finished.append)
     ticker.start()
 
@@ -327,19 +324,12 @@ def measure_startup(pairs: int, env: dict) -> dict:
     # PYTHONDONTWRITEBYTECODE is set (this sandbox sets it) every start would
     # compile TrainLab's modules again, some 8 ms the bare window never pays.
     env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    ratios, window_times, bare_times = [], [], []
     time_to_shown(BARE_SCRIPT, env)  # warm the file cache for both
     time_to_shown(WINDOW_SCRIPT, env)
-    for index in range(pairs):
-        if index % 2 == 0:
-            w = time_to_shown(WINDOW_SCRIPT, env)
-            b = time_to_shown(BARE_SCRIPT, env)
-        else:
-            b = time_to_shown(BARE_SCRIPT, env)
-            w = time_to_shown(WINDOW_SCRIPT, env)
-        window_times.append(w)
-        bare_times.append(b)
-        ratios.append(w / b)
+    shown = run_pairs({"window": lambda: time_to_shown(WINDOW_SCRIPT, env),
+                       "bare": lambda: time_to_shown(BARE_SCRIPT, env)}, pairs)
+    window_times, bare_times = shown["window"], shown["bare"]
+    ratios = [w / b for w, b in zip(window_times, bare_times)]
     return {
         "window_vs_bare": round(statistics.median(ratios), 3),
         "window_vs_bare_range": [round(min(ratios), 3), round(max(ratios), 3)],
@@ -350,10 +340,9 @@ def measure_startup(pairs: int, env: dict) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__, "a 3 s run and 2 pairs of starts")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to measure the running run")
     parser.add_argument("--starts", type=int, default=15, help="pairs of fresh-process starts")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
     parser.add_argument("--mode", choices=("thread", "process"), default="thread",
                         help="run in the window's QThread (the default, what the goals are for) or a child process")
     parser.add_argument("--niceness", type=int, default=None,
@@ -361,6 +350,9 @@ def main() -> int:
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="override sys.setswitchinterval (seconds) to study GIL hand-over")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.starts = 3.0, 2
+    say = speaker(args)
 
     home = tempfile.mkdtemp(prefix="trainlab-gui-bench-")
     os.environ["TRAINLAB_HOME"] = home
@@ -388,11 +380,9 @@ def main() -> int:
                             for key, goal in GOALS.items()}
     figures["cpu_count"] = os.cpu_count()
     figures["load_average"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
-    if not args.json:
-        for key, goal in GOALS.items():
-            say(f"  {key:24s} {figures[key]:>10}  goal {'<' if key == 'stall_p99_ms' else '<='} {goal}")
-    print(json.dumps(figures))
-    return 0
+    for key, goal in GOALS.items():
+        say(f"  {key:24s} {figures[key]:>10}  goal {'<' if key == 'stall_p99_ms' else '<='} {goal}")
+    return emit("gui_latency", args, figures)
 
 
 if __name__ == "__main__":
