@@ -11,7 +11,7 @@ In fresh processes, alternating, with the toy fixture plugin installed:
   ``ready`` signal), both ways; ``window_shown_*_s``: until it is shown,
   which comes before discovery and so should not move.
 
-    python bench/plugin_startup.py [--pairs 7] [--json]
+    python bench/plugin_startup.py [--pairs 7] [--quick] [--json]
 
 ``bench/gui_latency.py``'s ``window_vs_bare`` is the start-up goal
 (<= 1.5); this script says how much of a first sight of a plugin a user
@@ -20,8 +20,6 @@ waits for, and that a known plugin costs nothing measurable.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -29,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pairs import bench_parser, emit, run_pairs, speaker, spread
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE_PLUGINS = ROOT / "tests" / "fixtures" / "plugins"
@@ -75,10 +75,12 @@ def time_window(env: dict) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__, "2 pairs")
     parser.add_argument("--pairs", type=int, default=7)
-    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
     args = parser.parse_args()
+    if args.quick:
+        args.pairs = 2
+    say = speaker(args)
     home = Path(tempfile.mkdtemp(prefix="trainlab-plugin-bench-"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as an installed app starts
     env.update(TRAINLAB_HOME=str(home), QT_QPA_PLATFORM=env.get("QT_QPA_PLATFORM", "offscreen"))
@@ -89,23 +91,20 @@ def main() -> int:
 
     time_plugins(env)  # warm the file cache; leaves the verdict cached
     time_window(env)
-    plugins = {"known": [], "new": []}
-    shown = {"known": [], "new": []}
-    ready = {"known": [], "new": []}
-    for index in range(args.pairs):
-        order = ("known", "new") if index % 2 == 0 else ("new", "known")
-        for kind in order:
-            if kind == "new":
-                forget()
-            plugins[kind].append(time_plugins(env))
-        for kind in order:
-            if kind == "new":
-                forget()
-            s, r = time_window(env)
-            shown[kind].append(s)
-            ready[kind].append(r)
-        if not cache_file(home).is_file():
-            raise RuntimeError("no verdict was cached: the probe did not run")
+
+    def new(measure):
+        def run():
+            forget()
+            result = measure(env)
+            if not cache_file(home).is_file():
+                raise RuntimeError("no verdict was cached: the probe did not run")
+            return result
+        return run
+
+    plugins = run_pairs({"known": lambda: time_plugins(env), "new": new(time_plugins)}, args.pairs)
+    windows = run_pairs({"known": lambda: time_window(env), "new": new(time_window)}, args.pairs)
+    shown = {kind: [s for s, _ in runs] for kind, runs in windows.items()}
+    ready = {kind: [r for _, r in runs] for kind, runs in windows.items()}
     med = statistics.median
     figures = {
         "plugins_known_s": round(med(plugins["known"]), 3),
@@ -115,14 +114,13 @@ def main() -> int:
         "window_shown_new_s": round(med(shown["new"]), 3),
         "window_ready_known_s": round(med(ready["known"]), 3),
         "window_ready_new_s": round(med(ready["new"]), 3),
+        "plugins_new_vs_known_spread": spread([n / k for n, k in zip(plugins["new"], plugins["known"])]),
         "pairs": args.pairs,
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
     }
-    if not args.json:
-        for key, value in figures.items():
-            print(f"  {key:24s} {value}", file=sys.stderr)
-    print(json.dumps(figures))
-    return 0
+    for key, value in figures.items():
+        say(f"  {key:24s} {value}")
+    return emit("plugin_startup", args, figures)
 
 
 if __name__ == "__main__":
