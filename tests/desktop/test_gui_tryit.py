@@ -240,18 +240,12 @@ def test_the_input_widget_follows_the_declared_input_not_the_task_id(qtbot, pane
 
 
 def test_a_row_input_with_named_columns_gets_a_field_per_column(qtbot, panel, regression_run, monkeypatch):
-    from dataclasses import dataclass
-
     import trainlab_desktop.tryit.page as tryit
     from trainlab import InputSpec
     from trainlab.viewmodel.results import task_spec
 
-    @dataclass(frozen=True)
-    class ColumnsInput(InputSpec):  # a plugin's row input that names its columns
-        columns: tuple[str, ...] = ()
-
     real = task_spec("toy-regression")
-    spec = replace(real, input=ColumnsInput(kind="row", columns=("x0", "x1", "x2")))
+    spec = replace(real, input=InputSpec(kind="row", columns=("x0", "x1", "x2")))  # a row input that names its columns
     monkeypatch.setattr(tryit, "task_spec", lambda task: spec)
     panel.set_run(regression_run)
     assert [panel.row_entry._layout.labelForField(f).text() for f in panel.row_entry.fields] == ["x0", "x1", "x2"]
