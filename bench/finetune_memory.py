@@ -15,9 +15,9 @@ Speed is samples per CPU second of the process (on two
 shared cores wall-clock rates swing with other jobs; wall-clock rates are
 printed too).  The ways alternate over ``--rounds`` rounds; medians.
 
-    .venv/bin/python bench/finetune_memory.py [--steps 4] [--rounds 1] [--json]
+    .venv/bin/python bench/finetune_memory.py [--steps 4] [--rounds 1] [--quick] [--json]
 
-Last line with ``--json``: one JSON object with each way's figures and
+Last line: one JSON object with each way's figures and
 ``lora_peak_ratio`` (LoRA peak / full peak; goal <= 0.5) and
 ``lora_speed_ratio`` (LoRA samples/s / full samples/s; goal >= 0.9).
 """
@@ -32,18 +32,22 @@ import subprocess
 import sys
 import time
 
+from pairs import bench_parser, emit, run_pairs, speaker
+
 BATCH, SEQ_LEN, CLASSES, WARM = 8, 64, 4, 2
 CONFIG = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}
+# --quick: the same shape of model, two small layers
+QUICK_CONFIG = {**CONFIG, "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512}
 WAYS = ("full", "lora", "lora_checkpointing")
 # glibc's mmap threshold grows as big blocks are freed, and freed blocks
 # under it stay in the heap: the peak RSS then measures the allocator's
-# history (measured: a LoRA forward pass +830 MB of RSS for 375 MB saved
-# for backward). Fixed at 64 KiB, blocks above it are returned when freed
-# and RSS follows live memory (+400 MB); every way gets the same setting.
+# history (a LoRA forward pass grew RSS by about twice what it saved for
+# backward). Fixed at 64 KiB, blocks above it are returned when freed and
+# RSS follows live memory; every way gets the same setting.
 CHILD_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536"}
 
 
-def child(way: str, steps: int) -> dict:
+def child(way: str, steps: int, config: dict) -> dict:
     import resource
 
     import psutil
@@ -58,7 +62,7 @@ def child(way: str, steps: int) -> dict:
     baseline = psutil.Process().memory_info().rss
     from transformers import BertConfig, BertForSequenceClassification
 
-    model = BertForSequenceClassification(BertConfig(num_labels=CLASSES, **CONFIG))
+    model = BertForSequenceClassification(BertConfig(num_labels=CLASSES, **config))
     model.trainlab_new_modules = ["bert.pooler.dense"]  # as a BERT folder without a pooler loads
     plan = FinetunePlan(
         mode="full" if way == "full" else "lora", gradient_checkpointing=way == "lora_checkpointing", lora_rank=8, lora_alpha=16,
@@ -70,7 +74,7 @@ def child(way: str, steps: int) -> dict:
     optimizer = torch.optim.AdamW(trainable, lr=1e-4)
     gen = torch.Generator().manual_seed(1)
     batches = [
-        (torch.randint(1000, CONFIG["vocab_size"], (BATCH, SEQ_LEN), generator=gen), torch.randint(0, CLASSES, (BATCH,), generator=gen))
+        (torch.randint(1000, config["vocab_size"], (BATCH, SEQ_LEN), generator=gen), torch.randint(0, CLASSES, (BATCH,), generator=gen))
         for _ in range(WARM + steps)
     ]
     model.train()
@@ -96,27 +100,33 @@ def child(way: str, steps: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = bench_parser(__doc__, "a two-layer model of width 128, 2 steps")
     parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of the three ways, alternating")
     parser.add_argument("--child", choices=WAYS, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.quick:
+        args.steps = 2
+    config = QUICK_CONFIG if args.quick else CONFIG
     if args.child:
-        print(json.dumps(child(args.child, args.steps)))
+        print(json.dumps(child(args.child, args.steps, config)))
         return 0
-    runs: dict[str, list[dict]] = {way: [] for way in WAYS}
-    for round_ in range(args.rounds):
-        order = WAYS if round_ % 2 == 0 else tuple(reversed(WAYS))
-        for way in order:
-            proc = subprocess.run([sys.executable, __file__, "--child", way, "--steps", str(args.steps)], capture_output=True, text=True, env=CHILD_ENV)
+    say = speaker(args)
+
+    def way_run(way: str):
+        def run() -> dict:
+            command = [sys.executable, __file__, "--child", way, "--steps", str(args.steps), *(["--quick"] if args.quick else [])]
+            proc = subprocess.run(command, capture_output=True, text=True, env=CHILD_ENV)
             if proc.returncode != 0:
-                print(proc.stderr[-3000:], file=sys.stderr)
-                return 1
-            result = json.loads(proc.stdout.strip().splitlines()[-1])
-            runs[way].append(result)
-            print(f"{way:20s} peak +{result['peak_above_baseline_mb']:8.1f} MB  {result['samples_per_cpu_s']:6.2f} samples/CPU-s  "
-                  f"{result['samples_per_s']:6.2f} samples/s  trainable {result['trainable']:,} of {result['parameters']:,}", file=sys.stderr)  # fmt: skip
+                raise SystemExit(f"finetune_memory: the {way} child failed:\n{proc.stderr[-3000:]}")
+            return json.loads(proc.stdout.strip().splitlines()[-1])
+        return run
+
+    def said(_pair: int, way: str, result: dict) -> None:
+        say(f"{way:20s} peak +{result['peak_above_baseline_mb']:8.1f} MB  {result['samples_per_cpu_s']:6.2f} samples/CPU-s  "
+            f"{result['samples_per_s']:6.2f} samples/s  trainable {result['trainable']:,} of {result['parameters']:,}")  # fmt: skip
+
+    runs = run_pairs({way: way_run(way) for way in WAYS}, args.rounds, after=said)
     figures = {
         way: {
             "peak_above_baseline_mb": statistics.median(r["peak_above_baseline_mb"] for r in rs),
@@ -129,7 +139,7 @@ def main() -> int:
     }
     full, lora, ckpt = (figures[w] for w in WAYS)
     summary = {
-        "setup": {"model": CONFIG, "batch": BATCH, "seq_len": SEQ_LEN, "precision": "fp32", "threads": 1, "steps": args.steps, "rounds": args.rounds},
+        "setup": {"model": config, "batch": BATCH, "seq_len": SEQ_LEN, "precision": "fp32", "threads": 1, "steps": args.steps, "rounds": args.rounds},
         "ways": figures,
         "lora_peak_ratio": round(lora["peak_above_baseline_mb"] / full["peak_above_baseline_mb"], 3),
         "lora_speed_ratio": round(lora["samples_per_cpu_s"] / full["samples_per_cpu_s"], 3),
@@ -137,10 +147,8 @@ def main() -> int:
         "lora_checkpointing_speed_ratio": round(ckpt["samples_per_cpu_s"] / full["samples_per_cpu_s"], 3),
         "goals": {"lora_peak_ratio": "<= 0.5", "lora_speed_ratio": ">= 0.9"},
     }
-    print(f"lora_peak_ratio {summary['lora_peak_ratio']} (goal <= 0.5), lora_speed_ratio {summary['lora_speed_ratio']} (goal >= 0.9)", file=sys.stderr)
-    if args.json:
-        print(json.dumps(summary))
-    return 0
+    say(f"lora_peak_ratio {summary['lora_peak_ratio']} (goal <= 0.5), lora_speed_ratio {summary['lora_speed_ratio']} (goal >= 0.9)")
+    return emit("finetune_memory", args, summary)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,16 @@ def _parser() -> ArgumentParser:
     check.add_argument("target", metavar="NAME|PATH", help="entry-point name (as --block takes it), or the plugin's project folder")
     check.add_argument("--full", action="store_true", help="also train each task a few CPU steps on its sample data (every check)")
     check.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    new = plugin_commands.add_parser(
+        "new",
+        help="a plugin package from the template (needs the kit extra)",
+        description="a plugin package from the template, with the kit's conformance suite as its tests (needs the kit extra: pip install 'trainlab[kit]')",
+    )
+    new.add_argument("name", metavar="NAME", help="the plugin's entry-point name (what `trainlab plugins` lists)")
+    new.add_argument("--family", required=True, metavar="ID|new", help="a family TrainLab evaluates itself (classification, regression, ...), or new: one of the plugin's own")
+    new.add_argument("--dist", metavar="DIST", help="the distribution name, what pip installs (default trainlab-NAME)")
+    new.add_argument("--out", metavar="DIR", help="the folder to create (default ./DIST)")
+    new.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
     add("tasks", "list tasks with their parameters and model presets")
 
@@ -137,6 +147,10 @@ def cmd_plugins(args, out: Output) -> int:
         from trainlab.cli.plugin_check import cmd_check
 
         return cmd_check(args, out)
+    if getattr(args, "plugins_command", None) == "new":
+        from trainlab.cli.plugin_new import cmd_new
+
+        return cmd_new(args, out)
     from trainlab.pluginhost.host import registry, set_blocked
 
     if args.block or args.unblock:
