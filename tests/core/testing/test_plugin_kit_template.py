@@ -1,8 +1,9 @@
 """The plugin template (resources/trainlab_resources/templates/plugin, a copier template) renders a package whose own tests pass.
 
-Rendered with copier, installed offline into a venv chained to this one
-(``--no-index --no-build-isolation --no-deps``), then its own test suite (the
-kit's conformance class) and ``trainlab plugins check`` run in it.
+Rendered by ``trainlab plugins new`` for each family it has (a new family
+too), installed offline into a venv chained to this one (``--no-index
+--no-build-isolation --no-deps``), then its own test suite (the kit's
+conformance class) and ``trainlab plugins check`` run in it.
 """
 
 from __future__ import annotations
@@ -13,10 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from trainlab import resource_path
-
-TEMPLATE = Path(resource_path("templates", "plugin"))
 
 
 def chained_venv(folder: Path) -> Path:
@@ -34,20 +31,12 @@ def chained_venv(folder: Path) -> Path:
     return python
 
 
-# About a minute each on two shared cores; the second family runs with --runslow (.ci/run does).
-@pytest.mark.parametrize("family", ["regression", pytest.param("classification", marks=pytest.mark.slow)])
-def test_the_rendered_plugin_installs_and_passes_its_own_tests(tmp_path, family):
-    copier = pytest.importorskip("copier", reason="the template needs copier (pip install 'trainlab[kit]')")
-    out = tmp_path / "my-plugin"
-    copier.run_copy(str(TEMPLATE), str(out), data={"plugin_name": "rows-kit", "family": family}, defaults=True, unsafe=False, quiet=True)
-    assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} >= {
-        "pyproject.toml",
-        "trainlab_rows_kit/__init__.py",
-        "trainlab_rows_kit/task.py",
-        "trainlab_rows_kit/tiny_data.py",
-        "tests/test_conformance.py",
-        ".github/workflows/ci.yml",
-    }
+def installed_copy(tmp_path: Path, family: str, name: str, dist: str) -> tuple[Path, Path, dict]:
+    """``trainlab plugins new`` rendered into tmp_path, installed offline into a venv chained to this one."""
+    from trainlab.cli.plugin_new import render
+
+    made = render(name, family, distribution=dist, out=tmp_path / dist)
+    out = Path(made["folder"])
     python = chained_venv(tmp_path / "venv")
     install = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index", "--no-build-isolation", "--no-deps", str(out)],
@@ -56,9 +45,31 @@ def test_the_rendered_plugin_installs_and_passes_its_own_tests(tmp_path, family)
         timeout=300,
     )
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    return out, python, made
+
+
+# About a minute each on two shared cores: every family runs with --runslow (.ci/run does);
+# test_plugin_scaffold.py checks each family's rendering in the everyday suite.
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["classification", "regression", "multilabel", "new"])
+def test_the_rendered_plugin_installs_and_passes_its_own_tests(tmp_path, family):
+    pytest.importorskip("copier", reason="the template needs copier (pip install 'trainlab[kit]')")
+    name, dist = f"rows-{family}", f"acme-{family}-rows"  # the entry point and the distribution, named apart
+    out, python, made = installed_copy(tmp_path, family, name, dist)
+    package = made["package"]
+    assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} >= {
+        "pyproject.toml",
+        f"{package}/__init__.py",
+        f"{package}/task.py",
+        f"{package}/tiny_data.py",
+        "tests/test_conformance.py",
+        ".github/workflows/ci.yml",
+    }
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRAINLAB_HOME")}
     env["TRAINLAB_HOME"] = str(tmp_path / "home")
-    check = subprocess.run([str(python), "-m", "trainlab", "plugins", "check", "rows-kit"], capture_output=True, text=True, timeout=240, cwd=out, env=env)
+    show = subprocess.run([str(python), "-m", "pip", "show", dist], capture_output=True, text=True, timeout=120, env=env)
+    assert show.returncode == 0 and f"Name: {dist}" in show.stdout, show.stdout + show.stderr
+    check = subprocess.run([str(python), "-m", "trainlab", "plugins", "check", name], capture_output=True, text=True, timeout=240, cwd=out, env=env)
     assert check.returncode == 0, check.stdout + check.stderr
     tests = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], capture_output=True, text=True, timeout=400, cwd=out, env=env
