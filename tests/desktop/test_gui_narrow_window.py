@@ -8,7 +8,7 @@ never exceeds the screen's free area.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QRect
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QScrollArea, QSpinBox
 
 
@@ -72,3 +72,33 @@ def test_the_first_launch_fits_the_screen(qtbot, window):
     assert size.width() <= max(free.width(), window.minimumWidth())
     assert size.height() <= max(free.height(), window.minimumHeight())
     assert size.width() >= window.minimumWidth() and size.height() >= window.minimumHeight()
+
+
+def test_the_progress_line_never_resizes_the_plots(qtbot, window):
+    """The line under the bar changes several times a second while a run trains:
+    its text must not set the pane's width, or each change resizes and repaints
+    every plot beside it (what made the window stutter during a run)."""
+    window.show_page("train")
+    page = window.train_page
+    _settle(qtbot, window, 960, 640)
+    plots = page.plots
+    width = plots.width()
+    resized = []
+    plots.installEventFilter(_ResizeSpy(plots, resized))
+    for text in ("Epoch 1 of 20 \u00b7 step 9 of 900", "Epoch 12 of 20 \u00b7 step 10,512 of 18,000 \u00b7 ETA 1 h 12 min \u00b7 12,345.6 samples/s \u00b7 evaluating " * 2):
+        window.controls.show_done(text)
+        qtbot.wait(50)  # the layouts' deferred passes
+    assert resized == []
+    assert plots.width() == width
+    assert window.controls.line.toolTip() == text  # a cut line still tells it all
+
+
+class _ResizeSpy(QObject):
+    def __init__(self, parent, seen):
+        super().__init__(parent)
+        self.seen = seen
+
+    def eventFilter(self, obj, event):
+        if event.type() == QEvent.Type.Resize:
+            self.seen.append(event.size().width())
+        return False

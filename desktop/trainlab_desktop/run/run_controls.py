@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QLabel,
     QProgressBar,
+    QSizePolicy,
     QSpinBox,
     QToolButton,
     QVBoxLayout,
@@ -116,6 +117,12 @@ class RunControls(QWidget):
         self.line = QLabel(self)
         self.line.setObjectName("progress_line")
         self.line.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # The line changes several times a second while a run trains; were its
+        # text to set the pane's minimum width, every change would resize the
+        # plots beside it and repaint them whole.  It takes the width it is
+        # given (the full text is its tooltip when it is cut).
+        self.line.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.line.setMinimumWidth(1)
         layout.addWidget(self.line)
         self.message = QLabel(self)
         self.message.setObjectName("run_message")
@@ -195,8 +202,12 @@ class RunControls(QWidget):
         ]
         if phase:
             parts.append(phase)
-        self.line.setText(" \u00b7 ".join(parts))
+        self._set_line(" \u00b7 ".join(parts))
+
+    def _set_line(self, text: str) -> None:
+        self.line.setText(text)
+        self.line.setToolTip(text)
 
     def show_done(self, text: str) -> None:
         self.bar.setRange(0, 1000)
-        self.line.setText(text)
+        self._set_line(text)
