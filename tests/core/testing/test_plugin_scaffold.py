@@ -53,6 +53,8 @@ def test_each_family_renders_a_plugin_that_declares_a_valid_task(tmp_path, monke
     if family == "new":  # a family of its own: its metrics, its prediction's declared shape
         assert spec.family == name and [m.name for m in spec.metrics] == ["mae", "worst_output_mae", "baseline_mae"]
         assert spec.output.field == "values" and spec.output.shape == ("outputs",)
+        assert [(d.kind, d.name) for d in spec.details] == [("series", "error_by_output"), ("examples", "worst_rows")]
+        assert spec.metric("baseline_mae").monitorable is False
         assert "class ValuesMetrics(MetricAccumulator)" in (folder / package / "task.py").read_text(encoding="utf-8")
     else:
         assert spec.family == family and not spec.metrics  # the family's own metrics
