@@ -8,7 +8,7 @@ Runs exactly what a user's quick start runs, as a subprocess:
 reports the validation accuracy and the wall time of the whole command
 (start-up, data scan, training, evaluation, export).
 
-    python bench/image_sample_accuracy.py [--runs 1] [--set key=value ...] [--json]
+    python bench/image_sample_accuracy.py [--runs 1] [--set key=value ...] [--quick] [--json]
 
 Goal on the CPU of the development machine: accuracy >= 0.90 in < 120 s.
 The last line is a JSON object.
@@ -16,7 +16,6 @@ The last line is a JSON object.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -26,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pairs import bench_parser, emit, speaker
 from trainlab_plugins.image import SAMPLE_DATA
 from trainlab_resources import resource_path
 
@@ -59,21 +59,22 @@ def one_run(extra: list[str], home: Path) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main() -> int:
+    parser = bench_parser(__doc__, "one run of one epoch")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.sets = 1, [*args.sets, "epochs=1"]
+    say = speaker(args)
     runs = []
     with tempfile.TemporaryDirectory() as home:
         for i in range(args.runs):
             run = one_run(args.sets, Path(home))
             runs.append(run)
-            if not args.json:
-                print(f"run {i + 1}: accuracy {run['accuracy']:.4f} in {run['seconds']:.1f} s "
-                      f"(training {run['train_seconds']:.1f} s, {run['samples_per_second']:.0f} samples/s; "
-                      f"{run['augmentation']})", file=sys.stderr)  # fmt: skip
+            say(f"run {i + 1}: accuracy {run['accuracy']:.4f} in {run['seconds']:.1f} s "
+                f"(training {run['train_seconds']:.1f} s, {run['samples_per_second']:.0f} samples/s; "
+                f"{run['augmentation']})")  # fmt: skip
     accuracy = min(r["accuracy"] for r in runs)
     seconds = max(r["seconds"] for r in runs)
     summary = {
@@ -88,8 +89,8 @@ def main() -> None:
         "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         "runs": runs,
     }
-    print(json.dumps(summary))
+    return emit("image_sample_accuracy", args, summary)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
