@@ -78,7 +78,7 @@ def type_into(win, name: str, text: str) -> None:
 
 def group_processes(win) -> list:
     """The launcher the window started and everything under it (torchrun, the ranks), while it runs."""
-    launcher = psutil.Process(win.worker.group.proc.pid)
+    launcher = psutil.Process(win.worker.process.proc.pid)
     return [launcher, *launcher.children(recursive=True)]
 
 
@@ -115,7 +115,7 @@ def test_two_gpus_show_the_picker_and_both_make_a_group_of_two(qtbot, windows, t
     # Start: the window runs the CLI's launcher with the GPUs, as an argument list
     with qtbot.waitSignal(win.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         win.controls.start_action.trigger()
-        command = win.worker.group.command
+        command = win.worker.process.command
     assert command[:4] == [sys.executable, "-m", "trainlab", "train"]
     assert command[4] == "toy-classification" and command[command.index("--data") + 1] == str(toy_csv)
     assert command[command.index("--gpus") + 1] == "0,1" and command[-1] == "--json"
@@ -149,11 +149,12 @@ def test_four_gpus_two_of_them_or_one_as_the_device(qtbot, windows, toy_csv):
     assert not win.findChild(QCheckBox, "gpu_all").isChecked()
 
     # the GPU panel draws the run's GPUs: rank 0 samples the whole machine, the window keeps GPUs 0 and 2
-    from trainlab.engine.group_run import GroupRun
-    from trainlab.engine.plan import RunRequest
     from trainlab.api.events import SystemSample
+    from trainlab.engine.plan import RunRequest
+    from trainlab.engine.run_process import RunProcess
 
-    group = GroupRun(RunRequest(task="toy-classification", data=str(toy_csv)), choice)
+    group = RunProcess(RunRequest(task="toy-classification", data=str(toy_csv)), launch_args=choice.launch_args(),
+                       shown_gpus=choice.telemetry_indices)
     sample = SystemSample(time=1.0, gpus=tuple({"index": n, "name": f"GPU {n}", "uuid": f"u{n}"} for n in range(4)))
     assert [g["index"] for g in group.view(sample).gpus] == [0, 2]
     win.gpu_panel.add_sample(group.view(sample))
@@ -188,7 +189,7 @@ def test_two_cpu_processes_pause_stop_mid_run_then_continue_to_the_end(qtbot, wi
     summary = win.findChild(QWidget, "launch_summary")
     assert summary.text() == "World size 2 \u00b7 effective batch 32"  # 16 per process x 2
     win.controls.start_action.trigger()
-    assert win.worker.group.command[-5:] == ["--nproc-per-node", "2", "--device", "cpu", "--json"]
+    assert win.worker.process.command[-5:] == ["--nproc-per-node", "2", "--device", "cpu", "--json"]
     qtbot.waitUntil(lambda: win.plots.curves.train.n > 0, timeout=RUN_TIMEOUT_MS)  # rank 0's events, live
     family = group_processes(win)
     assert len(ranks_of(family)) == 2, [p.cmdline() for p in family]
@@ -217,7 +218,7 @@ def test_two_cpu_processes_pause_stop_mid_run_then_continue_to_the_end(qtbot, wi
 
     with qtbot.waitSignal(win.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
         win.continue_action.trigger()
-        command = win.worker.group.command
+        command = win.worker.process.command
     assert command[command.index("--resume") + 1] == stopped.run_dir and "--nproc-per-node" in command
     outcome = blocker.args[0]
     assert outcome.status == "completed", f"{outcome.error}\n{outcome.traceback}"

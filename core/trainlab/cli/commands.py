@@ -233,13 +233,11 @@ def _dry_run(request, progress, out: Output) -> int:
 
 def _train_here(request, progress):
     from trainlab.api.callbacks import RunControl
-    from trainlab.engine.execute import execute
-    from trainlab.engine.plan import plan_run
+    from trainlab.engine.run_here import run_here
 
     control = RunControl()
     with stop_on_signals(lambda: control.request_stop("interrupted")):
-        plan = plan_run(request, log=progress.on_event, should_stop=lambda: control.stop_requested)
-        return execute(plan, callbacks=[progress.callback], control=control)
+        return run_here(request, control=control, callbacks=[progress.callback])
 
 
 def _train_launched(args, out: Output) -> int:
@@ -253,16 +251,12 @@ def _train_as_rank(request, progress, out: Output) -> int:
 
 
 def _train_isolated(request, progress):
-    from trainlab.engine.child import ChildRun
+    from trainlab.engine.run_process import RunProcess
 
-    child = ChildRun(request)
-    child.start()
-    with stop_on_signals(child.stop):
-        for event in child.events():
-            progress.on_event(event)
-        code = child.wait()
-    outcome = child.result(code)
-    if outcome.usage_error and child.finished is None:
+    process = RunProcess(request)
+    with stop_on_signals(process.stop):
+        outcome = process.run(on_event=progress.on_event)
+    if outcome.usage_error and process.finished is None:
         raise UsageError(outcome.error or "the child process rejected the run")  # as in-process planning would
     return outcome
 

@@ -1,6 +1,7 @@
 """``python -m trainlab.engine.child_main``: one run in a child process.
 
-Protocol: the parent writes the RunRequest as one JSON line on stdin, then
+The child side of ``RunProcess`` (``trainlab.engine.run_process``) for one
+process.  Protocol: the parent writes the RunRequest as one JSON line on stdin, then
 control lines (``pause``, ``resume``, ``stop``).  The child writes events as
 JSON lines on stdout (the original fd 1; anything else that prints goes to
 stderr).  End of stdin means the parent is gone: the run stops and keeps its
@@ -18,10 +19,10 @@ import threading
 
 from trainlab.api.callbacks import Callback, RunControl
 from trainlab.api.errors import RunFailed, StopRequested, UsageError
-from trainlab.engine.execute import execute
 from trainlab.engine.outcome import EXIT_INTERRUPTED
-from trainlab.engine.plan import RunRequest, plan_run
+from trainlab.engine.plan import RunRequest
 from trainlab.engine.plugin_calls import FAILURE_PREFIX, failure_of
+from trainlab.engine.run_here import run_here
 from trainlab.system.logs import setup_logging
 
 
@@ -67,8 +68,7 @@ def main() -> int:
         signal.signal(signal.SIGINT, lambda *_: control.request_stop("interrupted"))
     forward = Forward()
     try:
-        plan = plan_run(request, log=forward.on_event, mp_context="spawn", should_stop=lambda: control.stop_requested)
-        outcome = execute(plan, callbacks=[forward], control=control)
+        outcome = run_here(request, control=control, callbacks=[forward], mp_context="spawn")
     except StopRequested as exc:  # stopped while preparing: no run began
         print(f"trainlab: error: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED

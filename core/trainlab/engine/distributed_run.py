@@ -23,35 +23,27 @@ from trainlab.api.errors import RunFailed, UsageError
 from trainlab.api.events import Log
 from trainlab.engine import distributed
 from trainlab.engine.distributed_control import ControlFileWatcher
-from trainlab.engine.execute import execute
 from trainlab.engine.outcome import EXIT_FAILED, EXIT_USAGE, RunOutcome
-from trainlab.engine.plan import plan_run
+from trainlab.engine.run_here import run_here
 from trainlab.engine.torchrun import REPORTS_ENV, RESULT_ENV, effective_batch
 from trainlab.runfolder.index import new_run_id
+from trainlab.runfolder.status import RunStatus
 from trainlab.system import paths
 
 
-def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) -> RunOutcome:
+def train_rank(request: Any, *, callbacks: list[Any], control: Any) -> RunOutcome:
     """Join the group, plan, execute; the rank's outcome (rank 0's is the run's)."""
     group = distributed.start(str(request.params.get("device", "auto")))
+    callbacks = callbacks if group.writer else []  # rank 0 alone reports
     watcher = None
-    try:
-        if not request.resume:  # rank 0's folder, whatever each machine's launcher said
-            mine = request.out or (str(paths.runs_dir() / new_run_id(request.task)) if group.writer else "")
-            request.out = group.broadcast_text(mine if group.writer else "")
-        request.params = dict(request.params)
-        request.params["device"] = group.device  # each rank its own, also on a resume
-        plan, problem, own_error = None, "", None
-        try:
-            plan = plan_run(request, log=log if group.writer else None, should_stop=lambda: control.stop_requested)
-        except (UsageError, RunFailed) as exc:
-            problem, own_error = str(exc), exc
-        found = group.first_problem(problem)
-        if own_error is not None:
-            raise own_error
+    agreed = False
+
+    def agree(plan: Any) -> None:  # every rank planned: the group goes on only if every one could
+        nonlocal agreed, watcher
+        agreed = True
+        found = group.first_problem("")
         if found:
             raise UsageError(found)
-        assert plan is not None
         plan.record["ranks"] = group.device_records()
         params = plan.engine
         effective = effective_batch(params.batch_size, group.world_size, params.grad_accum)
@@ -61,11 +53,23 @@ def train_rank(request: Any, *, log: Any, callbacks: list[Any], control: Any) ->
             f"{distributed.threads_note(group)}" + (f"; preflight: {group.preflight}" if group.preflight else "")
         )
         plan.early_events.append(line)
-        if group.writer and log is not None:
-            log(line)
+        for callback in callbacks:
+            callback.on_event(line)
         if group.writer:  # pause/resume/stop written into RUN_DIR/control reach every rank through the agreement
             watcher = ControlFileWatcher(plan.run_dir.path, control).start()
-        return execute(plan, callbacks=callbacks if group.writer else [], control=control)
+
+    try:
+        if not request.resume:  # rank 0's folder, whatever each machine's launcher said
+            mine = request.out or (str(paths.runs_dir() / new_run_id(request.task)) if group.writer else "")
+            request.out = group.broadcast_text(mine if group.writer else "")
+        request.params = dict(request.params)
+        request.params["device"] = group.device  # each rank its own, also on a resume
+        try:
+            return run_here(request, control=control, callbacks=callbacks, before_execute=agree)
+        except (UsageError, RunFailed) as exc:
+            if not agreed:  # this rank's planning failed: the others hear of it in their agreement
+                group.first_problem(str(exc))
+            raise
     finally:
         if watcher is not None:
             watcher.close()
@@ -78,7 +82,7 @@ def rank_main(request: Any, progress: Any, out: Any, *, stop_on_signals: Any, fa
     control = RunControl()
     try:
         with stop_on_signals(lambda: control.request_stop("interrupted")):
-            outcome = train_rank(request, log=progress.on_event, callbacks=[progress.callback], control=control)
+            outcome = train_rank(request, callbacks=[progress.callback], control=control)
     except (UsageError, RunFailed) as exc:
         code = EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED
         report_rank(rank, {"status": "failed", "error": str(exc), "exit_code": code, "usage_error": code == EXIT_USAGE})
@@ -89,7 +93,7 @@ def rank_main(request: Any, progress: Any, out: Any, *, stop_on_signals: Any, fa
     report_rank(rank, outcome.to_json())
     if rank != 0:
         return outcome.exit_code
-    if outcome.status == "failed":
+    if outcome.status == RunStatus.FAILED:
         out.note(f"trainlab: the run failed: {outcome.error}")
     if not os.environ.get(RESULT_ENV):  # started by torchrun directly: rank 0 prints the outcome
         out.result(outcome.to_json())

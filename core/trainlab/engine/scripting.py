@@ -2,11 +2,13 @@
 
     from trainlab.engine.scripting import RunRequest, run_training, evaluate_run, predict
 
-``run_training`` is ``execute(plan_run(request))``; ``plan_run`` and
-``execute`` are here too for scripts that look at the plan first,
-``prepare_task`` for one that checks the data once and trains several
-times, ``Callback``/``RunControl``/``RunState`` to follow and steer a run, the
-events it emits, and ``RunResult`` (= ``RunOutcome``) for what it returns.
+``run_training`` is ``execute(plan_run(request))`` (through ``run_here``,
+as every caller in TrainLab runs a request); ``plan_run`` and ``execute``
+are here too for scripts that look at the plan first, ``prepare_task`` for
+one that checks the data once and trains several times,
+``Callback``/``RunControl``/``RunState`` to follow and steer a run, the
+events it emits, and ``RunOutcome`` for what it returns (``RunResult``, its
+older name, still imports, with a ``DeprecationWarning``).
 docs/engine.md describes each. These names stay here across releases; the
 modules that define them may move (``trainlab.engine.runner``, the older
 home of this module, still imports for one release with a warning).
@@ -16,6 +18,7 @@ Nothing here imports torch until a function needs it: the window imports
 
 from __future__ import annotations
 
+import warnings
 from typing import Iterable
 
 from trainlab.api.callbacks import Callback, RunControl, RunState
@@ -28,9 +31,8 @@ from trainlab.engine.plan import RunPlan, RunRequest, plan_run
 from trainlab.engine.predict import predict
 from trainlab.engine.prepare import PreparedTask, prepare_task
 from trainlab.engine.recorder import data_fingerprint
+from trainlab.engine.run_here import run_here
 from trainlab.runfolder.index import RunStore
-
-RunResult = RunOutcome  # the name before plan_run/execute
 
 __all__ = [
     "Callback",
@@ -48,7 +50,6 @@ __all__ = [
     "RunOutcome",
     "RunPlan",
     "RunRequest",
-    "RunResult",
     "data_fingerprint",
     "evaluate_run",
     "execute",
@@ -73,15 +74,14 @@ def run_training(
     UsageError for bad input, found before the run starts or (the run folder
     then records the failure) after.
     """
-    callbacks = list(callbacks)
-
-    def log(event: Event) -> None:
-        for callback in callbacks:
-            callback.on_event(event)
-
-    control = control or RunControl()
-    plan = plan_run(request, log=log, mp_context=mp_context, should_stop=lambda: control.stop_requested)
-    outcome = execute(plan, callbacks=callbacks, control=control, store=store)
+    outcome = run_here(request, control=control, callbacks=callbacks, mp_context=mp_context, store=store)
     if outcome.usage_error:
         raise UsageError(outcome.error)
     return outcome
+
+
+def __getattr__(name: str):
+    if name == "RunResult":  # the name before plan_run/execute
+        warnings.warn("trainlab.engine.scripting.RunResult is RunOutcome; import RunOutcome", DeprecationWarning, stacklevel=2)
+        return RunOutcome
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

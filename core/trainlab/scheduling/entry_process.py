@@ -143,7 +143,6 @@ def run_entry(store: QueueStore, entry: QueueEntry, token: str, control: RunCont
         pruning = callbacks[0] if callbacks else None
         return execute_on_gpus(
             request,
-            run_dir,
             entry.gpus,
             control=control,
             on_eval=(lambda event: pruning.observe(event, control)) if pruning else None,

@@ -1,4 +1,4 @@
-"""Running one queued request: in this process, or over k GPUs through ``trainlab train --gpus k``.
+"""Running one queued request: in this process (``run_here``), or over k GPUs as a ``RunProcess`` group.
 
 Shared by the queue's runner and the foreground sweep.  ``start_point``
 decides, from what a run folder holds, whether a request starts a run, starts
@@ -9,11 +9,7 @@ being lost or repeated when a process dies.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -22,7 +18,8 @@ from trainlab.api.callbacks import Callback, RunControl
 from trainlab.api.errors import StopRequested, UsageError
 from trainlab.api.events import EvalResult
 from trainlab.engine.outcome import RunOutcome
-from trainlab.engine.plan import RunRequest, plan_run
+from trainlab.engine.plan import RunRequest
+from trainlab.engine.run_process import RunProcess
 from trainlab.runfolder.index import RunDir, new_run_id
 from trainlab.runfolder.status import RunStatus
 from trainlab.system import paths
@@ -93,40 +90,20 @@ def execute_here(
     control: RunControl,
     callbacks: Iterable[Callback] = (),
     record_extra: Mapping[str, Any] | None = None,
-    log: Callable[[Any], None] | None = None,
 ) -> RunOutcome:
-    """Plan and execute ``request`` in this process; ``record_extra`` joins run.json (``study``).
+    """Run ``request`` in this process; ``record_extra`` joins run.json (``study``).
 
     Stopped while preparing: a cancelled outcome without a run folder.
     """
-    from trainlab.engine.execute import execute
+    from trainlab.engine.run_here import run_here
 
     try:
-        plan = plan_run(request, log=log, should_stop=lambda: control.stop_requested)
+        return run_here(request, control=control, callbacks=callbacks, record_extra=record_extra)
     except StopRequested:
-        return RunOutcome.not_started(task=request.task, status="cancelled", error=control.stop_reason or "stopped")
-    if record_extra:
-        plan.record.update(dict(record_extra))
-    return execute(plan, callbacks=list(callbacks), control=control)
+        return RunOutcome.not_started(task=request.task, status=RunStatus.CANCELLED, error=control.stop_reason or "stopped")
 
 
 # -- several GPUs: trainlab train --gpus k, with the leased GPUs visible -----------
-
-
-def train_command(request: RunRequest, gpus: int, python: str | None = None) -> list[str]:
-    """``trainlab train ... --gpus k --json`` for ``request``: the torchrun launch is train's own."""
-    argv = [python or sys.executable, "-m", "trainlab", "train"]
-    if request.resume:
-        argv += ["--resume", str(request.resume)]
-    else:
-        argv += [request.task, "--data", str(request.data)]
-        if request.out:
-            argv += ["--out", str(request.out)]
-    for key, value in sorted(request.params.items()):
-        argv += ["--set", f"{key}={_text(value)}"]
-    if request.more_epochs:
-        argv += ["--more-epochs", str(request.more_epochs)]
-    return argv + ["--gpus", str(gpus), "--json"]
 
 
 def visible_devices_env(uuids: Iterable[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -137,15 +114,8 @@ def visible_devices_env(uuids: Iterable[str], base: Mapping[str, str] | None = N
     return env
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def execute_on_gpus(
     request: RunRequest,
-    run_dir: str,
     gpus: int,
     *,
     control: RunControl,
@@ -153,38 +123,26 @@ def execute_on_gpus(
     record_extra: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> RunOutcome:
-    """Run ``request`` over ``gpus`` GPUs as a ``trainlab train --gpus`` child and follow its run folder.
+    """Run ``request`` over ``gpus`` GPUs as a ``trainlab train --gpus`` group (``RunProcess``), following its run folder.
 
-    A stop request becomes SIGTERM to the child (train's own Ctrl-C path: the
-    run stops at the next step, checkpoint kept); the reason and
+    ``control``'s stop reaches the group as a stop request (the run stops
+    after the same step on every rank, checkpoint kept); the reason and
     ``record_extra`` are written into run.json once rank 0 has finished with it.
     """
-    import json
+    process = RunProcess(request, launch_args=["--gpus", str(gpus)], env=dict(env or os.environ), echo_stderr=True)
 
-    child = subprocess.Popen(train_command(request, gpus), env=dict(env or os.environ), stdout=subprocess.PIPE, text=True)
-    tail = RunDir(run_dir).tail()
-    signalled = False
-    while child.poll() is None:
-        for event in tail.read_new():
-            if isinstance(event, EvalResult) and on_eval is not None:
-                on_eval(event)
-        if control.stop_requested and not signalled:
-            child.send_signal(signal.SIGTERM)
-            signalled = True
-        time.sleep(0.5)
-    output = child.stdout.read() if child.stdout else ""
-    try:
-        outcome = RunOutcome.from_json(json.loads(output.strip().splitlines()[-1]))
-    except (ValueError, IndexError):
-        outcome = RunOutcome.not_started(task=request.task, run_dir=run_dir, error=f"trainlab train --gpus {gpus} ended with exit code {child.returncode}")
-    folder = RunDir(run_dir)
-    if folder.exists():
-        changes = dict(record_extra or {})
-        if outcome.status == RunStatus.CANCELLED and control.stop_reason:
-            changes["error"] = control.stop_reason
-            outcome = replace(outcome, error=control.stop_reason)
-        if changes:
-            folder.update(**changes)
+    def on_event(event: Any) -> None:
+        if isinstance(event, EvalResult) and on_eval is not None:
+            on_eval(event)
+
+    outcome = process.run(on_event=on_event, control=control)
+    changes = dict(record_extra or {})
+    if outcome.status == RunStatus.CANCELLED and control.stop_reason:  # the queue's reason (paused, cancelled, pruned)
+        changes["error"] = control.stop_reason
+        outcome = replace(outcome, error=control.stop_reason)
+    folder = RunDir(process.run_dir)
+    if changes and folder.exists():
+        folder.update(**changes)
     return outcome
 
 

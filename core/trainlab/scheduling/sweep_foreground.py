@@ -127,7 +127,7 @@ def _run_trial(
         if placement.uuids:
             trial_control = control.trial
             outcome = execute_on_gpus(
-                request, run_dir, len(placement.uuids), control=trial_control,
+                request, len(placement.uuids), control=trial_control,
                 on_eval=lambda event: pruning.observe(event, trial_control), record_extra=extra,
                 env=visible_devices_env(placement.uuids),
             )

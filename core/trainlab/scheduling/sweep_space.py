@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from trainlab.api.assignments import format_value
 from trainlab.api.descriptors import Param
 from trainlab.api.errors import UsageError
 
@@ -46,8 +47,8 @@ class Dimension:
     def text(self) -> str:
         """The item, written back canonically (a study remembers its space this way)."""
         if not self.is_range:
-            return f"{self.name}=" + ",".join(_value_text(v) for v in self.values)
-        parts = [_value_text(self._typed(self.low)), _value_text(self._typed(self.high))]
+            return f"{self.name}=" + ",".join(format_value(v) for v in self.values)
+        parts = [format_value(self._typed(self.low)), format_value(self._typed(self.high))]
         if self.log:
             parts.append("log")
         if self.points:
@@ -63,7 +64,7 @@ class Dimension:
             return self._points()
         if self.type == "int" and self.high - self.low + 1 <= GRID_INTEGERS_MAX:
             return list(range(int(self.low), int(self.high) + 1))
-        example = f"{self.name}={_value_text(self._typed(self.low))}:{_value_text(self._typed(self.high))}{':log' if self.log else ''}:4"
+        example = f"{self.name}={format_value(self._typed(self.low))}:{format_value(self._typed(self.high))}{':log' if self.log else ''}:4"
         raise UsageError(f"--space {self.text()}: a grid over a range needs a point count, e.g. {example}")
 
     def _points(self) -> list[Any]:
@@ -167,11 +168,3 @@ def grid_size(dimensions: Sequence[Dimension]) -> int:
     for dimension in dimensions:
         size *= len(dimension.grid_values())
     return size
-
-
-def _value_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)

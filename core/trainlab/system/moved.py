@@ -50,7 +50,7 @@ MOVED = {
     "trainlab.desktop.formatting": "trainlab_desktop.common.formatting",
     "trainlab.desktop.gpu_panel": "trainlab_desktop.run.gpu_panel",
     "trainlab.desktop.gpu_picker": "trainlab_desktop.run.gpu_picker",
-    "trainlab.desktop.group_run": "trainlab.engine.group_run",
+    "trainlab.desktop.group_run": "trainlab.engine.run_process",
     "trainlab.desktop.history": "trainlab_desktop.history.page",
     "trainlab.desktop.history_curves": "trainlab_desktop.history.curve_view",
     "trainlab.desktop.history_table": "trainlab_desktop.history.table",

@@ -16,30 +16,22 @@ show (as ``--set model=X`` given before the other ``--set`` values).
 
 A value that is not valid for its parameter (typed text such as ``1e``) is
 kept as typed, at its level, and named by ``invalid()``; ``resolved()``
-raises ``UsageError`` while there is one.  No Qt: the tests drive it directly.
+raises ``UsageError`` while there is one.  Values are written as text by
+``format_value`` (``trainlab.api.assignments``), exactly as ``--set`` takes
+them.  No Qt: the tests drive it directly.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from trainlab.api.assignments import format_value
 from trainlab.api.descriptors import Param, TaskSpec
 from trainlab.api.errors import UsageError
 from trainlab.api.params import ENGINE_PARAMS, full_schema, preset_for, resolve
 
 ENGINE, TASK, PRESET, REMEMBERED, EXPLICIT = "engine", "task", "preset", "remembered", "explicit"
 LEVELS = (ENGINE, TASK, PRESET, REMEMBERED, EXPLICIT)
-
-
-def format_value(value: Any) -> str:
-    """How a typed value is written as text (``Param.coerce`` reads it back)."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value) if (value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6)) else f"{value:g}"
-    return str(value)
 
 
 class ParamValues:

@@ -16,7 +16,7 @@ the form it had):
 * ``LaunchSummary``, next to Start while the run is a group: the world size
   and the effective batch, from the engine's own ``effective_batch``.
 
-The state is a ``LaunchChoice`` (plain, no Qt): what ``GroupRun`` turns into
+The state is a ``LaunchChoice`` (plain, no Qt): what ``RunProcess`` turns into
 the launcher's arguments.  The launch options are not task parameters, as on
 the command line: they are neither remembered with the task's values nor in
 ``run.json``'s ``parameters`` (its ``launch`` records them).

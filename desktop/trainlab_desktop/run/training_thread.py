@@ -19,14 +19,14 @@ allows the next emit.  So the GUI thread handles at most one queued batch per
 tick however fast the run goes, and no event is left stranded when the run
 goes quiet (during evaluation, say).
 
-The run executes in this thread (``plan_run`` then ``execute``, on the data
-check's ``PreparedTask`` when it still fits), in a child process
-(``ChildRun``), whose crash cannot take the window down, or, given a
-``LaunchChoice`` of several processes, as a group started through the CLI's
-launcher (``GroupRun``, followed through the run folder); all deliver the
-same events.  Pause, resume and stop are requests the engine honours between
-optimizer steps (``RunControl``), or signals to the child process, or words in
-a group's control file (``trainlab.engine.group_run``).
+The run executes in this thread (``run_here``: plan, then execute, on the
+data check's ``PreparedTask`` when it still fits) or in another process
+(``RunProcess``, ``trainlab.engine.run_process``): one child process, whose
+crash cannot take the window down, or, given a ``LaunchChoice`` of several
+processes, a group started through the CLI's launcher and followed through
+the run folder.  All deliver the same events.  Pause, resume and stop are
+requests the run honours between optimizer steps: the thread's
+``RunControl``, or words ``RunProcess`` passes to the other process.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from trainlab.api.callbacks import Callback, RunControl
 from trainlab.api.errors import UsageError
 from trainlab.api.events import EvalResult, Event, Finished, Log, Progress, Started, SystemSample, TrainStep
 from trainlab.engine.outcome import RunOutcome
-from trainlab.engine.plan import plan_run
+from trainlab.engine.run_process import RunProcess
 from trainlab.runfolder.status import SESSION_ACTIVE, RunStatus, SessionState
 
 log = logging.getLogger("trainlab.desktop")
@@ -252,11 +252,12 @@ class TrainingWorker(QThread):
         self.request = request
         self.mode = mode
         self.launch = launch if launch is not None and launch.group else None  # a LaunchChoice of several processes
-        self.group = None  # the GroupRun of such a launch: its argument list is known before it starts
-        if self.launch is not None:
-            from trainlab.engine.group_run import GroupRun
-
-            self.group = GroupRun(request, self.launch)
+        self.process = None  # the RunProcess of a run in another process: its command is known before it starts
+        if self.launch is not None or mode == "process":
+            if self.launch is not None:
+                self.process = RunProcess(request, launch_args=self.launch.launch_args(), shown_gpus=self.launch.telemetry_indices)
+            else:
+                self.process = RunProcess(request)
         # The data check's PreparedTask: plan_run takes it over when it still
         # fits the request (a child process prepares its own).
         self.prepared = prepared
@@ -265,7 +266,6 @@ class TrainingWorker(QThread):
         self.result: Any = None  # the RunOutcome, once runFinished was emitted
         self.run_dir = ""
         self._control = None
-        self._child = None
         self._control_lock = threading.Lock()
         self._pending_pause = False
         self._stop_requested = False
@@ -293,10 +293,8 @@ class TrainingWorker(QThread):
             self._pending_pause = True
             if self._control is not None:
                 self._control.pause()
-            if self._child is not None:
-                self._child.pause()
-            if self.group is not None:
-                self.group.pause()
+            if self.process is not None:
+                self.process.pause()  # held until the run can hear it
         self._set_state(SessionState.PAUSED)
 
     def resume(self) -> None:
@@ -304,10 +302,8 @@ class TrainingWorker(QThread):
             self._pending_pause = False
             if self._control is not None:
                 self._control.resume()
-            if self._child is not None:
-                self._child.resume()
-            if self.group is not None:
-                self.group.resume()
+            if self.process is not None:
+                self.process.resume()
         if self.state == SessionState.PAUSED:
             self._set_state(SessionState.RUNNING if self.run_dir else SessionState.PREPARING)
 
@@ -319,10 +315,8 @@ class TrainingWorker(QThread):
             self._stop_requested = True
             if self._control is not None:
                 self._control.request_stop()
-            if self._child is not None:
-                self._child.stop()
-            if self.group is not None:
-                self.group.stop()  # nothing yet when it has not started: _run_group then never starts it
+            if self.process is not None:
+                self.process.stop()  # nothing yet when it has not started: _run_process then never starts it
         if self.isRunning():
             self._set_state(SessionState.STOPPING)
 
@@ -344,7 +338,7 @@ class TrainingWorker(QThread):
 
     # -- the thread ------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
-        """From the training thread (or telemetry thread, or child reader)."""
+        """From the training thread (or the telemetry thread, or while following another process)."""
         if isinstance(event, Started):
             self.run_dir = event.run_dir
             if self.state == SessionState.PREPARING:
@@ -355,14 +349,11 @@ class TrainingWorker(QThread):
 
     def run(self) -> None:  # noqa: D401 - QThread entry point
 
-        if self.mode == "thread" and self.launch is None:
+        if self.process is None:
             lower_priority(self.niceness)  # this thread, and the torch threads it starts
             leave_a_core_for_the_window()
         try:
-            if self.launch is not None:
-                outcome = self._run_group()
-            else:
-                outcome = self._run_child() if self.mode == "process" else self._run_here()
+            outcome = self._run_here() if self.process is None else self._run_process()
         except BaseException as exc:  # noqa: BLE001 - a failed run must leave the window usable
             cancelled = isinstance(exc, (_Cancelled, KeyboardInterrupt))  # StopRequested: stopped while preparing
             outcome = RunOutcome.not_started(
@@ -394,43 +385,24 @@ class TrainingWorker(QThread):
                 self._control.request_stop()
             elif self._pending_pause:
                 self._control.pause()
-        from trainlab.engine.execute import execute
+        from trainlab.engine.run_here import run_here
 
         if self._stop_requested:
             raise _Cancelled("stopped before the run started")
-        bridge = event_bridge(self._on_event)
-        control = self._control
         prepared, self.prepared = self.prepared, None  # one run takes it over, or it is dropped
-        plan = plan_run(self.request, prepared=prepared, log=bridge.on_event, should_stop=lambda: control.stop_requested)
-        return execute(plan, callbacks=[bridge], control=self._control)
+        return run_here(self.request, control=self._control, callbacks=[event_bridge(self._on_event)], prepared=prepared)
 
-    def _run_child(self) -> Any:
-        from trainlab.engine.child import ChildRun
-
-        child = ChildRun(self.request)
+    def _run_process(self) -> Any:
+        process = self.process
         with self._control_lock:
             if self._stop_requested:
                 raise _Cancelled("stopped before the run started")
-            self._child = child
-            child.start()
-            lower_priority(self.niceness, pid=child.proc.pid if child.proc else None)
-            if self._pending_pause:
-                child.pause()
-        for event in child.events():
+            process.start()
+            # a group's ranks inherit it: torchrun starts them after the launcher's imports
+            lower_priority(self.niceness, pid=process.pid)
+        for event in process.events():
             self._on_event(event)
-        return child.result(child.wait())
-
-    def _run_group(self) -> Any:
-        group = self.group
-        with self._control_lock:
-            if self._stop_requested:
-                raise _Cancelled("stopped before the run started")
-            group.start()
-            # the ranks inherit it: torchrun starts them after the launcher's imports
-            lower_priority(self.niceness, pid=group.proc.pid if group.proc else None)
-        for event in group.events():
-            self._on_event(event)
-        return group.result(group.wait())
+        return process.result(process.wait())
 
 
 _EventBridge: type | None = None

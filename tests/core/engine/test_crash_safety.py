@@ -18,7 +18,7 @@ from helpers import run_toy_classification as train
 from trainlab.api.callbacks import Callback, RunControl
 from trainlab.api.errors import UsageError
 from trainlab.api.events import Log, Started, TrainStep
-from trainlab.engine.child import ChildRun
+from trainlab.engine.run_process import RunProcess
 from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.runfolder.index import RunDir, RunStore
 from trainlab.runfolder.tail import read_events
@@ -44,7 +44,7 @@ cli = functools.partial(run_trainlab, extra_path=[FIXTURE_PLUGINS])
 def test_a_kill_before_any_checkpoint_resumes_from_step_0_in_the_same_folder(toy_plugin, toy_csv, tmp_path):
     straight = train(toy_csv, tmp_path, "straight", epochs=2, final_weights="last")
     out = tmp_path / "killed"
-    child = ChildRun(
+    child = RunProcess(
         RunRequest(task="toy-classification", data=str(toy_csv), out=str(out),
                    params={"epochs": "2", "final_weights": "last", "step_delay": "0.02", "log_interval": "0"}),
         env=subprocess_env([FIXTURE_PLUGINS]),

@@ -128,7 +128,7 @@ def test_stop_takes_effect_within_one_step_and_resume_mid_epoch_is_exact(toy_plu
 
 def test_resume_after_a_kill_in_mid_epoch(toy_plugin, toy_csv, tmp_path):
     """SIGKILL a child-process run in mid-epoch, resume it, get the straight run's weights."""
-    from trainlab.engine.child import ChildRun
+    from trainlab.engine.run_process import RunProcess
 
     straight = train(toy_csv, tmp_path, "straight", epochs=2, final_weights="last", checkpoint_every_steps=4)
     request = RunRequest(
@@ -137,7 +137,7 @@ def test_resume_after_a_kill_in_mid_epoch(toy_plugin, toy_csv, tmp_path):
         out=str(tmp_path / "killed"),
         params={"epochs": "2", "final_weights": "last", "checkpoint_every_steps": "4", "step_delay": "0.02"},
     )
-    child = ChildRun(request, env=subprocess_env([FIXTURE_PLUGINS]))
+    child = RunProcess(request, env=subprocess_env([FIXTURE_PLUGINS]))
     child.start()
     killed = False
     for event in child.events():
@@ -384,9 +384,10 @@ def test_total_steps_come_from_the_tasks_own_batch_order(toy_plugin, toy_csv, tm
 def test_one_outcome_type_with_one_exit_code(toy_plugin, toy_csv, tmp_path):
     from trainlab.api.events import event_from_json
     from trainlab.engine.outcome import RunOutcome
-    from trainlab.engine.scripting import RunResult
+    import trainlab.engine.scripting as scripting
 
-    assert RunResult is RunOutcome  # the old name still works
+    with pytest.warns(DeprecationWarning, match="RunOutcome"):
+        assert scripting.RunResult is RunOutcome  # the old name still works, saying which to use
     rec = Recorder()
     outcome = train(toy_csv, tmp_path, callbacks=[rec], epochs=2)
     assert isinstance(outcome, RunOutcome) and outcome.exit_code == 0
@@ -407,10 +408,10 @@ def test_one_outcome_type_with_one_exit_code(toy_plugin, toy_csv, tmp_path):
 
 
 def test_a_child_process_returns_the_same_outcome(toy_plugin, toy_csv, tmp_path):
-    from trainlab.engine.child import ChildRun
+    from trainlab.engine.run_process import RunProcess
     from trainlab.engine.outcome import RunOutcome
 
-    child = ChildRun(toy_request(toy_csv, tmp_path, "child", epochs=2), env=subprocess_env([FIXTURE_PLUGINS]))
+    child = RunProcess(toy_request(toy_csv, tmp_path, "child", epochs=2), env=subprocess_env([FIXTURE_PLUGINS]))
     child.start()
     for _ in child.events():
         pass
@@ -485,7 +486,7 @@ def test_the_engine_modules_import_without_torch():
 
     code = (
         "import sys\n"
-        "from trainlab.engine.scripting import RunRequest, run_training, evaluate_run, predict, RunResult\n"
+        "from trainlab.engine.scripting import RunRequest, run_training, evaluate_run, predict\n"
         "from trainlab.engine.plan import plan_run\nfrom trainlab.engine.execute import execute\n"
         "from trainlab.engine.prepare import prepare_task\n"
         "print('torch' in sys.modules)\n"

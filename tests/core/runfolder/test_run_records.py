@@ -239,7 +239,6 @@ NAMES_RUN_FILES: dict[str, str] = {}
 PARSES_JSON = {
     "data_panel.py": "previews the user's own JSON-lines data, not a run folder",
     "estimate.py": "the estimate child's settings on stdin and its one JSON line on stdout, not a run folder",
-    "group_run.py": "the launcher's one JSON object on stdout (train --json), not a run folder",
 }
 
 

@@ -22,7 +22,8 @@ from fixtures import fake_nvml
 from trainlab.api.errors import UsageError
 from trainlab.engine.plan import RunRequest
 from trainlab.scheduling import queue_actions as actions
-from trainlab.scheduling.execution import train_command, visible_devices_env
+from trainlab.engine.run_process import RunProcess
+from trainlab.scheduling.execution import visible_devices_env
 from trainlab.engine.gpu_leases import LeaseTaken, gpu_states, hold_device_lease, holder_of, read_gpus
 from trainlab.scheduling.scheduler import Scheduler
 from trainlab.scheduling.queue_store import DONE, QUEUED, RUNNING, QueueStore
@@ -150,7 +151,7 @@ def test_one_run_per_gpu_a_busy_gpu_skipped_k_gpus_for_a_multi_gpu_run(leases, r
 
     # What the runner of a 2-GPU entry starts: train's own torchrun launch, on exactly the leased GPUs.
     request = RunRequest(task="toy-classification", data=str(toy_csv), params={"lr": 0.01}, out="/runs/a")
-    argv = train_command(request, 2, python="python")
+    argv = RunProcess(request, launch_args=["--gpus", "2"], python="python").command
     assert argv == ["python", "-m", "trainlab", "train", "toy-classification", "--data", str(toy_csv), "--out", "/runs/a",
                     "--set", "lr=0.01", "--gpus", "2", "--json"]
     assert visible_devices_env(runners.devices[both.id], {})["CUDA_VISIBLE_DEVICES"] == f"{rtx.uuid},{a100.uuid}"
