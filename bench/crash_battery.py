@@ -26,14 +26,13 @@ each kill it checks, with the public tools only:
                     reference's, bit for bit
   no_temporaries    no temporary file is left in the folder afterwards
 
-    python bench/crash_battery.py [--kills 20] [--seed 0] [--json]
+    python bench/crash_battery.py [--kills 20] [--seed 0] [--quick] [--json]
 
 The last line is a JSON object; the goal is N/N in every column.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -43,6 +42,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pairs import bench_parser, emit, speaker
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "plugins"
@@ -272,13 +273,14 @@ def _same_weights(out: Path, reference: Path) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "2 kills, in the first two phases")
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help="only the JSON summary on stdout")
     args = parser.parse_args()
+    if args.quick:
+        args.kills = 2
     rng = random.Random(args.seed)
-    say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    say = speaker(args)
     with tempfile.TemporaryDirectory(prefix="trainlab-crash-") as tmp:
         work = Path(tmp)
         os.environ["TRAINLAB_HOME"] = str(work / "home")  # this process's checks read the same home
@@ -308,9 +310,8 @@ def main() -> int:
         "goal": f"{args.kills}/{args.kills} in every column",
         "moments": moments,
     }
-    if not args.json:
-        say("; ".join(f"{c} {v}/{args.kills}" for c, v in summary["columns"].items()))
-    print(json.dumps(summary))
+    say("; ".join(f"{c} {v}/{args.kills}" for c, v in summary["columns"].items()))
+    emit("crash_battery", args, summary)
     return 0 if all(v == args.kills for v in summary["columns"].values()) else 1
 
 
