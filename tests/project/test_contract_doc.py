@@ -28,7 +28,6 @@ CONTRACT = ROOT / "docs" / "contract.md"
 PLANNED: set[str] = {
     "eval --split",
     "predict --set",
-    "plugins new",
     "chat",  # with text-generation
     "export",  # with text-generation
 }
