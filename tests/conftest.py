@@ -29,6 +29,7 @@ from helpers import (  # noqa: E402
     CARELESS_PLUGINS,
     FAULTY_PLUGIN,
     FIXTURE_PLUGINS,
+    FORECAST_PLUGIN,
     ROOT,
     NetworkBlocked,
     make_bert_folder,
@@ -128,7 +129,7 @@ def fixture_plugin_verdicts(tmp_path_factory) -> Path | None:
     import subprocess
 
     home = tmp_path_factory.mktemp("probe-seed-home")
-    env = subprocess_env([FIXTURE_PLUGINS, BROKEN_PLUGINS, FAULTY_PLUGIN, CARELESS_PLUGINS], TRAINLAB_HOME=str(home))
+    env = subprocess_env([FIXTURE_PLUGINS, FORECAST_PLUGIN, BROKEN_PLUGINS, FAULTY_PLUGIN, CARELESS_PLUGINS], TRAINLAB_HOME=str(home))
     subprocess.run([sys.executable, "-m", "trainlab", "plugins", "--json"], capture_output=True, env=env, timeout=120)
     found = home / "cache" / "plugin-probes.json"
     return found if found.is_file() else None

@@ -181,21 +181,22 @@ def write_series_csv(path: Path, names: tuple[str, ...] = ("north", "south"), le
     return path
 
 
-def train_toy_forecast(root: Path, **params: str) -> str:
-    """A real run of toy-forecast under ``root`` (a home of its own); returns its run folder."""
+def train_toy_forecast(root: Path, name: str = "run", **params: str) -> str:
+    """A real run of toy-forecast under ``root`` (a home of its own: runs of several ``name``s
+    share its index); returns its run folder ``root/name``."""
     import pytest
 
     import trainlab.pluginhost.host as host
 
     root.mkdir(parents=True, exist_ok=True)
-    data = write_series_csv(root / "series.csv")
+    data = root / "series.csv" if (root / "series.csv").is_file() else write_series_csv(root / "series.csv")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRAINLAB_HOME", str(root / "home"))
         mp.syspath_prepend(str(FORECAST_PLUGIN))
         mp.setattr(host, "_registry", None)
         from trainlab.engine.scripting import RunRequest, run_training
 
-        result = run_training(RunRequest(task="toy-forecast", data=str(data), params=dict(params), out=str(root / "run")))
+        result = run_training(RunRequest(task="toy-forecast", data=str(data), params=dict(params), out=str(root / name)))
     assert result.status == "completed", result.error
     return result.run_dir
 

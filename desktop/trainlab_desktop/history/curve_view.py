@@ -1,8 +1,12 @@
 """The run history's curves: one run's, or several overlaid, live while they train.
 
 ``RunCurvesView`` draws loss per step (training smoothed, validation dashed
-with a marker per evaluation), validation accuracy per epoch and the learning
-rate.  Each run is a ``RunTrace``: its ``trainlab.viewmodel.curves.RunCurves``
+with a marker per evaluation) and the learning rate, and below them the
+validation metrics each run's task declares, per epoch: metrics that read
+alike share a plot (accuracy and F1 together, errors in a unit apart), and
+runs of different families compared get a row of plots per family, so a
+forecast's MAE is never drawn on a classifier's accuracy axis.  Each run is
+a ``RunTrace``: its ``trainlab.viewmodel.curves.RunCurves``
 fed by the run folder's one tolerant tail (``RunDir.tail()``), so a run that
 is still training grows every ``TAIL_MS`` and a half-written last line is
 never drawn.
@@ -19,13 +23,27 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from trainlab.api.descriptors import Metric
 from trainlab.api.errors import UsageError
 from trainlab.api.events import Finished
 from trainlab.runfolder.index import RunDir
+from trainlab.viewmodel.history import declarations
+from trainlab_desktop.common.formatting import metric_title
 
 TAIL_MS = 500  # a followed run's metrics.jsonl
 # Qualitative colours (Tableau 10) that read on light and dark backgrounds.
 RUN_COLORS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
+SYMBOLS = ("o", "t", "s", "d", "+", "x")  # one per metric sharing a plot
+BOUNDED = ("percent", "score")  # fractions and scores up to 1 share a plot
+
+
+def metric_groups(metrics: Sequence[Metric]) -> list[list[Metric]]:
+    """The metrics split into plots: the bounded ones together, then one plot per other display and unit."""
+    groups: dict[tuple[str, str], list[Metric]] = {}
+    for metric in metrics:
+        key = ("bounded", "") if metric.display in BOUNDED else (metric.display, metric.unit)
+        groups.setdefault(key, []).append(metric)
+    return list(groups.values())
 
 
 class RunTrace:
@@ -40,11 +58,14 @@ class RunTrace:
         # A run that ended without its "finished" event (killed, interrupted)
         # is not live either: run.json says it is over.
         ended = False
+        record = None
         try:
             record = folder.read_record()
             self.title, ended = record.title, record.finished
         except UsageError as exc:
             self.title, self.problem = folder.path.name, str(exc)
+        # what its task declares (as run.json recorded it, else the installed task's, else its family's)
+        self.family, self.metrics, self.monitor = declarations(record, record.task if record is not None else "")
         self.color = color
         self.curves = RunCurves()
         self.tail = folder.tail()
@@ -70,7 +91,8 @@ class RunCurvesView(QWidget):
     """Curves of one run, or several overlaid (one colour per run).
 
     Plots: loss per step (training smoothed, validation dashed with a marker
-    per evaluation), validation accuracy per epoch, and the learning rate.
+    per evaluation), the learning rate, and each family's declared validation
+    metrics per epoch (a row of plots per family).
     Runs that are still training are tailed every ``TAIL_MS``.
     """
 
@@ -118,18 +140,47 @@ class RunCurvesView(QWidget):
         def axes(bottom=GridAxis):
             return {"left": GridAxis("left"), "bottom": bottom("bottom")}
 
+        self._axes = axes
         self.loss_plot = self.view.addPlot(row=0, col=0, title=self.tr("Loss"), axisItems=axes())
-        self.accuracy_plot = self.view.addPlot(row=0, col=1, title=self.tr("Validation accuracy"), axisItems=axes(EpochAxis))
-        self.lr_plot = self.view.addPlot(row=0, col=2, title=self.tr("Learning rate"), axisItems=axes())
+        self.lr_plot = self.view.addPlot(row=0, col=1, title=self.tr("Learning rate"), axisItems=axes())
         self.loss_plot.setLabel("bottom", self.tr("step"))
-        self.accuracy_plot.setLabel("bottom", self.tr("epoch"))
         self.lr_plot.setLabel("bottom", self.tr("step"))
-        self.accuracy_plot.setYRange(0, 1, padding=0.02)
-        self.accuracy_plot.enableAutoRange(y=False)
+        self.metric_plots: list[tuple[str, list[Metric], Any]] = []  # (family, metrics, plot), a row per family
         self._layout.addWidget(self.view, 1)
         self._plots_built = True
         self.loss_plot.setLogMode(y=self.log_scale.isChecked())
         self.apply_palette()
+
+    def _build_metric_plots(self) -> None:
+        """A row of plots per family of the shown runs: its declared metrics, grouped by how they read."""
+        from trainlab_desktop.plots.axes import EpochAxis
+
+        for _, _, plot in self.metric_plots:
+            self.view.removeItem(plot)
+        self.metric_plots = []
+        families: dict[str, list[Metric]] = {}
+        for trace in self.traces:
+            declared = families.setdefault(trace.family or "", [])
+            declared += [m for m in trace.metrics if m.name not in {d.name for d in declared}]
+        several = len(families) > 1
+        for row, (family, metrics) in enumerate(families.items(), start=1):
+            for col, group in enumerate(metric_groups(metrics)):
+                names = " \u00b7 ".join(metric_title(m.name, m) for m in group)
+                unit = group[0].unit if group[0].display not in BOUNDED else ""
+                title = self.tr("Validation {metrics}").format(metrics=names) + (f" ({unit})" if unit else "")
+                if several:
+                    title = f"{family or self.tr('other')}: {title}"
+                plot = self.view.addPlot(row=row, col=col, title=title, axisItems=self._axes(EpochAxis))
+                plot.setLabel("bottom", self.tr("epoch"))
+                if all(m.display == "percent" for m in group) or (group[0].display in BOUNDED and family in ("classification", "multilabel")):
+                    plot.setYRange(0, 1, padding=0.02)
+                    plot.enableAutoRange(y=False)
+                self.metric_plots.append((family, group, plot))
+        self.apply_palette()
+
+    def metric_plot_titles(self) -> list[str]:
+        """The titles of the metric plots, a row per family (what tests and screenshots read)."""
+        return [plot.titleLabel.text for _, _, plot in self.metric_plots] if self._plots_built else []
 
     def _log_scale_toggled(self, on: bool) -> None:
         if self._plots_built:
@@ -137,7 +188,9 @@ class RunCurvesView(QWidget):
             self.loss_plot.enableAutoRange()
 
     def plots(self) -> list[Any]:
-        return [self.loss_plot, self.accuracy_plot, self.lr_plot] if self._plots_built else []
+        if not self._plots_built:
+            return []
+        return [self.loss_plot, self.lr_plot, *(plot for _, _, plot in self.metric_plots)]
 
     def apply_palette(self) -> None:
         if not self._plots_built:
@@ -181,6 +234,7 @@ class RunCurvesView(QWidget):
             self.timer.stop()
             return
         self._build_plots()
+        self._build_metric_plots()
         self.view.setVisible(True)
         self.log_scale.setVisible(True)
         single = len(self.traces) == 1
@@ -196,9 +250,18 @@ class RunCurvesView(QWidget):
                 [], [], pen=pg.mkPen(color, width=2, style=Qt.PenStyle.DashLine), symbol="o", symbolSize=6,
                 symbolBrush=color, symbolPen=color,
             )
-            trace.items["accuracy"] = self.accuracy_plot.plot(
-                [], [], pen=pg.mkPen(color, width=2), symbol="o", symbolSize=6, symbolBrush=color, symbolPen=color
-            )
+            for family, group, plot in self.metric_plots:
+                if family != (trace.family or ""):
+                    continue
+                for index, metric in enumerate(group):
+                    if metric.name not in {m.name for m in trace.metrics}:
+                        continue
+                    style = Qt.PenStyle.SolidLine if index == 0 else Qt.PenStyle.DashLine
+                    width = 3 if metric.name == trace.monitor else 2
+                    symbol = SYMBOLS[index % len(SYMBOLS)]
+                    trace.items[metric.name] = plot.plot(
+                        [], [], pen=pg.mkPen(color, width=width, style=style), symbol=symbol, symbolSize=6, symbolBrush=color, symbolPen=color
+                    )
             trace.items["lr"] = self._curve(self.lr_plot, pg.mkPen(color, width=2))
         self._update_legend()
         self.poll(force=True)
@@ -256,7 +319,9 @@ class RunCurvesView(QWidget):
         if trace.seen.get("evals") != evals.version:
             trace.seen["evals"] = evals.version
             trace.items["val_loss"].setData(evals.column("step"), evals.column("loss"), connect="finite")
-            trace.items["accuracy"].setData(evals.column("epoch"), evals.column("accuracy"), connect="finite")
+            for metric in trace.metrics:
+                if metric.name in trace.items:
+                    trace.items[metric.name].setData(evals.column("epoch"), trace.curves.eval_values(metric.name), connect="finite")
 
     def point_counts(self) -> dict[str, dict[str, int]]:
         """Points drawn per run and curve (what tests check)."""

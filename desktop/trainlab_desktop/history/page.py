@@ -65,9 +65,9 @@ class RunHistoryView(QWidget):
 
         self.filter_edit = QLineEdit()
         self.filter_edit.setObjectName("historyFilter")
-        self.filter_edit.setPlaceholderText(self.tr("Filter by name, task or status"))
+        self.filter_edit.setPlaceholderText(self.tr("Filter by name, task or status, or a metric: mae<3, accuracy>90%"))
         self.filter_edit.setClearButtonEnabled(True)
-        self.filter_edit.textChanged.connect(self.proxy.setFilterFixedString)
+        self.filter_edit.textChanged.connect(self.proxy.set_filter_text)
         self.follow_box = QCheckBox(self.tr("Follow new runs"))
         self.follow_box.setToolTip(
             self.tr("Select a run as soon as it starts, also one started from the command line, and follow its curves")
@@ -100,9 +100,10 @@ class RunHistoryView(QWidget):
         self.table.verticalHeader().setVisible(False)
         header = self.table.horizontalHeader()
         header.setHighlightSections(False)
-        for column, name in enumerate(COLUMNS):
-            mode = QHeaderView.ResizeMode.Stretch if name == "name" else QHeaderView.ResizeMode.ResizeToContents
-            header.setSectionResizeMode(column, mode)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # the metric columns too, as they come
+        header.setStretchLastSection(False)
+        self.model.modelReset.connect(self._stretch_name)
+        self._stretch_name()
         self.table.doubleClicked.connect(lambda index: self._open_row(index.row()))
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -153,6 +154,16 @@ class RunHistoryView(QWidget):
         self._known_ids: set[str] | None = None
         self.refresh()
         self._selection_changed()
+
+    def _stretch_name(self) -> None:
+        self.table.horizontalHeader().setSectionResizeMode(COLUMNS.index("name"), QHeaderView.ResizeMode.Stretch)
+
+    def sort_by_metric(self, name: str) -> None:
+        """Sort the runs by metric ``name``, the best first (scripts, tests; a click on its header does the same)."""
+        column = self.model.column_of(name)
+        if column < 0:
+            raise KeyError(name)
+        self.table.sortByColumn(column, Qt.SortOrder.AscendingOrder)
 
     # -- data -----------------------------------------------------------------------
     def refresh(self) -> None:
@@ -211,7 +222,7 @@ class RunHistoryView(QWidget):
             if row < 0:
                 continue
             left = self.proxy.mapFromSource(self.model.index(row, 0))
-            right = self.proxy.mapFromSource(self.model.index(row, len(COLUMNS) - 1))
+            right = self.proxy.mapFromSource(self.model.index(row, self.model.columnCount() - 1))
             if left.isValid():
                 selection.select(left, right)
                 first = first or left

@@ -4,8 +4,15 @@
 dict per run); its name column is editable and renames the run.  Every word
 and number goes through the shared forms (``trainlab_desktop.common.formatting``,
 ``trainlab.runfolder.records.run_title``), so a run reads the same here as on the start
-page and in its results.  ``RunFilterProxy`` narrows the rows to the words
-typed in the filter box.
+page and in its results.
+
+Besides the fixed columns (``COLUMNS``; "Best" names the monitor and its best
+value, ``accuracy 92.5%``), there is a column for every metric the listed
+runs declare (``trainlab.viewmodel.history``): a run of another family leaves
+it empty, and sorting by it puts the best value first whatever the metric's
+direction.  ``RunFilterProxy`` narrows the rows to the words typed in the
+filter box and to the conditions on metrics among them (``mae<3``,
+``accuracy>=90%``).
 """
 
 from __future__ import annotations
@@ -30,9 +37,11 @@ from trainlab.api.errors import UsageError
 from trainlab.runfolder.index import RunDir, RunStore
 from trainlab.runfolder.records import run_title
 from trainlab.runfolder.status import CANCELLED, COMPLETED, FAILED, INTERRUPTED, RUNNING, shown_status
-from trainlab_desktop.common.formatting import MISSING, format_duration, format_metric, status_title
+from trainlab.viewmodel.history import RunMetrics, metric_columns, run_metrics, sort_key, split_filter
+from trainlab_desktop.common.formatting import MISSING, format_duration, metric_title, status_title
 
-COLUMNS = ("status", "name", "task", "started", "duration", "best")
+COLUMNS = ("status", "name", "task", "started", "duration", "best")  # then one column per declared metric
+METRIC_PREFIX = "metric:"
 STATUS_DOTS = {
     RUNNING: "#2f6fde",
     COMPLETED: "#2e9d5b",
@@ -63,26 +72,44 @@ class RunHistoryModel(QAbstractTableModel):
         self.store = store
         self.rows: list[dict[str, Any]] = []
         self.now = time.time()
+        self.metric_specs: dict[str, Any] = {}  # name -> Metric, one column each after COLUMNS
+        self.columns: tuple[str, ...] = COLUMNS
 
     def headers(self) -> list[str]:
-        return [self.tr("Status"), self.tr("Name"), self.tr("Task"), self.tr("Started"), self.tr("Duration"), self.tr("Best")]
+        fixed = [self.tr("Status"), self.tr("Name"), self.tr("Task"), self.tr("Started"), self.tr("Duration"), self.tr("Best")]
+        return fixed + [metric_title(name, metric) for name, metric in self.metric_specs.items()]
+
+    def metrics_of(self, run: dict[str, Any]) -> RunMetrics:
+        """The run's declared metrics and values (read from its run.json once per change)."""
+        return run_metrics(run)
+
+    def column_of(self, key: str) -> int:
+        """The column of ``key``: one of ``COLUMNS``, or a metric's name."""
+        if key in self.columns:
+            return self.columns.index(key)
+        return self.columns.index(METRIC_PREFIX + key) if METRIC_PREFIX + key in self.columns else -1
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
         """Replace the rows; an unchanged list of runs only repaints (keeps the selection)."""
         self.now = time.time()
-        if [r["id"] for r in rows] == [r["id"] for r in self.rows]:
+        specs = {m.name: m for m in metric_columns([self.metrics_of(r) for r in rows])}
+        columns = COLUMNS + tuple(METRIC_PREFIX + name for name in specs)
+        if [r["id"] for r in rows] == [r["id"] for r in self.rows] and columns == self.columns:
             self.rows = rows
+            self.metric_specs = specs
             if rows:
-                self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
+                self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(self.columns) - 1))
             return
         self.beginResetModel()
         self.rows = rows
+        self.metric_specs = specs
+        self.columns = columns
         self.endResetModel()
 
     def tick(self) -> None:
         """Repaint the running runs' durations."""
         self.now = time.time()
-        column = COLUMNS.index("duration")
+        column = self.columns.index("duration")
         for row, run in enumerate(self.rows):
             if run.get("status") == RUNNING:
                 index = self.index(row, column)
@@ -98,11 +125,11 @@ class RunHistoryModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.rows)
 
     def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(COLUMNS)
+        return 0 if parent.isValid() else len(self.columns)
 
     def flags(self, index: ModelIndex) -> Qt.ItemFlag:
         flags = super().flags(index)
-        if index.isValid() and COLUMNS[index.column()] == "name":
+        if index.isValid() and self.columns[index.column()] == "name":
             flags |= Qt.ItemFlag.ItemIsEditable
         return flags
 
@@ -115,8 +142,12 @@ class RunHistoryModel(QAbstractTableModel):
         if not index.isValid():
             return None
         run = self.rows[index.row()]
-        column = COLUMNS[index.column()]
+        column = self.columns[index.column()]
+        metric = column[len(METRIC_PREFIX):] if column.startswith(METRIC_PREFIX) else ""
         if role == Qt.ItemDataRole.UserRole:  # sort key
+            if metric:  # a float (Qt compares numbers, not tuples): ascending puts the best first, runs without it last
+                missing, key = sort_key(self.metrics_of(run), metric)
+                return math.inf if missing else key
             return {
                 "status": row_status(run),
                 "name": row_title(run).lower(),
@@ -128,12 +159,17 @@ class RunHistoryModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.UserRole + 1:
             return run
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+            if metric:
+                metrics = self.metrics_of(run)
+                return metrics.text(metric) if metrics.value(metric) is not None else ""
             return self._text(run, column, role)
         if role == Qt.ItemDataRole.DecorationRole and column == "status":
             return status_icon_for(row_status(run))
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in ("duration", "best"):
+        if role == Qt.ItemDataRole.TextAlignmentRole and (column in ("duration", "best") or metric):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
+            if metric:
+                return self._metric_tooltip(run, metric)
             if column == "best" and run.get("monitor"):
                 return self.tr("Best validation {metric}").format(metric=run["monitor"])
             if column == "name":
@@ -144,6 +180,15 @@ class RunHistoryModel(QAbstractTableModel):
             # An unnamed run shows its id, dimmed, so named runs stand out.
             return QGuiApplication.palette().color(QPalette.ColorRole.PlaceholderText)
         return None
+
+    def _metric_tooltip(self, run: dict[str, Any], name: str) -> str | None:
+        metrics = self.metrics_of(run)
+        declared = metrics.metric(name)
+        if declared is None:
+            return self.tr("Runs of {task} do not compute {metric}").format(task=run.get("task") or "?", metric=name)
+        which = self.tr("best (the monitor)") if name == metrics.monitor else self.tr("last validation")
+        direction = self.tr("higher is better") if declared.higher_is_better else self.tr("lower is better")
+        return f"{metric_title(name, declared)}: {which}; {direction}" + (f"\n{declared.help}" if declared.help else "")
 
     def _text(self, run: dict[str, Any], column: str, role: int) -> str:
         if column == "status":
@@ -160,10 +205,11 @@ class RunHistoryModel(QAbstractTableModel):
             return QLocale().toString(moment, QLocale.FormatType.ShortFormat)
         if column == "duration":
             return format_duration(self._duration(run), missing=MISSING)
-        return format_metric(run.get("monitor"), run.get("best_metric"))
+        metrics = self.metrics_of(run)  # the monitor, named: "accuracy 92.5%", never a bare number
+        return metrics.named(metrics.monitor) if run.get("best_metric") is not None and metrics.monitor else MISSING
 
     def setData(self, index: ModelIndex, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
-        if role != Qt.ItemDataRole.EditRole or COLUMNS[index.column()] != "name":
+        if role != Qt.ItemDataRole.EditRole or self.columns[index.column()] != "name":
             return False
         run = self.rows[index.row()]
         name = str(value).strip()
@@ -193,17 +239,37 @@ def run_error(run_dir: str) -> str:
 
 
 class RunFilterProxy(QSortFilterProxyModel):
-    """Rows whose id, name, task, status or folder hold every typed word."""
+    """Rows whose id, name, task, status or folder hold every typed word, and
+    whose metrics meet every typed condition (``mae<3``, ``accuracy>=90%``)."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.filter_text = ""  # as typed: a fixed-string filter would escape the < of "mae<3"
+
+    def set_filter_text(self, text: str) -> None:
+        if not hasattr(self, "beginFilterChange"):  # PySide6 before 6.10
+            self.filter_text = text
+            self.invalidateFilter()
+            return
+        self.beginFilterChange()
+        self.filter_text = text
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def filterAcceptsRow(self, source_row: int, source_parent: ModelIndex) -> bool:  # noqa: N802
-        needle = self.filterRegularExpression().pattern().lower()
-        if not needle:
+        needle = self.filter_text
+        if not needle.strip():
             return True
-        run = self.sourceModel().run_at(source_row)
-        words = [str(run.get(k) or "") for k in ("id", "name", "task", "status", "run_dir")]
-        words.append(status_title(run.get("status"), run.get("error")))  # what the user reads in the column
-        haystack = " ".join(words).lower()
-        return all(word in haystack for word in needle.split())
+        model = self.sourceModel()
+        run = model.run_at(source_row)
+        words, conditions = split_filter(needle)
+        if conditions:
+            metrics = model.metrics_of(run)
+            if not all(condition.holds(metrics) for condition in conditions):
+                return False
+        fields = [str(run.get(k) or "") for k in ("id", "name", "task", "status", "run_dir")]
+        fields.append(status_title(run.get("status"), run.get("error")))  # what the user reads in the column
+        haystack = " ".join(fields).lower()
+        return all(word in haystack for word in words)
 
 
 def status_icon_for(status: str):

@@ -206,7 +206,7 @@ class MetricPlots:
         for metric in group:
             text = _html(metric_title(metric.name, metric))
             if latest.get(metric.name) is not None:
-                text += " " + _html(format_metric(metric.name, latest[metric.name], metric.display))
+                text += " " + _html(format_metric(metric.name, latest[metric.name], metric))
             if metric.name == self.monitored:
                 text = f"<b>{text}</b>"
             parts.append(f"<span style='color:{self.color(metric.name)}'>{text}</span>")

@@ -27,10 +27,12 @@ run_log = logging.getLogger("trainlab.run")
 LOG_LEVELS = {"debug": logging.DEBUG, "warning": logging.WARNING, "error": logging.ERROR}
 
 
-def describe_eval(event: Any) -> str:
-    """One evaluation as a log line: the loss and the task's metrics."""
+def describe_eval(event: Any, declared: Any = ()) -> str:
+    """One evaluation as a log line: the loss and the task's metrics, each in its
+    ``declared`` display and unit, as the command line writes them (``smape 2.8%``)."""
+    specs = {m.name: m for m in declared}
     parts = [f"loss {format_metric('loss', event.loss)}"]
-    parts += [f"{name} {format_metric(name, value)}" for name, value in event.metrics.items()]
+    parts += [f"{name} {format_metric(name, value, specs.get(name))}" for name, value in event.metrics.items()]
     return f"epoch {event.epoch} {event.split}: " + ", ".join(parts) + (" (best so far)" if event.best else "")
 
 
@@ -71,7 +73,7 @@ class SessionView(QObject):
             for entry in change.logs:
                 run_log.log(LOG_LEVELS.get(entry.level, logging.INFO), "%s", entry.message)
             for event in change.evals:
-                run_log.info("%s", describe_eval(event))
+                run_log.info("%s", describe_eval(event, self.plots.metrics.shown))  # the run's declarations (show_run_metrics)
         if own and self.gpu_panel is not None:
             for sample in change.system:
                 self.gpu_panel.add_sample(sample)
@@ -124,7 +126,7 @@ class SessionView(QObject):
             value = metrics.get(name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 spec = declared.get(name)
-                text = format_metric(name, value, spec.display if spec is not None else None, detail=True)
+                text = format_metric(name, value, spec, detail=True)
                 return self.tr("accuracy %s") % text if name == "accuracy" else f"{metric_title(name, spec)} {text}"
         return ""
 
