@@ -8,20 +8,17 @@ timed here on the CPU, alternating, over ``--steps`` steps and one read;
 the figure is microseconds per step (median over ``--rounds``).  On CUDA
 each of the operations removed is also a kernel launch.
 
-    python bench/loss_window.py [--steps 20000] [--rounds 7] [--json]
+    python bench/loss_window.py [--steps 20000] [--rounds 7] [--quick] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
-import time
 
 import torch
 
-from pairs import order
+from pairs import Clock, bench_parser, emit, run_pairs, speaker
 from trainlab.engine.loss_window import LossWindow
 
 
@@ -41,28 +38,31 @@ def loss_window(loss: torch.Tensor, steps: int) -> tuple[float, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "2,000 steps, 2 rounds")
     parser.add_argument("--steps", type=int, default=20000)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rounds", type=int, default=7, help="pairs of runs, alternating")
     args = parser.parse_args()
+    if args.quick:
+        args.steps, args.rounds = 2000, 2
+    say = speaker(args)
     torch.set_num_threads(1)
     loss = torch.tensor(0.5)
     sides = {"six_operations": six_operations, "loss_window": loss_window}
     assert six_operations(loss, 10)[0] == loss_window(loss, 10)[0]  # the same sum
-    times: dict[str, list[float]] = {name: [] for name in sides}
-    for round_ in range(args.rounds):
-        for name in order(round_, list(sides)):
-            start = time.perf_counter()
-            sides[name](loss, args.steps)
-            times[name].append((time.perf_counter() - start) / args.steps * 1e6)
+
+    def per_step(side):
+        def run() -> float:
+            with Clock() as clock:
+                side(loss, args.steps)
+            return clock.wall / args.steps * 1e6
+        return run
+
+    times = run_pairs({name: per_step(side) for name, side in sides.items()}, args.rounds)
     result = {name: round(statistics.median(v), 3) for name, v in times.items()}
     result.update(unit="microseconds per step (CPU, one thread)", steps=args.steps, rounds=args.rounds,
                   spread={name: [round(min(v), 3), round(max(v), 3)] for name, v in times.items()})  # fmt: skip
-    if not args.json:
-        print(f"six operations {result['six_operations']} us a step, LossWindow {result['loss_window']} us", file=sys.stderr)
-    print(json.dumps(result))
-    return 0
+    say(f"six operations {result['six_operations']} us a step, LossWindow {result['loss_window']} us")
+    return emit("loss_window", args, result)
 
 
 if __name__ == "__main__":
