@@ -259,6 +259,25 @@ def test_run_in_a_child_process(qtbot, window, toy_csv):
     assert counts["loss"] >= 20 and counts["eval"] == 2
 
 
+def test_a_child_process_pauses_alive_and_stops_on_request(qtbot, window, toy_csv):
+    prepare(qtbot, window, toy_csv, epochs=3, step_delay=0.02)
+    window.controls.set_mode("process")
+    window.controls.start_action.trigger()
+    qtbot.waitUntil(lambda: window.plots.curves.train.n > 0, timeout=RUN_TIMEOUT_MS)
+    process = window.worker.process  # the one runner of a run in another process
+    assert process.command[1:] == ["-m", "trainlab.engine.child_main"]
+
+    window.controls.pause_action.trigger()
+    qtbot.waitUntil(lambda: window.session.progress.phase == "paused", timeout=30_000)
+    assert process.returncode is None  # held, not ended
+    with qtbot.waitSignal(window.runFinished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.controls.stop_action.trigger()  # while paused
+    result = blocker.args[0]
+    assert result.status == "cancelled" and result.error == "stopped by the user", result
+    assert process.returncode == 130  # it read the stop and ended itself: no signal, as on Windows
+    assert (Path(result.run_dir) / "checkpoints" / "last.safetensors").is_file()
+
+
 def test_child_process_failure_is_reported(qtbot, window, toy_csv):
     prepare(qtbot, window, toy_csv, epochs=2, fail_at_step=2)
     window.controls.set_mode("process")
