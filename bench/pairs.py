@@ -71,12 +71,15 @@ def emit(bench: str, args: argparse.Namespace, figures: Mapping[str, Any]) -> in
     return 0
 
 
-def run_pairs(sides: Mapping[str, Callable[[], T]], pairs: int,
-              after: Callable[[int, str, T], None] | None = None) -> dict[str, list[T]]:
+def run_pairs(sides: Mapping[str, Callable[[], T]], pairs: int, after: Callable[[int, str, T], None] | None = None,
+              before: Callable[[int], None] | None = None) -> dict[str, list[T]]:
     """Each side once per pair, the sides in ``order``'s alternation; what each returned, by side,
-    in pair order.  ``after(pair, side, result)`` is called after each run (to say it)."""
+    in pair order.  ``before(pair)`` sets up what both sides of a pair share (untimed);
+    ``after(pair, side, result)`` is called after each run (to say it)."""
     results: dict[str, list[T]] = {name: [] for name in sides}
     for pair in range(pairs):
+        if before is not None:
+            before(pair)
         for name in order(pair, list(sides)):
             result = sides[name]()
             results[name].append(result)

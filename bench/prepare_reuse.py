@@ -12,29 +12,28 @@ alternating pairs:
 Both plans are complete (steps counted, record built); neither writes
 anything.  ``saved_seconds`` is the median over pairs of (a) - (b).
 
-    python bench/prepare_reuse.py [--pairs 5] [--data DIR] [--json]
+    python bench/prepare_reuse.py [--pairs 5] [--data DIR] [--quick] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from pairs import spread
+from pairs import Clock, bench_parser, emit, run_pairs, speaker, spread
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = bench_parser(__doc__, "2 pairs")
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--data", help="text data (default: the bundled sample)")
-    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.quick:
+        args.pairs = 2
+    say = speaker(args)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("TRAINLAB_HOME", str(Path(tmp) / "home"))
         from trainlab.engine.plan import RunRequest, plan_run
@@ -45,19 +44,26 @@ def main() -> int:
         params = {"device": "cpu", "epochs": "3"}
         request = RunRequest(task="text-classification", data=data, params=params, out=str(Path(tmp) / "run"))
         plan_run(request)  # warm-up: imports, the tokenizer's first load
-        fresh, reused, fresh_cpu, reused_cpu = [], [], [], []
-        for pair in range(args.pairs):
-            prepared = prepare_task("text-classification", data, params)  # the data check, before Start
-            order = ["fresh", "reused"] if pair % 2 == 0 else ["reused", "fresh"]
-            for kind in order:
-                start, cpu_start = time.perf_counter(), time.process_time()
-                plan = plan_run(request, prepared=prepared if kind == "reused" else None)
-                seconds = time.perf_counter() - start
-                (fresh_cpu if kind == "fresh" else reused_cpu).append(time.process_time() - cpu_start)
-                assert plan.reused_preparation == (kind == "reused")
-                (fresh if kind == "fresh" else reused).append(seconds)
-            print(f"pair {pair + 1}: plan_run preparing itself {fresh[-1] * 1000:7.1f} ms, "
-                  f"taking the check's preparation over {reused[-1] * 1000:7.1f} ms", file=sys.stderr)
+        prepared: list = []
+
+        def check(_pair: int) -> None:
+            prepared[:] = [prepare_task("text-classification", data, params)]  # the data check, before Start
+
+        def planned(reuse: bool):
+            def run() -> Clock:
+                with Clock() as clock:
+                    plan = plan_run(request, prepared=prepared[0] if reuse else None)
+                assert plan.reused_preparation == reuse
+                return clock
+            return run
+
+        def said(pair: int, side: str, clock: Clock) -> None:
+            what = "taking the check's preparation over" if side == "reused" else "preparing itself"
+            say(f"pair {pair + 1}: plan_run {what}: {clock.wall * 1000:7.1f} ms")
+
+        clocks = run_pairs({"fresh": planned(False), "reused": planned(True)}, args.pairs, before=check, after=said)
+        fresh, reused = [c.wall for c in clocks["fresh"]], [c.wall for c in clocks["reused"]]
+        fresh_cpu, reused_cpu = [c.cpu for c in clocks["fresh"]], [c.cpu for c in clocks["reused"]]
     saved = [a - b for a, b in zip(fresh, reused)]
     summary = {
         "saved_seconds": statistics.median(saved),
@@ -71,11 +77,9 @@ def main() -> int:
         "data": data,
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
-    if not args.json:
-        print(f"saved at Start: {summary['saved_seconds'] * 1000:.1f} ms (median of {args.pairs}); "
-              f"plan_run {summary['plan_preparing_seconds'] * 1000:.1f} ms -> {summary['plan_reusing_seconds'] * 1000:.1f} ms")
-    print(json.dumps(summary))
-    return 0
+    say(f"saved at Start: {summary['saved_seconds'] * 1000:.1f} ms (median of {args.pairs}); "
+        f"plan_run {summary['plan_preparing_seconds'] * 1000:.1f} ms -> {summary['plan_reusing_seconds'] * 1000:.1f} ms")
+    return emit("prepare_reuse", args, summary)
 
 
 if __name__ == "__main__":
