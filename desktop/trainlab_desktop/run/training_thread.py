@@ -73,8 +73,8 @@ def importing_heavy_modules(torch: bool = True):
 
     Importing torch and transformers creates hundreds of thousands of
     long-lived objects; a full collection in the middle of it walks them all
-    while holding the GIL, stalling the GUI thread for 0.1 to 0.4 s at a time
-    (measured with gc.callbacks on the 2-core development machine).  Pausing
+    while holding the GIL, and the GUI thread stalls meanwhile
+    (``bench/gui_latency.py``'s ``check_stall_max_ms`` shows it).  Pausing
     the collector for the import and then moving what survived into the
     permanent generation (``gc.freeze``) keeps later full collections short
     too.  The modules live as long as the process anyway.
@@ -101,9 +101,9 @@ _preloaded = False
 def preload_torch_libraries() -> None:
     """Load libtorch_cpu and libtorch_cuda while other threads run (Linux).
 
-    ``import torch`` loads some 900 MB of shared libraries: the dynamic
-    loader maps and relocates them while the import holds the GIL, and the
-    window froze for 0.2 to 0.4 s (bench/gui_latency.py, ``check_stall``).
+    ``import torch`` loads hundreds of megabytes of shared libraries: the
+    dynamic loader maps and relocates them while the import holds the GIL,
+    and the window froze meanwhile (``bench/gui_latency.py``, ``check_stall_max_ms``).
     ``dlopen`` called through ctypes runs without the GIL, so loading the
     two big libraries that way first leaves torch's own import a library that
     is already there.  They are loaded RTLD_LOCAL, as torch loads them; any
