@@ -38,12 +38,14 @@ def _rank(rank: int, port: int, calls: int, queue) -> None:
     from trainlab.engine import distributed
     from trainlab.api.callbacks import RunControl
     from trainlab.engine.distributed import AgreedControl, RankGroup
+    from trainlab.engine.strategy import DataParallel
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=2)
     group = RankGroup(rank, 2, rank, 2, "gloo", "cpu")
     group.device_records()  # the hosts, as a run learns them
     control = AgreedControl(RunControl())
+    ddp = DataParallel(group)  # the out-of-memory flags are the DDP strategy's
     timings: dict[str, float] = {}
     distributed.AGREE_SECONDS = 0.0  # agree_if_due: one step between agreements, each call acts on one and starts one
     steps = iter(range(1, 10**9))
@@ -51,7 +53,7 @@ def _rank(rank: int, port: int, calls: int, queue) -> None:
         ("agree_us", lambda: group.agree(control)),
         ("agree_if_due_us", lambda: group.agree_if_due(control, next(steps))),
         ("gather_us", group.gather_telemetry),
-        ("oom_flag_us", lambda: group.out_of_memory_ranks(False)),
+        ("oom_flag_us", lambda: ddp.out_of_memory_ranks(False)),
     ):
         for _ in range(max(10, calls // 10)):  # warm-up
             call()

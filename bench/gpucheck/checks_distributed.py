@@ -81,7 +81,7 @@ def _events(run_dir, kind: str) -> list[dict]:
 def _check_batch_norm_group(env: CheckEnv, out: Outcome, data, launch: list[str]) -> None:
     """A model whose only buffers are batch-norm statistics (the DDP probe's norm=batch): DDP does
     not broadcast them before each forward, and rank 0's reach every rank (an NCCL broadcast of
-    CUDA tensors, float and int64) before each evaluation (RankGroup.sync_buffers)."""
+    CUDA tensors, float and int64) before each evaluation (the DDP strategy's sync_buffers)."""
     run_dir = env.work / "run-norm"
     proc = _launched_run(env, "ddp-probe", data, run_dir, launch, "--set", "norm=batch")
     out.expect("a batch-norm model's group run completed", proc.returncode == 0, proc.stderr[-800:] if proc.returncode else "")

@@ -1,4 +1,4 @@
-"""What the engine adds to DistributedDataParallel (used by ``RankGroup.wrap``).
+"""What the engine adds to DistributedDataParallel (used by the DDP strategy, ``trainlab.engine.strategy.ddp``).
 
 * ``FlagsInBucket``: a communication hook that carries each step's
   out-of-memory flags in the gradients' own all-reduce on CPU groups;

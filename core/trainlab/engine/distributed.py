@@ -9,7 +9,9 @@ lasts: torch.distributed is process-wide, so this is too.  Every rank plans
 its run from the same request (task, parameters, data, plugins found through
 their entry points); nothing but tensors, bytes and JSON crosses processes.
 
-What the engine asks of it:
+What the engine asks of it (through the DDP strategy, ``strategy_ddp``,
+which holds the model's side: DDP's wrapper, its buffers, the out-of-memory
+flags):
 
 * ``shard_batches``: the task's batch order for the whole group (batches of
   ``batch_size x world_size``, from the seed and the epoch) cut into each
@@ -27,11 +29,6 @@ What the engine asks of it:
   every rank (about every 0.1 s of training) and acted on one interval later,
   so no rank waits for it; after each epoch (and while paused) the ranks
   agree at once.  Either way every rank stops or pauses after the same step.
-* ``wrap`` / ``before_step`` / ``sync_buffers``: DDP, without its broadcast
-  of batch-norm statistics before every forward when nobody reads them (a
-  model whose only buffers they are); every rank takes rank 0's before an
-  evaluation, and before a training step in which a batch norm in eval mode
-  reads them.  The ranks then meet once a step, in the gradients' all-reduce.
 * ``rank_rng_states`` / ``restore_rank_rng``: each rank's random generators
   in the last checkpoint, so a resume at the same world size is exact.
 * telemetry: rank 0 raises a flag in the agreement's collective every
@@ -39,16 +36,9 @@ What the engine asks of it:
   sends its ``RankTelemetry.record()`` (host, device, torch memory; NVML of its
   own GPU on another machine) to the others; rank 0's telemetry callback
   writes the last gather into its samples.  No collective per step.
-* ``out_of_memory_ranks``: every rank's out-of-memory flag of the step,
-  known before the optimizer step, so that a rank that ran out of memory
-  makes every rank split its micro-batches the same way and redo the step
-  (``Trainer._run_group``).  The flags are given (``send_out_of_memory_flag``)
-  just before the step's synchronising backward.  On the CPU (gloo) they
-  travel in the gradients' own all-reduce, appended to DDP's first bucket by
-  a communication hook (``FlagsInBucket``): no collective of their own.  On
-  GPUs they go in a small all-reduce on the gloo control group that runs
-  while the backward computes (appended to an NCCL bucket, reading them would
-  wait for the device every step).
+* ``gather_bytes`` / ``gather_json`` / ``barrier``: bytes, JSON and a
+  meeting point over the gloo control group (the DDP strategy's
+  out-of-memory flags travel on it on GPUs).
 
 Collectives have a time limit (``TRAINLAB_COLLECTIVE_TIMEOUT`` seconds,
 default 120): a rank that dies fails the others within it, never a hang
@@ -62,13 +52,11 @@ import json
 import os
 import socket
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainlab.api.errors import UsageError
 from trainlab.api.families import accumulator_for
-from trainlab.engine.ddp_hooks import FlagsInBucket, batch_norms_if_only_buffers
 from trainlab.engine.recorder import RunRecorder
 from trainlab.telemetry.ranks import RankTelemetry
 
@@ -126,15 +114,6 @@ def in_rank_environment(env: dict[str, str] | os._Environ = os.environ) -> bool:
 
 
 @dataclass
-class PendingFlags:
-    """One step's out-of-memory flags on their way (``RankGroup.send_out_of_memory_flag``):
-    in their own all-reduce (``work``), or in the gradients' (``work`` None: ``in_bucket``)."""
-
-    flags: Any
-    work: Any
-
-
-@dataclass
 class _Agreement:
     """An agreement on its way: the flags the all-reduce fills in, and the step after which every rank acts on it."""
 
@@ -162,9 +141,6 @@ class RankGroup:
     _telemetry: Any = None  # this rank's RankTelemetry, once start_telemetry ran
     _gather_seconds: float = 0.0  # rank 0: how often the ranks' telemetry is gathered (0: never)
     _last_gather: float = 0.0
-    _flags_in_bucket: "FlagsInBucket | None" = None  # the comm hook, on CPU groups (wrap)
-    _norms: list[Any] = field(default_factory=list)  # the batch norms, when their statistics are the model's only buffers (wrap)
-    _buffers_differ: bool = False  # those statistics may differ between the ranks (before_step, sync_buffers)
 
     @property
     def writer(self) -> bool:
@@ -193,82 +169,6 @@ class RankGroup:
         return int(self.device.split(":", 1)[1]) if ":" in self.device else 0
 
     # -- what the engine asks --------------------------------------------------
-    def wrap(self, model: Any) -> Any:
-        """``model`` in DistributedDataParallel (which makes every rank start from rank 0's weights).
-
-        ``gradient_as_bucket_view``: each gradient is a view into DDP's
-        all-reduce bucket, so a step copies no gradient in or out of it and
-        the gradients take no memory beside the buckets.  The engine only
-        zeroes gradients with ``set_to_none`` and clips them in place, which
-        that mode allows; the reduced values are the same.  On the CPU the
-        out-of-memory flags ride in the first bucket (``FlagsInBucket``).
-
-        A model whose only buffers are batch-norm statistics does not have
-        them broadcast before every forward (DDP's default): a batch norm in
-        training reads the batch's own statistics, so the broadcast would be
-        a collective per step for values nobody reads (about 3 % of a step of
-        the image workload on two CPU ranks).  ``before_step`` turns DDP's
-        broadcast back on for a step in which a batch norm in eval mode reads
-        statistics that may differ, and ``sync_buffers`` gives every rank
-        rank 0's before an evaluation: what every rank reads, and what rank 0
-        writes, is what DDP's default would give.  Any other buffer keeps
-        DDP's broadcast before every forward.
-        """
-        from torch.nn.parallel import DistributedDataParallel
-
-        self._norms = batch_norms_if_only_buffers(model)
-        options: dict[str, Any] = {"gradient_as_bucket_view": True}
-        if self._norms:
-            options["forward_sync_buffers"] = False
-        if self.device.startswith("cuda"):
-            return DistributedDataParallel(model, device_ids=[self.local_rank_device()], **options)
-        wrapped = DistributedDataParallel(model, **options)
-        if self.backend == "gloo":
-            self._flags_in_bucket = FlagsInBucket(self.world_size)
-            wrapped.register_comm_hook(None, self._flags_in_bucket.hook)
-        return wrapped
-
-    def before_step(self, train_model: Any) -> None:
-        """Before a step's first forward (every rank): DDP broadcasts rank 0's batch-norm statistics
-        first if a batch norm in eval mode will read them and training may have changed them since
-        they were last the same on every rank (``wrap``).
-
-        The modes are read here, before the task's ``train_step``: a task that puts a batch norm
-        in eval mode inside its own step is seen from the next step on (its statistics, not
-        updated in eval mode, stay the same on every rank from then).
-        """
-        if not self._norms:
-            return
-        reads = self._buffers_differ and any(not norm.training for norm in self._norms)
-        train_model.forward_sync_buffers = reads
-        self._buffers_differ = any(norm.training for norm in self._norms) or (self._buffers_differ and not reads)
-
-    def sync_buffers(self, model: Any) -> None:
-        """Every rank takes rank 0's batch-norm statistics, if training may have made them differ
-        (collective: every rank calls it at the same points, before an evaluation)."""
-        import torch
-        import torch.distributed as dist
-
-        if not self._norms or not self._buffers_differ:
-            return
-        by_type: dict[Any, list[Any]] = {}
-        for buffer in model.buffers():
-            by_type.setdefault(buffer.dtype, []).append(buffer)
-        with torch.no_grad():
-            for buffers in by_type.values():
-                flat = torch.cat([b.reshape(-1) for b in buffers])
-                dist.broadcast(flat, src=0)
-                offset = 0
-                for b in buffers:
-                    b.copy_(flat[offset : offset + b.numel()].view_as(b))
-                    offset += b.numel()
-        self._buffers_differ = False
-
-    @staticmethod
-    def no_sync(train_model: Any, last: bool):
-        """Accumulation inner steps skip the gradient all-reduce; the group's last piece syncs."""
-        return nullcontext() if last or not hasattr(train_model, "no_sync") else train_model.no_sync()
-
     def shard_batches(self, global_batches: list[list[int]]) -> tuple[list[list[int]], list[int], list[int]]:
         """(this rank's batches, their real example counts, the global batch sizes)."""
         mine, real, sizes = [], [], []
@@ -363,7 +263,7 @@ class RankGroup:
         self._agree_interval = max(1, int(flags[2]) or self._agree_interval)
         return int(flags[2])
 
-    # -- telemetry and out-of-memory, across the group -----------------------------
+    # -- telemetry, across the group ---------------------------------------------------
     def start_telemetry(self, every: float) -> None:
         """Every rank's telemetry to rank 0 now (collective: every rank calls it with the
         run's ``telemetry_every``), and from then on about every ``every`` seconds."""
@@ -384,43 +284,6 @@ class RankGroup:
 
     def _gather_due(self) -> bool:
         return bool(self._gather_seconds) and time.monotonic() - self._last_gather >= self._gather_seconds
-
-    def send_out_of_memory_flag(self, mine: bool, *, in_bucket: bool = True) -> "PendingFlags":
-        """Give this step's out-of-memory flag (every rank, once per step) and return at once.
-
-        The loop gives it just before the step's synchronising backward, when
-        every recoverable out-of-memory of the step is known (one in that
-        backward fails the run).  On a CPU group it goes with that backward's
-        gradients (``FlagsInBucket``); otherwise, or with ``in_bucket=False``
-        (no backward follows), the small all-reduce starts now on the control
-        group's thread and runs while the backward computes.
-        """
-        import torch
-        import torch.distributed as dist
-
-        hook = self._flags_in_bucket if in_bucket else None
-        flags = torch.zeros(self.world_size, dtype=torch.float32 if hook is not None else torch.int32)
-        flags[self.rank] = 1 if mine else 0
-        if hook is not None:
-            hook.outgoing, hook.arrived = flags, None
-            return PendingFlags(flags, None)
-        return PendingFlags(flags, dist.all_reduce(flags, op=dist.ReduceOp.SUM, group=self.control_group, async_op=True))
-
-    def out_of_memory_ranks(self, mine: bool | "PendingFlags") -> list[int]:
-        """The ranks that ran out of memory in this step, on every rank: from the backward's
-        gradients, from the all-reduce ``send_out_of_memory_flag`` started, or (given a bool)
-        from one small all-reduce now."""
-        pending = mine if isinstance(mine, PendingFlags) else self.send_out_of_memory_flag(bool(mine), in_bucket=False)
-        if pending.work is not None:
-            pending.work.wait()
-            flags = pending.flags
-        else:
-            hook = self._flags_in_bucket
-            assert hook is not None
-            flags, hook.arrived = hook.arrived, None
-            if flags is None:  # no synchronising backward ran on any rank (they all run the same ones)
-                raise RuntimeError("the step's out-of-memory flags were given but no gradient all-reduce carried them")
-        return [rank for rank, flag in enumerate(flags.tolist()) if flag]
 
     def hold_paused(self, control: "AgreedControl") -> None:
         """Wait, with every rank, until none is paused any more (or a stop comes).

@@ -399,7 +399,7 @@ class Trainer:
             last = number == len(pieces) - 1
             try:
                 loss, n = self._forward_backward(piece, last, size, total, share)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the strategy raises again what is not an out-of-memory it waits out
                 self.strategy.piece_out_of_memory(exc, last)
                 break
             synced = synced or last

@@ -120,4 +120,4 @@ def test_the_resolved_parameters_are_frozen_and_a_task_still_gets_a_mapping():
     with pytest.raises(TypeError, match="engine parameter class_weighting: expected bool"):
         EngineParams(**{**fields, "class_weighting": 1})
     with pytest.raises(TypeError, match="resolved without the engine's"):
-        resolve(dataclasses.replace(SPEC, defaults={}), ()).engine  # a task's own parameters alone
+        _ = resolve(dataclasses.replace(SPEC, defaults={}), ()).engine  # a task's own parameters alone

@@ -1,6 +1,6 @@
 """The step's out-of-memory flags ride in the gradients' all-reduce on CPU groups (two gloo processes).
 
-``RankGroup.wrap`` gives DDP a communication hook that appends the flags to
+``DataParallel.setup_model`` (the DDP strategy) gives DDP a communication hook that appends the flags to
 the first bucket; these tests check that the gradients are still the ranks'
 mean, that every rank reads every rank's flag, and that no collective of
 their own goes out.
@@ -21,16 +21,17 @@ def _rank(rank: int, port: int, queue) -> None:
     from torch import nn
 
     from trainlab.engine.distributed import RankGroup
+    from trainlab.engine.strategy import DataParallel
 
     dist.init_process_group("gloo", rank=rank, world_size=2)
-    group = RankGroup(rank, 2, rank, 2, "gloo", "cpu")
+    ddp = DataParallel(RankGroup(rank, 2, rank, 2, "gloo", "cpu"))
     torch.manual_seed(0)  # the same weights on both ranks
     # 1 MB + 2 MB of weights: once DDP rebuilds its buckets after the first
     # backward, more than its first bucket holds, so the flags share the first
     # bucket's all-reduce and the others go through the default hook
     model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 4))
     plain = copy.deepcopy(model)  # the same weights, for the local gradients
-    wrapped = group.wrap(model)
+    wrapped = ddp.setup_model(model)
 
     calls: list[str] = []
     real_all_reduce = dist.all_reduce
@@ -46,16 +47,16 @@ def _rank(rank: int, port: int, queue) -> None:
     try:
         for step, mine in enumerate((rank == 1, False)):
             calls.clear()
-            pending = group.send_out_of_memory_flag(mine)
+            pending = ddp.send_out_of_memory_flag(mine)
             nn.functional.cross_entropy(wrapped(x), y).backward()
-            results[f"ranks {step}"] = group.out_of_memory_ranks(pending)
+            results[f"ranks {step}"] = ddp.out_of_memory_ranks(pending)
             results[f"all-reduced {step}"] = [int(size) for size in calls]
             if step == 0:
                 reduced = [p.grad.detach().clone() for p in model.parameters()]
             wrapped.zero_grad(set_to_none=True)
         # a backward that nobody gave flags to: zeros go in the bucket, and a bool still works
         nn.functional.cross_entropy(wrapped(x), y).backward()
-        results["after a backward without flags"] = group.out_of_memory_ranks(rank == 0)
+        results["after a backward without flags"] = ddp.out_of_memory_ranks(rank == 0)
     finally:
         dist.all_reduce = real_all_reduce
 

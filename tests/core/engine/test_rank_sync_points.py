@@ -94,10 +94,13 @@ def _buffers_rank(rank: int, port: int, queue) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
+    from trainlab.engine.strategy import DataParallel
+
     group = _join(rank, port)
     model = _norm_model()
     reference = _norm_model()  # the same network under DDP's defaults (a broadcast before every forward)
-    wrapped = group.wrap(model)
+    ddp = DataParallel(group)
+    wrapped = ddp.setup_model(model)
     plain = DistributedDataParallel(reference)
     broadcasts = []
     real_sync = wrapped._sync_buffers
@@ -113,7 +116,7 @@ def _buffers_rank(rank: int, port: int, queue) -> None:
 
     results: dict[str, object] = {}
     for x, y in batches[:3]:
-        group.before_step(wrapped)
+        ddp.begin_step(wrapped)
         step(wrapped, optimizers[0], x, y)
         step(plain, optimizers[1], x, y)
     results["broadcasts while every batch norm trains"] = len(broadcasts)
@@ -122,27 +125,27 @@ def _buffers_rank(rank: int, port: int, queue) -> None:
     results["statistics differ between the ranks"] = both[0] != both[1]
     # what rank 0 holds (and writes) is what DDP's default gives rank 0
     results["rank 0's statistics as under DDP's default"] = bool(torch.equal(mean, reference[1].running_mean)) if rank == 0 else None
-    group.sync_buffers(model)  # before an evaluation
+    ddp.sync_buffers(model)  # before an evaluation
     results["after sync, both hold rank 0's"] = group.gather_json(model[1].running_mean.tolist())
-    results["a second sync sends nothing"] = (group.sync_buffers(model), group._buffers_differ)[1]
+    results["a second sync sends nothing"] = (ddp.sync_buffers(model), ddp._buffers_differ)[1]
 
     # a training step makes them differ again; then a batch norm in eval mode inside training
     # reads them: DDP broadcasts rank 0's before that step, and not again while they stay equal
     x, y = batches[3]
-    group.before_step(wrapped)
+    ddp.begin_step(wrapped)
     step(wrapped, optimizers[0], x, y)
     model[1].eval()
     counts = []
     for _ in range(2):
-        group.before_step(wrapped)
+        ddp.begin_step(wrapped)
         step(wrapped, optimizers[0], x, y)
         counts.append(len(broadcasts))
     results["broadcasts with a batch norm in eval mode"] = counts
     results["read in eval mode, both hold rank 0's"] = group.gather_json(model[1].running_mean.tolist())
 
-    counted = _norm_model(extra_buffer=True)
-    group.wrap(counted)
-    results["another buffer keeps DDP's broadcast"] = not group._norms
+    counted, other = _norm_model(extra_buffer=True), DataParallel(group)
+    other.setup_model(counted)
+    results["another buffer keeps DDP's broadcast"] = not other._norms
     queue.put((rank, results))
     dist.barrier()
     dist.destroy_process_group()

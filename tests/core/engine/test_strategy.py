@@ -5,7 +5,12 @@ from __future__ import annotations
 import copy
 import os
 
-from helpers import assert_same_weights, checkpoint_weights, run_toy_classification, run_two_ranks
+from helpers import (
+    assert_same_weights,
+    checkpoint_weights,
+    run_toy_classification,
+    run_two_ranks,
+)
 from trainlab.api.callbacks import CallbackList, RunControl, RunState
 from trainlab.engine.loop import Trainer
 from trainlab.engine.plan import RunRequest, plan_run
@@ -43,7 +48,6 @@ def _rank(rank: int, port: int, folder: str, queue) -> None:
     import torch
     import torch.distributed as dist
     from torch import nn
-
     from trainlab.engine.distributed import AgreedControl, RankGroup
     from trainlab.engine.strategy import DataParallel
 
@@ -81,7 +85,7 @@ def _rank(rank: int, port: int, folder: str, queue) -> None:
         strategy.backward(loss, scaler, True)
         results["out of memory, told"] = strategy.step_out_of_memory(True, lambda: None)
     else:
-        stand_in = lambda: nn.functional.cross_entropy(train_model(x[:2]), y[:2])  # noqa: E731
+        stand_in = lambda: nn.functional.cross_entropy(train_model(x[:2]), y[:2])
         results["out of memory, told"] = strategy.step_out_of_memory(False, stand_in)
     meta = strategy.checkpoint_meta("last")
     results["rank states"] = len(meta["rank_rng"])

@@ -1,0 +1,47 @@
+"""How a run's training is spread over processes: the strategy the loop calls.
+
+The loop (``trainlab.engine.loop``) knows what a step is: the task's batches,
+forward and backward, accumulation, clipping, the optimizer and schedule.
+The strategy knows what spreading the work over processes changes, and the
+loop calls it at a few points, as Lightning's strategies are called:
+
+* ``setup_model`` / ``make_optimizer``: the model as the task's
+  ``train_step`` sees it (DDP's wrapper), and the optimizer made after that
+  wrapping (a sharding strategy must wrap first, then hand the optimizer its
+  shards).
+* ``fitting``: around the whole of training (hooks in, and what the final
+  evaluations need after).
+* ``train_batches`` / ``step_share``: this process's share of an epoch's
+  batches, and the weight of its examples in the group's mean loss.
+* ``begin_step`` / ``no_sync`` / ``backward`` / ``piece_out_of_memory`` /
+  ``step_out_of_memory``: one optimizer step, and the decision, together,
+  about an out-of-memory in it.
+* ``control_view`` / ``after_step`` / ``after_epoch`` / ``hold_paused``: stop
+  and pause as every process agreed.
+* ``before_evaluation`` / ``eval_batches`` / ``reduce_accumulator``: the
+  state an evaluation reads made the same everywhere, each process's share,
+  and the shares combined.
+* ``is_main`` / ``barrier`` / ``checkpoint_meta`` / ``save_checkpoint`` /
+  ``restore_process_state``: who writes, and what a checkpoint holds.
+
+``SingleProcess`` (``base``) is a run in one process (every method the plain
+case); ``DataParallel`` (``ddp``) is one rank of a torchrun group, through
+DDP.  ``for_run`` picks one.  A sharding strategy (FSDP2) is a third module
+here: it overrides ``setup_model``, ``make_optimizer`` and
+``save_checkpoint`` (gathering the full state on every rank, rank 0
+writing).
+"""
+
+from __future__ import annotations
+
+from trainlab.engine import distributed
+from trainlab.engine.strategy.base import SingleProcess, Strategy
+from trainlab.engine.strategy.ddp import DataParallel
+
+__all__ = ["DataParallel", "SingleProcess", "Strategy", "for_run"]
+
+
+def for_run() -> Strategy:
+    """The strategy of this process's run: DDP in a torchrun group, else one process."""
+    group = distributed.current()
+    return DataParallel(group) if group is not None else SingleProcess()
