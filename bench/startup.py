@@ -10,7 +10,7 @@ In fresh processes, alternating the two measurements, median of ``--starts``:
 * ``window_ready_s``: until the window has set itself up (plugins found,
   pages built: its ``ready`` signal).
 
-    python bench/startup.py [--starts 9] [--json]
+    python bench/startup.py [--starts 9] [--quick] [--json]
     python bench/before_after.py --base REV startup -- --starts 9
 
 It runs against the package layout of either tree (the window as
@@ -20,8 +20,6 @@ before_after.py can compare two revisions in one run.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -29,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from pairs import load_average
+from pairs import bench_parser, emit, load_average, run_pairs, speaker
 
 WINDOW_SCRIPT = """
 import os
@@ -97,26 +95,21 @@ def time_window(env: dict) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--starts", type=int, default=9)
-    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
+    parser = bench_parser(__doc__, "2 starts of each")
+    parser.add_argument("--starts", type=int, default=9, help="pairs of starts (one of each), alternating")
     args = parser.parse_args()
+    if args.quick:
+        args.starts = 2
+    say = speaker(args)
     home = tempfile.mkdtemp(prefix="trainlab-startup-bench-")
     # An installed app starts from cached bytecode (pip compiles it): keep writing it.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(TRAINLAB_HOME=home, QT_QPA_PLATFORM=env.get("QT_QPA_PLATFORM", "offscreen"))
     time_help(env)  # warm the file and bytecode caches
     time_window(env)
-    helps, painted, ready = [], [], []
-    for index in range(args.starts):
-        first_help = index % 2 == 0
-        if first_help:
-            helps.append(time_help(env))
-        p, r = time_window(env)
-        painted.append(p)
-        ready.append(r)
-        if not first_help:
-            helps.append(time_help(env))
+    starts = run_pairs({"help": lambda: time_help(env), "window": lambda: time_window(env)}, args.starts)
+    helps = starts["help"]
+    painted, ready = [p for p, _ in starts["window"]], [r for _, r in starts["window"]]
     med = statistics.median
     figures = {
         "help_s": round(med(helps), 3),
@@ -127,11 +120,9 @@ def main() -> int:
         "starts": args.starts,
         "load_average": load_average(),
     }
-    if not args.json:
-        for key, value in figures.items():
-            print(f"  {key:24s} {value}", file=sys.stderr)
-    print(json.dumps(figures))
-    return 0
+    for key, value in figures.items():
+        say(f"  {key:24s} {value}")
+    return emit("startup", args, figures)
 
 
 if __name__ == "__main__":
