@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from trainlab.api.assignments import format_value
 from trainlab.api.errors import UsageError
 from trainlab.engine.outcome import EXIT_OK
 from trainlab.runfolder.status import RunStatus
@@ -75,19 +76,13 @@ _LIMITS_COLUMN_MAX = 36
 def _param_row(param: dict[str, Any], defaults: dict[str, Any]) -> tuple[str, str, str, str]:
     """`--set name=default`, type, range or choices, help: one row of `trainlab tasks`."""
     if "choices" in param:
-        limits = "{" + ", ".join(_value_text(c) for c in param["choices"]) + (", ..." if param.get("open_choices") else "") + "}"
+        limits = "{" + ", ".join(format_value(c) for c in param["choices"]) + (", ..." if param.get("open_choices") else "") + "}"
     elif "minimum" in param or "maximum" in param:
-        limits = f"[{_value_text(param.get('minimum'))}..{_value_text(param.get('maximum'))}]"
+        limits = f"[{format_value(param.get('minimum'))}..{format_value(param.get('maximum'))}]"
     else:
         limits = ""
-    return f"--set {param['name']}={_value_text(defaults.get(param['name']))}", param["type"], limits, param["help"]
+    return f"--set {param['name']}={format_value(defaults.get(param['name']))}", param["type"], limits, param["help"]
 
-
-def _value_text(value: Any) -> str:
-    """A value as it is typed after --set: booleans as true/false, as the docs write them."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
 
 def cmd_runs(args, out: Output) -> int:
     from trainlab.runfolder.display import MISSING, format_duration
