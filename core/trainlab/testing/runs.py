@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import trainlab.pluginhost.host as host
 from trainlab.api.callbacks import Callback
+from trainlab.api.details import ExampleRows
 from trainlab.api.errors import DataError, UsageError
 from trainlab.api.events import EVENT_TYPES, EvalResult, Finished, Log, Started, TrainStep, event_from_dict
 from trainlab.api.families import accumulator_for
@@ -304,6 +305,9 @@ class TaskKit:
 
     def predicts(self) -> str:
         inputs = list(self._predict_inputs() if self._predict_inputs else default_predict_inputs(self.spec, self.data, self.params))
+        from_evaluation = not inputs and not self._predict_inputs
+        if from_evaluation:  # a family whose data rows are no inputs (series): the inputs its evaluation listed
+            inputs = evaluated_inputs(self.spec, self.straight().run_dir)
         if not inputs:
             raise CheckSkipped(
                 f"no inputs to predict for a task of input kind {self.spec.input.kind!r}: "
@@ -331,7 +335,8 @@ class TaskKit:
         failed = [f"{r.input}: {r.error}" for r in results if r.prediction is None]
         if failed:
             raise CheckFailed("no prediction for " + "; ".join(failed[:3]))
-        where = "" if self._predict_inputs else f" (inputs from the data: {_short(inputs[0])})"
+        source = "the evaluation's example rows" if from_evaluation else "the data"
+        where = "" if self._predict_inputs else f" (inputs from {source}: {_short(inputs[0])})"
         return f"{len(results)} prediction(s): {results[0].prediction.summary()}{where}"
 
     def _api_version(self) -> str:
@@ -458,6 +463,18 @@ def default_predict_inputs(spec, data: str, params: Mapping[str, Any] | None = N
     return []
 
 
+def evaluated_inputs(spec, run_dir: str, count: int = 2) -> list[str]:
+    """Inputs the run's evaluation listed with its example rows (``ExampleRows.input_column``)."""
+    try:
+        report = RunDir(run_dir).read_eval().primary
+    except UsageError:
+        return []
+    if report is None:
+        return []
+    details = report.view_details(spec.detail_specs())
+    return [item for d in details if isinstance(d, ExampleRows) for item, _ in d.example_inputs()][:count]
+
+
 # Columns that hold what a row is labelled with, not what a model is given.
 TARGET_COLUMNS = ("label", "labels", "target", "targets", "y")
 
@@ -481,6 +498,8 @@ def rows_of(spec, data: str, params: Mapping[str, Any], count: int = 2) -> list[
     declared = [str(getattr(c, "name", c)) for c in getattr(spec.input, "columns", ()) or ()]
     if declared:
         columns = [c for c in declared if c in header]
+        if not columns:  # the data's rows are not inputs (a series in long form)
+            return []
     else:
         values = {**{p.name: p.default for p in spec.params}, **dict(spec.defaults), **dict(params)}
         named = {str(v) for k, v in values.items() if isinstance(v, str) and k.endswith(("column", "columns"))}
@@ -629,7 +648,9 @@ def merge_problem(fresh: Callable[[], Any], batches: Sequence[Sequence[Any]], sp
             differences.append((key, metrics_one.get(key), metrics_two.get(key)))
     if not differences:
         return ""
-    said = lambda i: ", ".join(f"{key} {_num(d[i])}" for d in differences[:3] for key in [d[0]])  # noqa: E731
+    def said(i: int) -> str:
+        return ", ".join(f"{d[0]} {_num(d[i])}" for d in differences[:3])
+
     return (
         f"{name}.merge(state()) loses what another process evaluated: the {split} split in one pass gives {said(1)}; "
         f"dealt out to two simulated ranks and merged it gives {said(2)}: expected the same "
