@@ -10,29 +10,29 @@
    round's ratio is the mean step time without over the mean with (1.0: no
    cost, 0.99: steps 1 % slower); the figure is the median over rounds.
 
-Human text goes to stderr; the last line on stdout is one JSON object with
+Human text goes to stderr (none with ``--json``); the last line on stdout is one JSON object with
 ``cpu_percent_of_core`` (goal <= 1) and ``step_time_ratio`` (goal >= 0.99).
 
-    python bench/telemetry_overhead.py [--json] [--seconds 20] [--rounds 10] [--block-seconds 2]
+    python bench/telemetry_overhead.py [--seconds 20] [--rounds 10] [--block-seconds 2] [--quick] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import json
 import statistics
 import sys
 import threading
 import time
 from pathlib import Path
 
-from trainlab.telemetry import TelemetrySampler
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pairs import bench_parser, emit, run_pairs, speaker, spread  # noqa: E402 - bench/ on the path first, when imported
+from trainlab.telemetry import TelemetrySampler  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def say(text: str) -> None:
+def say(text: str) -> None:  # replaced by main: silent with --json
     print(text, file=sys.stderr, flush=True)
 
 
@@ -135,23 +135,17 @@ def step_ratio(nvml, rounds: int, block_seconds: float, interval: float, threads
             sampler.stop()
         return seconds / steps, cpu / steps
 
-    without, with_, ratios, cpu_ratios = [], [], [], []
-    for r in range(rounds):
-        order = (False, True) if r % 2 == 0 else (True, False)  # ABBA
-        for mode in order:
-            (with_ if mode else without).append(block(mode))
-        # Each round's two blocks ran back to back, under about the same load
-        # from the rest of the machine: their ratio is the paired measurement.
-        ratios.append(without[-1][0] / with_[-1][0])
-        cpu_ratios.append(without[-1][1] / with_[-1][1])
-        say(
-            f"  round {r + 1}/{rounds}: {1000 * without[-1][0]:.3f} ms/step without, "
-            f"{1000 * with_[-1][0]:.3f} ms/step with (ratio {ratios[-1]:.4f}; "
-            f"training thread CPU ratio {cpu_ratios[-1]:.4f})"
-        )
+    blocks = run_pairs({"without": lambda: block(False), "with": lambda: block(True)}, rounds)
     sampler.close()
-    without = [w for w, _ in without]
-    with_ = [w for w, _ in with_]
+    # Each round's two blocks ran back to back, under about the same load
+    # from the rest of the machine: their ratio is the paired measurement.
+    ratios = [w[0] / s[0] for w, s in zip(blocks["without"], blocks["with"])]
+    cpu_ratios = [w[1] / s[1] for w, s in zip(blocks["without"], blocks["with"])]
+    for r, (w, s) in enumerate(zip(blocks["without"], blocks["with"])):
+        say(f"  round {r + 1}/{rounds}: {1000 * w[0]:.3f} ms/step without, {1000 * s[0]:.3f} ms/step with "
+            f"(ratio {ratios[r]:.4f}; training thread CPU ratio {cpu_ratios[r]:.4f})")
+    without = [w for w, _ in blocks["without"]]
+    with_ = [w for w, _ in blocks["with"]]
     return {
         "device": str(device),
         "torch_threads": torch.get_num_threads(),
@@ -164,27 +158,23 @@ def step_ratio(nvml, rounds: int, block_seconds: float, interval: float, threads
         # The training thread's own CPU time per step: blind to GIL waits, but
         # far less blurred than wall time when other processes share the cores.
         "step_cpu_ratio": round(statistics.median(cpu_ratios), 4),
-        "step_time_ratio_spread": _spread(ratios),
-        "step_cpu_ratio_spread": _spread(cpu_ratios),
+        "step_time_ratio_spread": spread(ratios),
+        "step_cpu_ratio_spread": spread(cpu_ratios),
     }
 
 
-def _spread(values):
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from pairs import spread
-
-    return spread(values)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="only the JSON line on stdout (the default's last line too)")
+    global say
+    parser = bench_parser(__doc__, "5 s of sampling, 2 rounds of 0.5 s blocks")
     parser.add_argument("--seconds", type=float, default=20.0, help="how long to measure the sampler's CPU time")
     parser.add_argument("--interval", type=float, default=1.0, help="sampling interval (0.5 to 5 s)")
     parser.add_argument("--rounds", type=int, default=10, help="alternating with/without rounds of training steps")
     parser.add_argument("--block-seconds", type=float, default=2.0, help="length of one block of steps")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads for the steps (0: torch's default)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.seconds, args.rounds, args.block_seconds = 5.0, 2, 0.5
+    say = speaker(args)
 
     nvml, kind, gpus = pick_nvml()
     say(f"telemetry overhead: {kind} NVML, {gpus} GPU(s), sampling every {args.interval:g} s")
@@ -199,7 +189,6 @@ def main(argv: list[str] | None = None) -> int:
         f"{steps['step_ms_with']:.3f} ms with the sampler (medians); median paired ratio {steps['step_time_ratio']:.4f}"
     )
     result = {
-        "bench": "telemetry_overhead",
         "nvml": kind,
         "gpus": gpus,
         "interval_s": args.interval,
@@ -208,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "goals": {"cpu_percent_of_core": "<= 1", "step_time_ratio": ">= 0.99"},
         "ok": cpu["cpu_percent_of_core"] <= 1.0 and steps["step_time_ratio"] >= 0.99,
     }
-    print(json.dumps(result), flush=True)
-    return 0
+    return emit("telemetry_overhead", args, result)
 
 
 if __name__ == "__main__":
