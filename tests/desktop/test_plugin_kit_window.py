@@ -16,7 +16,7 @@ def documented_example() -> str:
     """The python block after the marker naming this file, with the toy plugin's names."""
     text = DOC.read_text(encoding="utf-8")
     marker = text.index("<!-- the example below is run by tests/desktop/test_plugin_kit_window.py -->")
-    block = re.search(r"```python\n(.*?)```", text[marker:], re.S)
+    block = re.search(r"```python\n(.*?)```", text[marker:], re.DOTALL)
     assert block, "docs/plugin-kit.md: no python block after the marker"
     return block.group(1).replace('"my-plugin"', '"toy"').replace('"my-task"', '"toy-regression"')
 

@@ -19,7 +19,7 @@ it; this package's names are imported on first use.
 
 from __future__ import annotations
 
-from trainlab.testing.checks import CHECKS, RUN_CHECKS, STATIC_CHECKS, CheckFailed, CheckResult, CheckSkipped
+from trainlab.testing.checks import CHECKS, RUN_CHECKS, STATIC_CHECKS, CheckFailed, CheckResult, CheckSkipped, CheckWarned
 from trainlab.testing.engine import HeadlessEngine
 from trainlab.testing.runs import TaskKit
 from trainlab.testing.target import PluginTarget
@@ -39,5 +39,5 @@ def __dir__():
     return sorted([*globals(), "PluginConformance"])
 
 
-__all__ = ["CHECKS", "RUN_CHECKS", "STATIC_CHECKS", "CheckFailed", "CheckResult", "CheckSkipped", "HeadlessEngine", "PluginConformance",
+__all__ = ["CHECKS", "RUN_CHECKS", "STATIC_CHECKS", "CheckFailed", "CheckResult", "CheckSkipped", "CheckWarned", "HeadlessEngine", "PluginConformance",
            "PluginTarget", "TaskKit"]

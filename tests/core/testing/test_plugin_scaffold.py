@@ -22,14 +22,23 @@ from trainlab.testing.checks import STATIC_CHECKS, StaticKit, run_check
 from trainlab.testing.target import PluginTarget
 
 
-def test_every_registered_family_has_a_starting_point_in_the_template():
-    assert set(registered_families()) >= {"classification", "regression", "multilabel"}
-    missing = set(registered_families()) - set(template_families())
-    assert not missing, f"families TrainLab registers without a folder under templates/plugin/families: {sorted(missing)}"
-    assert family_choices()[-1] == "new" and "new" in template_families()
+def test_the_families_offered_are_the_registered_ones_and_new():
+    from trainlab.api.families import ACCUMULATORS
+
+    assert set(registered_families()) >= {"classification", "regression", "multilabel"} | set(ACCUMULATORS)
+    assert set(template_families()) >= {"classification", "regression", "multilabel", "new"}
+    assert family_choices() == [*registered_families(), "new"]
 
 
-@pytest.mark.parametrize("family", family_choices())
+def test_a_registered_family_without_a_starting_point_is_refused_naming_new(tmp_path, monkeypatch):
+    import trainlab.cli.plugin_new as plugin_new
+
+    monkeypatch.setattr(plugin_new, "registered_families", lambda: ["classification", "boxes-of-things"])
+    with pytest.raises(UsageError, match=r"--family boxes-of-things: the template has no starting point for this family yet; use --family new"):
+        render("rows-kit", "boxes-of-things", out=tmp_path / "out")
+
+
+@pytest.mark.parametrize("family", [f for f in family_choices() if f in template_families()])
 def test_each_family_renders_a_plugin_that_declares_a_valid_task(tmp_path, monkeypatch, family):
     pytest.importorskip("copier", reason="the template needs copier (pip install 'trainlab[kit]')")
     name, dist = f"rows-{family}", f"acme-{family}-rows"
