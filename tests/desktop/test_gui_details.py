@@ -209,3 +209,41 @@ def test_a_built_in_familys_extra_details_show_under_its_page(qtbot, results, tm
     (run / "eval.json").write_text(json.dumps(report), encoding="utf-8")
     results.load_run(str(run))
     assert not results.extra_details.isVisible()
+
+
+def test_the_forecast_examples_own_view_draws_its_worst_windows_in_the_results_page(qtbot, results, tmp_path, monkeypatch):
+    """examples/trainlab-forecast's widget, found through its trainlab.views entry point as pip would install it."""
+    import tomllib
+
+    from helpers import ROOT
+    from trainlab import Line
+    from trainlab_desktop.results import custom_views
+
+    example = ROOT / "examples" / "trainlab-forecast"
+    project = tomllib.loads((example / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    info = tmp_path / "site" / "trainlab_forecast-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: trainlab-forecast\nVersion: 0.1.0\n")
+    groups = {group: project["entry-points"][group] for group in ("trainlab.plugins", "trainlab.views")}
+    (info / "entry_points.txt").write_text("".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for g, eps in groups.items()))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.syspath_prepend(str(example))
+    custom_views.forget_views()
+
+    from trainlab_forecast import trainlab_tasks
+
+    (spec,) = trainlab_tasks()
+    worst = next(d for d in spec.details if d.name == "worst_windows")
+    rows = [{"series": "north", "start": s, "mae": mae, "input": "1,2,3,4,5,6,7,8",
+             "forecast": [Line((1.0, 2.0), (-1, 0), "given"), Line((3.0, 4.0), (1, 2), "true"), Line((2.0, 5.0), (1, 2), "forecast", "dashed")]}
+            for s, mae in ((5, 0.5), (9, 1.5))]
+    run = tmp_path / "run"
+    run.mkdir()
+    report = {"family": "forecasting", "samples": 2, "loss": 1.0, "mae": 1.0, "metrics": {"mae": 1.0},
+              "details": [worst.filled(rows).to_json()]}
+    (run / "eval.json").write_text(json.dumps(report), encoding="utf-8")
+    (run / "run.json").write_text(json.dumps({"id": "f", "task": "series-forecast", "status": "completed"}))
+    results.load_run(str(run))
+    block = results.page.details.blocks["worst_windows"]
+    assert block.custom is not None and block.custom.objectName() == "forecastWindows" and block.table is None
+    assert block.custom.captions == ["north from 9 \u00b7 MAE 1.5", "north from 5 \u00b7 MAE 0.5"]
