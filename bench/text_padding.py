@@ -20,7 +20,7 @@ jobs on a shared machine slow all three alike.  Then, alternating epochs:
       callbacks), timed from the epoch's start to its evaluation;
   (e) a hand-written transformers loop over the same batches as (d).
 
-    .venv/bin/python bench/text_padding.py [--rounds 1] [--pairs 3] [--json]
+    .venv/bin/python bench/text_padding.py [--rounds 1] [--pairs 3] [--quick] [--json]
 
 Last line: a JSON object with samples/s of each way and ``vs_max_length`` =
 (c)/(a), ``vs_seed`` = (c)/(b) (medians over rounds), ``vs_raw_loop`` =
@@ -31,17 +31,15 @@ The development machine has two cores shared with other jobs, so the
 headline ratios use samples per CPU second of the process (every thread
 counted, so the engine's helper threads are charged to it) with one torch
 thread: a two-thread OpenMP team stalls whenever another process holds one
-core (measured there: one thread 419 samples/s, two threads 27 under load,
-for the same small BERT step), and wall-clock rates then swing several-fold
-between identical runs.  Wall-clock rates and ratios are printed too; on an
+core (two threads then ran the same small BERT step an order of magnitude
+slower than one), and wall-clock rates swing several-fold between identical
+runs.  Wall-clock rates and ratios are printed too; on an
 idle machine the two agree.  ``--threads 0`` keeps torch's thread count.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
 import os
 import statistics
 import sys
@@ -51,7 +49,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pairs import bench_parser, emit, load_average, ratio_summary, run_pairs, speaker
+
 N_TEXTS, VOCAB, MAX_LENGTH, BATCH, CLASSES, SEED = 1024, 8000, 128, 32, 4, 1234
+QUICK_TEXTS = 128  # --quick
 MODEL = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024}
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -196,13 +197,15 @@ def padding_round(model_dir: Path, items, ways) -> dict[str, tuple[float, float]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    global N_TEXTS
+    parser = bench_parser(__doc__, f"{QUICK_TEXTS} texts, one round and one pair")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved epochs of (a), (b), (c)")
     parser.add_argument("--pairs", type=int, default=3, help="alternating epochs of (d) and (e)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch's default)")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line")
     args = parser.parse_args()
-    say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    if args.quick:
+        N_TEXTS, args.rounds, args.pairs = QUICK_TEXTS, 1, 1
+    say = speaker(args)
 
     root = Path(tempfile.mkdtemp(prefix="trainlab-bench-"))
     os.environ["TRAINLAB_HOME"] = str(root / "home")  # bench runs stay out of the user's history
@@ -243,18 +246,19 @@ def main() -> int:
             record(name, rates)
         say(f"padding round {round_no + 1}: " + ", ".join(f"{k} {wall[k][-1]:.1f} ({cpu[k][-1]:.1f}/CPU s)" for k in ways) + " samples/s")
     grouped = ways["grouped"][0]
-    for pair_no in range(args.pairs):
-        for name in ("engine", "raw_loop") if pair_no % 2 == 0 else ("raw_loop", "engine"):
-            if name == "engine":
-                record(name, engine_epoch(data, model_dir, root / f"run-{pair_no}"))
-            else:
-                loop = HandLoop(model_dir, len(grouped))
-                loop.train(items, grouped, task.collate)
-                record(name, loop.rates)
-        say(
-            f"engine pair {pair_no + 1}: engine {wall['engine'][-1]:.1f} ({cpu['engine'][-1]:.1f}/CPU s), "
-            f"raw loop {wall['raw_loop'][-1]:.1f} ({cpu['raw_loop'][-1]:.1f}/CPU s) samples/s"
-        )
+    runs = iter(range(2 * args.pairs))
+
+    def raw_loop() -> tuple[float, float]:
+        loop = HandLoop(model_dir, len(grouped))
+        loop.train(items, grouped, task.collate)
+        return loop.rates
+
+    def said(pair_no: int, name: str, rates: tuple[float, float]) -> None:
+        record(name, rates)
+        say(f"engine pair {pair_no + 1}: {name} {rates[0]:.1f} ({rates[1]:.1f}/CPU s) samples/s")
+
+    run_pairs({"engine": lambda: engine_epoch(data, model_dir, root / f"run-{next(runs)}"), "raw_loop": raw_loop},
+              args.pairs, after=said)
 
     def ratio(rates: dict[str, list[float]], a: str, b: str) -> float:
         return round(statistics.median(x / y for x, y in zip(rates[a], rates[b])), 3)
@@ -267,13 +271,10 @@ def main() -> int:
         }
 
     headline = ratios(cpu)
-    from pairs import load_average, ratio_summary
-
     spread_of = {"vs_max_length": ("grouped", "max_length"), "vs_seed": ("grouped", "seed"), "vs_raw_loop": ("engine", "raw_loop")}
     spreads = {name: ratio_summary(cpu[a], cpu[b]) for name, (a, b) in spread_of.items()}
     wall_spreads = {name: ratio_summary(wall[a], wall[b]) for name, (a, b) in spread_of.items()}
     figures = {
-        "bench": "text_padding",
         "texts": N_TEXTS,
         "batch_size": BATCH,
         "max_length": MAX_LENGTH,
@@ -290,8 +291,7 @@ def main() -> int:
         "load_average": load_average(),
     }
     figures["goals_met"] = headline["vs_max_length"] >= 4 and headline["vs_seed"] >= 2.5 and headline["vs_raw_loop"] >= 0.97
-    print(json.dumps(figures))
-    return 0
+    return emit("text_padding", args, figures)
 
 
 if __name__ == "__main__":
