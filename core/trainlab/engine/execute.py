@@ -42,6 +42,7 @@ from trainlab.engine.plugin_calls import attributed, plugin_calls
 from trainlab.engine.recorder import MetricsFileCallback, RunRecorder, open_store
 from trainlab.pluginhost.host import registry
 from trainlab.runfolder.index import RunStore
+from trainlab.runfolder.status import RunStatus
 from trainlab.system.fileio import (
     atomic_write_json,
     disk_full_message,
@@ -126,7 +127,7 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
 
     task, ctx, control = plan.task, plan.ctx, state.control
     position = plan.position.copy()
-    status, error, tb, usage_error = "failed", "", "", False
+    status, error, tb, usage_error = RunStatus.FAILED, "", "", False
     calls, failure = plugin_calls(task), None
     trainer: Trainer | None = None
     session_seconds = 0.0
@@ -170,22 +171,22 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
         try:
             trainer.fit()
             # trainer.control: in a group, the stop the ranks agreed on (every rank ends the same way)
-            status = "cancelled" if trainer.control.stop_requested and not trainer.early_stopped else "completed"
+            status = RunStatus.CANCELLED if trainer.control.stop_requested and not trainer.early_stopped else RunStatus.COMPLETED
         except StopRun:
-            status = "cancelled"
+            status = RunStatus.CANCELLED
         wall = time.perf_counter() - started
         session_seconds = trainer.train_seconds or wall
         recorder.add_train_seconds(wall)
-        if status == "completed":
+        if status == RunStatus.COMPLETED:
             _finish_completed(plan, trainer, state)
-        elif status == "cancelled":
+        elif status == RunStatus.CANCELLED:
             error = control.stop_reason or "stopped"
     except (KeyboardInterrupt, SystemExit):
-        status, error = "cancelled", _abort_error(plan, position)
+        status, error = RunStatus.CANCELLED, _abort_error(plan, position)
         raise
     except BaseException as exc:  # noqa: BLE001 - reported in run.json and the Finished event
         exc, failure = attributed(calls, exc)  # the plugin and its method, when the task's code raised it
-        status = "failed"
+        status = RunStatus.FAILED
         if is_disk_full(exc) and not isinstance(exc, RunFailed):
             error = _write_failure(exc, plan.run_dir.path, "")
         else:
