@@ -74,9 +74,10 @@ def resolve_image(path: str, run_dir: str) -> str:
 
 def draw_boxes(painter: QPainter, boxes: Iterable[Box], scale: float, font_px: int = 11) -> None:
     """``boxes`` over an image drawn at ``scale``: true ones solid green, predicted ones dashed orange, labelled."""
-    font = painter.font()
-    font.setPixelSize(font_px)
-    painter.setFont(font)
+    if font_px > 0:  # 0: a thumbnail, too small for labels
+        font = painter.font()
+        font.setPixelSize(font_px)
+        painter.setFont(font)
     for box in boxes:
         colour = TRUE_BOX if box.role == "true" else PREDICTED_BOX
         pen = QPen(colour, 2)
@@ -188,16 +189,17 @@ class DetailTable(QTableWidget):
         rows = detail.worst_first() if isinstance(detail, ExampleRows) else detail.rows
         self.setSortingEnabled(False)
         self.setRowCount(len(rows))
-        tall = False
         for r, row in enumerate(rows):
             for c, column in enumerate(detail.columns):
-                item, has_picture = self._cell(column, row.get(column.name))
+                item = self._cell(column, row.get(column.name))
                 item.setData(Qt.ItemDataRole.UserRole + 1, r)  # the row's place in worst-first order
                 self.setItem(r, c, item)
-                tall = tall or has_picture
-        if tall:
-            self.verticalHeader().setDefaultSectionSize(max(CELL_IMAGE, SPARK.height()) + 6)
-            self.setIconSize(QSize(max(CELL_IMAGE, SPARK.width()), max(CELL_IMAGE, SPARK.height())))
+        kinds = {c.kind for c in detail.columns}
+        if kinds & {"image", "image_boxes", "series"}:
+            images = bool(kinds & {"image", "image_boxes"})
+            height = max(CELL_IMAGE if images else 0, SPARK.height() if "series" in kinds else 0)
+            self.verticalHeader().setDefaultSectionSize(height + 6)
+            self.setIconSize(QSize(max(CELL_IMAGE if images else 0, SPARK.width() if "series" in kinds else 0), height))
         else:
             self.resizeRowsToContents()
         if isinstance(detail, ExampleRows) and detail.worst:
@@ -212,12 +214,11 @@ class DetailTable(QTableWidget):
         height = self.horizontalHeader().sizeHint().height() + sum(self.rowHeight(i) for i in range(shown))
         self.setMinimumHeight(min(height + 2 * self.frameWidth() + 4, 480))
 
-    def _cell(self, column: Column, value: Any) -> tuple[QTableWidgetItem, bool]:
+    def _cell(self, column: Column, value: Any) -> QTableWidgetItem:
         if value is None:
-            return NumberItem("\u2013", None) if column.kind == "number" else QTableWidgetItem("\u2013"), False
+            return NumberItem("\u2013", None) if column.kind == "number" else QTableWidgetItem("\u2013")
         if column.kind == "number":
-            item = NumberItem(number_text(column, value), value)
-            return item, False
+            return NumberItem(number_text(column, value), value)
         if column.kind in ("image", "image_boxes"):
             boxed = value if isinstance(value, BoxedImage) else BoxedImage(str(value))
             path = resolve_image(boxed.image, self.run_dir)
@@ -225,18 +226,18 @@ class DetailTable(QTableWidget):
             item.setToolTip(path if column.kind == "image" else self._boxes_tip(path, boxed))
             item.setData(Qt.ItemDataRole.UserRole, path)
             self._images.setdefault(path, []).append((item, boxed.boxes if column.kind == "image_boxes" else None))
-            return item, True
+            return item
         if column.kind == "series":
             series = value if isinstance(value, Series) else Series.cell(value)
             item = QTableWidgetItem()
             item.setData(Qt.ItemDataRole.DecorationRole, sparkline(series))
             item.setToolTip(", ".join(line.label for line in series.lines if line.label))
-            return item, True
+            return item
         text = str(value)
         item = QTableWidgetItem(text if len(text) <= 400 else text[:400] + "\u2026")
         item.setToolTip(text if len(text) <= 2000 else text[:2000] + "\u2026")
         item.setData(Qt.ItemDataRole.UserRole, text)
-        return item, False
+        return item
 
     @staticmethod
     def _boxes_tip(path: str, boxed: BoxedImage) -> str:

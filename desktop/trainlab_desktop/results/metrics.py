@@ -53,6 +53,7 @@ class MetricsPage(ReportPage):
         self.sections.setChildrenCollapsible(False)
         self.sections.setStretchFactor(0, 2)
         self.sections.setStretchFactor(1, 3)
+        self.sections.setSizes([360, 640])  # the details, where a family has them, get the most room
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.sections)
