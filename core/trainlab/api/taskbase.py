@@ -281,6 +281,17 @@ class Task:
     def eval_step(self, model: torch.nn.Module, batch: Any, ctx: RunContext) -> EvalBatch:
         raise NotImplementedError
 
+    def loss_weight(self, batch: Any) -> int | None:  # optional
+        """What ``train_step``'s mean loss is a mean over in ``batch`` (on the CPU, before ``to_device``).
+
+        None, the default: its examples.  A language model's loss is a mean
+        over trained tokens, which differ from batch to batch: returning
+        their count makes the engine weigh the micro-batches of an
+        accumulated step by it, so the step's gradient is that of the mean
+        over every trained token of the step, however they were batched.
+        """
+        return None
+
     # -- outputs ------------------------------------------------------------
     def save_model(self, model: torch.nn.Module, out_dir: Path, ctx: RunContext) -> None:
         """Write the final model, loadable without TrainLab."""

@@ -379,7 +379,7 @@ class Trainer:
         sizes = [batch_size_of(p) for p in pieces]
         total = sum(sizes) or 1
         share, counted = self.strategy.step_share(span, total)
-        loss_total, factor, synced = self._forward_backward_all(pieces, sizes, total, share)
+        loss_total, factor, synced = self._forward_backward_all(pieces, sizes, total, share, self._loss_weights(pieces, sizes))
         ranks = self.strategy.step_out_of_memory(synced, lambda: self._stand_in_loss(pieces[0]))
         if ranks:
             raise _OutOfMemoryInTheGroup(ranks)
@@ -390,15 +390,26 @@ class Trainer:
         self._apply_gradients()
         return counted, loss_total, factor
 
-    def _forward_backward_all(self, pieces: list[Any], sizes: list[int], total: int, share: float) -> tuple[Any, float, bool]:
+    def _loss_weights(self, pieces: list[Any], sizes: list[int]) -> list[int]:
+        """What each piece's mean loss is a mean over: its examples, or what the task's
+        ``loss_weight`` counts (a language model's trained tokens), so that the step's gradient
+        is that of the mean over all of them.  In a group of processes, examples: the group's
+        count of the task's units would need a collective of its own."""
+        weigh = getattr(self.task, "loss_weight", None)  # a plugin API 1 task may not subclass Task
+        weights = [weigh(p) for p in pieces] if weigh is not None and self.strategy.world_size == 1 else []
+        return sizes if not weights or None in weights else [int(w) for w in weights]
+
+    def _forward_backward_all(self, pieces: list[Any], sizes: list[int], total: int, share: float, weights: list[int] | None = None) -> tuple[Any, float, bool]:
         """Every micro-batch's forward and backward: (the summed loss or None, its factor, whether
         the synchronising backward ran).  An out-of-memory goes to the strategy."""
         loss_total: torch.Tensor | None = None
         factor, synced = 1.0, False
+        weights = weights if weights is not None else sizes
+        weight_total = sum(weights) or 1
         for number, (piece, size) in enumerate(zip(pieces, sizes)):
             last = number == len(pieces) - 1
             try:
-                loss, n = self._forward_backward(piece, last, size, total, share)
+                loss, n = self._forward_backward(piece, last, weights[number], weight_total, share)
             except Exception as exc:  # noqa: BLE001 - the strategy raises again what is not an out-of-memory it waits out
                 self.strategy.piece_out_of_memory(exc, last)
                 break

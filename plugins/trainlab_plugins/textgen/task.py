@@ -446,6 +446,10 @@ class TextGenerationTask(Task):
         loss_sum, tokens, _ = model(**self._inputs(batch))
         return loss_sum / tokens.clamp(min=1), int(batch["input_ids"].shape[0])
 
+    def loss_weight(self, batch: dict[str, Any]) -> int:
+        """The batch's trained tokens: the engine weighs accumulated micro-batches by them."""
+        return int((batch["labels"][:, 1:] != IGNORE).sum())
+
     def eval_step(self, model: torch.nn.Module, batch: dict[str, Any], ctx: RunContext) -> EvalBatch:
         self.eval_model = model
         loss_sum, tokens, correct = model(**self._inputs(batch))

@@ -154,3 +154,15 @@ def test_a_packed_run_stopped_mid_epoch_resumes_bit_exact(llama_folder, chats, t
     resumed = run_training(RunRequest(resume=first.run_dir))
     assert resumed.status == "completed" and resumed.steps == straight.steps
     assert_same_weights(checkpoint_weights(straight.run_dir), checkpoint_weights(resumed.run_dir))
+
+
+def test_micro_batches_weigh_by_trained_tokens_so_the_step_is_the_whole_batchs(qwen_folder, chats, tmp_path):
+    """A batch split into micro-batches of different token counts trains as the whole batch does."""
+    params = _params(qwen_folder, finetune="full", epochs="1", eval_generations="0", final_weights="last", batch_size="8")
+    whole = run_training(RunRequest(task="text-generation", data=str(chats), params=params, out=str(tmp_path / "whole")))
+    split = run_training(RunRequest(task="text-generation", data=str(chats), params={**params, "micro_batch_size": "3"}, out=str(tmp_path / "split")))
+    assert whole.status == split.status == "completed", (whole.error, split.error)
+    a, b = checkpoint_weights(whole.run_dir), checkpoint_weights(split.run_dir)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-5), key
