@@ -246,6 +246,7 @@ def task_json(spec: TaskSpec, engine_params: Sequence[Param] = ()) -> dict[str, 
         "model_formats": list(spec.model_formats),
         "metrics": [m.to_json() for m in spec.metric_specs()],
         "monitor": spec.default_monitor(),
+        "details": [d.to_json() for d in spec.detail_specs()],  # declared: kinds, titles, columns; no data
         "parameters": [p.to_json() for p in schema.values()],
         "defaults": resolve(spec, engine_params, {}, {}),
         "presets": [p.to_json() for p in spec.presets],

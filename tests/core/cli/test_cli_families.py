@@ -166,6 +166,9 @@ def test_tasks_lists_family_metrics_monitor_input_and_model_formats(cli):
     tasks = {t["id"]: t for t in one_json_line(cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS]))["tasks"]}
     assert tasks["toy-regression"]["family"] == "regression" and tasks["toy-regression"]["monitor"] == "r2"
     assert [m["name"] for m in tasks["toy-multilabel"]["metrics"]] == ["micro_f1", "macro_f1"]
+    details = tasks["toy-regression"]["details"]  # the family's, declared: kinds and columns, no data
+    assert [(d["name"], d["kind"]) for d in details] == [("worst_examples", "examples"), ("scatter", "series"), ("residual_histogram", "series")]
+    assert "rows" in details[0] and not details[0]["rows"]
     image, text_task = tasks["image-classification"], tasks["text-classification"]
     assert image["input"]["kind"] == "image" and ".png" in image["input"]["suffixes"]
     assert image["model_formats"] == ["trainlab-image", "torchvision-checkpoint"]
