@@ -247,3 +247,27 @@ def test_the_forecast_examples_own_view_draws_its_worst_windows_in_the_results_p
     block = results.page.details.blocks["worst_windows"]
     assert block.custom is not None and block.custom.objectName() == "forecastWindows" and block.table is None
     assert block.custom.captions == ["north from 9 \u00b7 MAE 1.5", "north from 5 \u00b7 MAE 0.5"]
+
+
+def test_try_it_offers_a_detection_runs_listed_images_as_random_validation_examples(qtbot, tmp_path, monkeypatch):
+    import trainlab_desktop.tryit.page as tryit
+    from trainlab import Box, BoxedImage, Column, ExampleRows, InputSpec, Metric, TaskSpec
+
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    picture = _image(run / "street.png")
+    rows = ExampleRows("worst_images", columns=(Column("image", kind="image_boxes"), Column("ap", kind="number")),
+                       rows=[{"image": BoxedImage(picture, (Box(1, 1, 5, 5, "car", role="true"),)), "ap": 0.1, "labels": "car"},
+                             {"image": BoxedImage("missing.png"), "ap": 0.2}],
+                       worst="ap", higher_is_worse=False, input_column="image", truth_column="labels")
+    report = {"family": "detection", "samples": 2, "map": 0.1, "metrics": {"map": 0.1}, "details": [rows.to_json()]}
+    (run / "eval.json").write_text(json.dumps(report), encoding="utf-8")
+    (run / "run.json").write_text(json.dumps({"id": "d", "task": "a-detector", "status": "completed"}))
+    spec = TaskSpec("a-detector", "Detector", "pkg.task:Task", family="detection", metrics=(Metric("map"),),
+                    input=InputSpec(kind="image"))
+    monkeypatch.setattr(tryit, "task_spec", lambda task: spec)
+    panel = tryit.TryItPanel()
+    qtbot.addWidget(panel)
+    panel.set_run(str(run))
+    assert panel.sample_button.isEnabled()
+    assert panel._eval_examples() == [(str(run / "street.png"), "True: car")]  # relative to the run folder; the missing one left out

@@ -490,6 +490,8 @@ class ExampleRows(Table):
         out = []
         for row in self.rows:
             value = row.get(self.input_column)
+            if isinstance(value, BoxedImage):  # an image with its boxes: the image is the input
+                value = value.image
             if value is None or str(value).strip() == "":
                 continue
             truth = row.get(self.truth_column) if self.truth_column else None

@@ -46,6 +46,7 @@ from trainlab.runfolder.eval_report import EvalRecord, LabelSetExample, Regressi
 from trainlab.runfolder.index import RunDir
 from trainlab.runfolder.records import RunRecord
 from trainlab.viewmodel.results import recorded_declarations, task_spec
+from trainlab_desktop.results.details import resolve_image
 from trainlab_desktop.tryit.inputs import DropArea, RowEntry, TextEntry, accepts_file, input_suffixes, page, row_columns
 from trainlab_desktop.tryit.outputs import PredictionView, number_text, prediction_rows
 
@@ -376,6 +377,8 @@ class TryItPanel(QWidget):
         else:  # another family: the example rows of its details that name their input
             declared = self.spec.detail_specs() if self.spec is not None else ()
             pairs = [p for d in report.view_details(declared) if isinstance(d, ExampleRows) for p in d.example_inputs()]
+            if self.kind in ("image", "file"):  # a path in eval.json may be relative to the run folder
+                pairs = [(resolve_image(item, self.run_dir or ""), truth) for item, truth in pairs]
             return [(item, self.tr("True: {truth}").format(truth=truth) if truth else "") for item, truth in pairs
                     if self._usable(item)]
         return [(e.example, self._truth_of(e)) for e in examples if self._usable(e.example)]
