@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trainlab.pluginhost.status import PluginStatus
-from trainlab.testing.checks import RUN_CHECKS, STATIC_CHECKS, CheckResult, StaticKit, run_check
+from trainlab.testing.checks import RUN_CHECKS, STATIC_CHECKS, CheckResult, CheckStatus, StaticKit, run_check
 from trainlab.testing.runs import TaskKit
 from trainlab.testing.target import find_targets
 
-MARKS = {"passed": "ok  ", "warned": "warn", "failed": "FAIL", "skipped": "skip", "expected-failure": "xfail"}
+MARKS = {CheckStatus.PASSED: "ok  ", CheckStatus.WARNED: "warn", CheckStatus.FAILED: "FAIL", CheckStatus.SKIPPED: "skip",
+         CheckStatus.EXPECTED_FAILURE: "xfail"}
 
 
 def check_plugin(name_or_path: str, *, full: bool = False, on_result: Callable[[CheckResult], None] | None = None) -> list[dict[str, Any]]:
@@ -60,7 +61,7 @@ def _run_checks(kit: StaticKit, home: Path, said: Callable[[CheckResult], None])
         sample = spec.sample_path()
         if sample is None:
             for name in RUN_CHECKS:
-                said(CheckResult(name, task_id, "skipped", "the task declares no sample_data to train on (run PluginConformance in the plugin's tests)"))
+                said(CheckResult(name, task_id, CheckStatus.SKIPPED, "the task declares no sample_data to train on (run PluginConformance in the plugin's tests)"))
             continue
         task_kit = TaskKit(task_id, copy_sample(sample, home / task_id / "sample"), home / task_id, kit.registry, home=home)
         for name in RUN_CHECKS:
@@ -83,8 +84,8 @@ def cmd_check(args, out) -> int:
         out.say(f"{MARKS[result.status]} {result.label}: {result.message}")
 
     reports = check_plugin(args.target, full=args.full, on_result=show)
-    failed = [f"{report['plugin']}: {r.label}" for report in reports for r in report["checks"] if r.status == "failed"]
-    warned = [f"{report['plugin']}: {r.label}" for report in reports for r in report["checks"] if r.status == "warned"]
+    failed = [f"{report['plugin']}: {r.label}" for report in reports for r in report["checks"] if r.status == CheckStatus.FAILED]
+    warned = [f"{report['plugin']}: {r.label}" for report in reports for r in report["checks"] if r.status == CheckStatus.WARNED]
     if failed:
         out.note(f"trainlab: {len(failed)} check(s) failed: {', '.join(failed)}")
     else:

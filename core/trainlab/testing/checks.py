@@ -16,12 +16,14 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable
 
 from trainlab.api.descriptors import InputSpec
 from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
 from trainlab.pluginhost.host import import_factory
+from trainlab.pluginhost.status import PluginStatus
 from trainlab.testing.target import PluginTarget, host_for, kit_environment, record_of
 
 # Modules an entry point must not import: discovery runs before every
@@ -41,11 +43,21 @@ class CheckWarned(Exception):
     """The plugin works, but should change what the message names (it loads through an adapter)."""
 
 
+class CheckStatus(StrEnum):
+    """A check's verdict, as ``trainlab plugins check --json`` writes it."""
+
+    PASSED = "passed"
+    WARNED = "warned"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    EXPECTED_FAILURE = "expected-failure"
+
+
 @dataclass(frozen=True)
 class CheckResult:
     check: str
     task: str  # "" for a check of the whole plugin
-    status: str  # passed, warned, failed, skipped, expected-failure
+    status: CheckStatus
     message: str = ""
 
     @property
@@ -63,20 +75,20 @@ def run_check(name: str, task: str, func: Callable[[], str | None], expected_fai
     try:
         message = func() or ""
     except CheckSkipped as exc:
-        return CheckResult(name, task, "skipped", str(exc))
+        return CheckResult(name, task, CheckStatus.SKIPPED, str(exc))
     except CheckWarned as exc:
-        return CheckResult(name, task, "warned", str(exc))
+        return CheckResult(name, task, CheckStatus.WARNED, str(exc))
     except CheckFailed as exc:
         if reason:
-            return CheckResult(name, task, "expected-failure", f"{reason} ({exc})")
-        return CheckResult(name, task, "failed", str(exc))
+            return CheckResult(name, task, CheckStatus.EXPECTED_FAILURE, f"{reason} ({exc})")
+        return CheckResult(name, task, CheckStatus.FAILED, str(exc))
     except Exception as exc:  # noqa: BLE001 - a plugin's bug is this check's verdict, not the kit's crash
         if reason:
-            return CheckResult(name, task, "expected-failure", f"{reason} ({type(exc).__name__}: {exc})")
-        return CheckResult(name, task, "failed", f"{type(exc).__name__}: {exc}")
+            return CheckResult(name, task, CheckStatus.EXPECTED_FAILURE, f"{reason} ({type(exc).__name__}: {exc})")
+        return CheckResult(name, task, CheckStatus.FAILED, f"{type(exc).__name__}: {exc}")
     if reason:
-        return CheckResult(name, task, "failed", f"listed as an expected failure ({reason}) but passed: remove it from expected_failures")
-    return CheckResult(name, task, "passed", message)
+        return CheckResult(name, task, CheckStatus.FAILED, f"listed as an expected failure ({reason}) but passed: remove it from expected_failures")
+    return CheckResult(name, task, CheckStatus.PASSED, message)
 
 
 # -- static checks (the plugin as a whole) -------------------------------------------
@@ -109,18 +121,18 @@ class StaticKit:
 
     def loaded(self):
         record = self.record
-        if record.status == "failed":
+        if record.status == PluginStatus.FAILED:
             raise CheckFailed(f"plugin {record.name!r} failed to load: {record.message}")
-        if record.status != "ok":
+        if record.status != PluginStatus.OK:
             raise CheckFailed(f"plugin {record.name!r} is {record.status}: {record.message}")
         return record
 
 
 def check_api_version(kit: StaticKit) -> str:
     record = kit.record
-    if record.status == "incompatible":
+    if record.status == PluginStatus.INCOMPATIBLE:
         raise CheckFailed(record.message)
-    if record.status == "failed" and not record.api_version:
+    if record.status == PluginStatus.FAILED and not record.api_version:
         raise CheckFailed(f"plugin {record.name!r}: {record.message}")
     major, _, minor = record.api_version.partition(".")
     if int(major) in SUPPORTED_OLDER_MAJORS:
@@ -152,7 +164,7 @@ HOOK_SLIPS = ("not marked @trainlab.hookimpl", "is not a TrainLab hook", "implem
 
 def check_hooks(kit: StaticKit) -> str:
     record = kit.record
-    if record.status == "failed" and "could not be registered" in record.message:
+    if record.status == PluginStatus.FAILED and "could not be registered" in record.message:
         # pluggy refuses an implementation whose arguments its spec lacks
         raise CheckFailed(record.message)
     kit.loaded()

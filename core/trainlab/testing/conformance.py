@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import pytest
 
 from trainlab.testing import checks
-from trainlab.testing.checks import RUN_CHECKS, STATIC_CHECKS, run_check
+from trainlab.testing.checks import RUN_CHECKS, STATIC_CHECKS, CheckStatus, run_check
 from trainlab.testing.target import find_targets
 
 
@@ -91,15 +91,15 @@ class PluginConformance:
     # -- the checks ----------------------------------------------------------------------
     def _verdict(self, check: str, task: str, func) -> None:
         result = run_check(check, task, func, dict(self.expected_failures))
-        if result.status == "skipped":
+        if result.status == CheckStatus.SKIPPED:
             pytest.skip(result.message)
-        if result.status == "warned":
+        if result.status == CheckStatus.WARNED:
             import warnings
 
             warnings.warn(PluginKitWarning(f"{result.label}: {result.message}"), stacklevel=2)
-        if result.status == "expected-failure":
+        if result.status == CheckStatus.EXPECTED_FAILURE:
             pytest.xfail(result.message)
-        if result.status == "failed":
+        if result.status == CheckStatus.FAILED:
             pytest.fail(f"{result.label}: {result.message}", pytrace=False)
 
     def _static(self, kit, check: str) -> None:
