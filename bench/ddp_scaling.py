@@ -45,7 +45,7 @@ other after its warm-up) against the peer's one process with the doubled
 batch; the two copies' samples over the slower one's time.  Data parallelism
 cannot scale past it: where it is under the goal, the machine is.
 
-    python bench/ddp_scaling.py [--workload image|mlp] [--pairs 4] [--epochs N] [--no-peer] [--json]
+    python bench/ddp_scaling.py [--workload image|mlp] [--pairs 4] [--epochs N] [--no-peer] [--quick] [--json]
 
 Goal on the two shared cores of the development machine: ratio >= 1.6.
 """
@@ -63,7 +63,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import load_average, order, ratio_summary
+from pairs import bench_parser, emit, load_average, order, ratio_summary, speaker
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))  # trainlab_dev, the data generators: not installed
@@ -216,7 +216,7 @@ def peer_child(model_json: Path, steps: int, batch: int, ready: Path | None = No
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "one pair of 2 epochs on 6 images a class (mlp: 600 rows, hidden 32)")
     parser.add_argument("--workload", choices=("image", "mlp"), default="image")
     parser.add_argument("--pairs", type=int, default=4)
     parser.add_argument("--images", type=int, default=400, help="image: training images per class (6 classes)")
@@ -226,7 +226,6 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=None, help="per rank (the one process takes twice as many); image 32, mlp 64")
     parser.add_argument("--epochs", type=int, default=None, help="image 3, mlp 2")
     parser.add_argument("--no-peer", action="store_true", help="image: leave out the plain DDP script measured beside TrainLab")
-    parser.add_argument("--json", action="store_true")
     parser.add_argument("--peer-child", type=Path, help=argparse.SUPPRESS)  # the peer script itself (a model.json)
     parser.add_argument("--peer-steps", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--peer-ready", type=Path, help=argparse.SUPPRESS)  # copies apart: where each says it is warm
@@ -234,6 +233,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.peer_child:
         return peer_child(args.peer_child, args.peer_steps, args.batch, args.peer_ready, args.peer_copy)
+    if args.quick:
+        args.pairs, args.epochs, args.images, args.rows, args.hidden = 1, 2, 6, 600, 32
+    say = speaker(args)
     image = args.workload == "image"
     args.batch = args.batch or (32 if image else 64)
     args.epochs = args.epochs or (3 if image else 2)
@@ -256,9 +258,9 @@ def main() -> int:
                 row["peer"] = {**peer, "ratio": peer["two"]["samples_per_second"] / one, "apart_ratio": peer["apart"]["samples_per_second"] / one}
                 peer_note = f"; the plain DDP script x{row['peer']['ratio']:.2f}; two copies apart x{row['peer']['apart_ratio']:.2f}"
             rounds.append(row)
-            print(f"pair {pair + 1}: one rank {got['one']['samples_per_second']:.0f} samples/s, two ranks {got['two']['samples_per_second']:.0f} "
+            say(f"pair {pair + 1}: one rank {got['one']['samples_per_second']:.0f} samples/s, two ranks {got['two']['samples_per_second']:.0f} "
                   f"samples/s: x{ratio:.2f}  (per CPU-second {got['one']['samples_per_cpu_second']:.0f} vs {got['two']['samples_per_cpu_second']:.0f})"
-                  f"{peer_note}", file=sys.stderr)  # fmt: skip
+                  f"{peer_note}")  # fmt: skip
     summary = ratio_summary([r["two"]["samples_per_second"] for r in rounds], [r["one"]["samples_per_second"] for r in rounds])
     result = {
         "workload": args.workload,
@@ -284,15 +286,13 @@ def main() -> int:
         apart = ratio_summary([r["peer"]["apart"]["samples_per_second"] for r in rounds], [r["peer"]["one"]["samples_per_second"] for r in rounds])
         result["apart"] = {"what": "two copies of the peer's one process at once, per-rank batch, no communication: the cores' ceiling",
                            "ratio": apart["median"], "spread": apart, "reaches_goal": apart["median"] >= GOAL}  # fmt: skip
-        print(f"the plain DDP script on the same cores, same pairs: x{peer['median']:.2f} (spread {peer['spread_pct']}%); "
-              f"TrainLab's ratio over the script's: {result['peer']['engine_efficiency']['median']:.3f}", file=sys.stderr)  # fmt: skip
-        print(f"two copies apart, no communication (the cores' ceiling): x{apart['median']:.2f} (spread {apart['spread_pct']}%)"
-              + ("" if apart["median"] >= GOAL else f": under the goal of {GOAL}, the cores cannot give it this hour"), file=sys.stderr)  # fmt: skip
-    print(f"{args.workload}: two ranks over one: x{result['ratio']:.2f} (spread {summary['spread_pct']}%; goal >= {GOAL}); "
-          f"load average {result['load_average']} on {os.cpu_count()} cores", file=sys.stderr)  # fmt: skip
-    if args.json:
-        print(json.dumps(result))
-    return 0
+        say(f"the plain DDP script on the same cores, same pairs: x{peer['median']:.2f} (spread {peer['spread_pct']}%); "
+              f"TrainLab's ratio over the script's: {result['peer']['engine_efficiency']['median']:.3f}")  # fmt: skip
+        say(f"two copies apart, no communication (the cores' ceiling): x{apart['median']:.2f} (spread {apart['spread_pct']}%)"
+              + ("" if apart["median"] >= GOAL else f": under the goal of {GOAL}, the cores cannot give it this hour"))  # fmt: skip
+    say(f"{args.workload}: two ranks over one: x{result['ratio']:.2f} (spread {summary['spread_pct']}%; goal >= {GOAL}); "
+          f"load average {result['load_average']} on {os.cpu_count()} cores")  # fmt: skip
+    return emit("ddp_scaling", args, result)
 
 
 if __name__ == "__main__":
