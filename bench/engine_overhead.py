@@ -23,7 +23,7 @@ min, max, ``spread_pct`` = half the range over the median).
 ``max_abs_loss_diff`` compares the per-epoch validation losses and
 ``max_abs_weight_diff`` the final weights.
 
-    python bench/engine_overhead.py [--pairs 5] [--json]
+    python bench/engine_overhead.py [--pairs 5] [--quick] [--json]
     python bench/engine_overhead.py --instructions [--instruction-pairs 2] [--samples 1024] [--epochs 1] [--json]
 
 ``--instructions`` counts, instead of timing, the instructions each side
@@ -41,7 +41,6 @@ on a loaded machine read ``ratio_cpu``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -53,12 +52,23 @@ from pathlib import Path
 import torch
 
 import trainlab
-from pairs import Clock, callgrind_region_instructions, count_region, instruction_counter, load_average, order, ratio_summary
+from pairs import (
+    Clock,
+    bench_parser,
+    callgrind_region_instructions,
+    count_region,
+    emit,
+    instruction_counter,
+    load_average,
+    ratio_summary,
+    run_pairs,
+    speaker,
+)
 from trainlab import ClassificationTask, DataSummary, TaskSpec
 
 # ``trainlab.api.callbacks.Callback`` rather than the public
 # ``trainlab.Callback``: the older name also exists in trees from before the
-# architecture issue (11), which bench/before_after.py runs this script against.
+# one-package layout, which bench/before_after.py runs this script against.
 from trainlab.api.callbacks import Callback
 
 N_TRAIN, N_VAL, SIZE, CLASSES = 4096, 1024, 32, 10
@@ -262,19 +272,23 @@ def child(side: str) -> int:
     return 0
 
 
-def count_instructions(args) -> int:
+def count_instructions(args, say) -> int:
     """``--instructions``: each side in its own process under callgrind, twice, ABBA."""
     script = str(Path(__file__).resolve())
-    counts: dict[str, list[int]] = {"raw": [], "engine": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for pair in range(args.instruction_pairs):
-            for side in order(pair, ["raw", "engine"]):
+        runs = iter(range(10**9))
+
+        def counted(side: str):
+            def run() -> int:
                 command = [sys.executable, script, "--child", side, "--samples", str(args.samples), "--epochs", str(args.epochs)]
-                found = callgrind_region_instructions(command, str(Path(tmp) / f"callgrind.{side}.{pair}"))
+                found = callgrind_region_instructions(command, str(Path(tmp) / f"callgrind.{side}.{next(runs)}"))
                 if found is None:
                     raise SystemExit("--instructions needs valgrind (callgrind) and callgrind_control")
-                counts[side].append(found)
-                print(f"pair {pair + 1} {side:6}: {found:,} instructions in the training passes", file=sys.stderr, flush=True)
+                return found
+            return run
+
+        counts = run_pairs({"raw": counted("raw"), "engine": counted("engine")}, args.instruction_pairs,
+                           after=lambda pair, side, found: say(f"pair {pair + 1} {side:6}: {found:,} instructions in the training passes"))
     ratios = [raw / engine for raw, engine in zip(counts["raw"], counts["engine"])]
     per_side = {side: {"median": statistics.median(v), "spread_pct": round(100 * (max(v) - min(v)) / 2 / statistics.median(v), 3)}
                 for side, v in counts.items()}
@@ -288,19 +302,16 @@ def count_instructions(args) -> int:
         "meaning": "raw loop's instructions over the engine's in the training passes (same work: above 1, the engine runs fewer)",
         "goal": {"instruction_ratio": ">= 0.98"},
     }
-    if not args.json:
-        print(f"engine/raw by instructions: {summary['instruction_ratio']:.4f} "
-              f"(pairs {summary['instruction_ratios']}; run-to-run spread raw {per_side['raw']['spread_pct']}%, "
-              f"engine {per_side['engine']['spread_pct']}%)")
-    print(json.dumps(summary))
-    return 0
+    say(f"engine/raw by instructions: {summary['instruction_ratio']:.4f} "
+        f"(pairs {summary['instruction_ratios']}; run-to-run spread raw {per_side['raw']['spread_pct']}%, "
+        f"engine {per_side['engine']['spread_pct']}%)")
+    return emit("engine_overhead", args, summary)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = bench_parser(__doc__, "one pair, one epoch of 512 samples")
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: steadiest on shared 2-core machines)")
-    parser.add_argument("--json", action="store_true")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under callgrind instead of timing (slow: a small workload, one process per side)")
     parser.add_argument("--instruction-pairs", type=int, default=2, help="with --instructions: runs of each side")
@@ -308,6 +319,10 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=None, help="epochs (default 3; 1 with --instructions)")
     parser.add_argument("--child", choices=("raw", "engine"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.quick:
+        args.pairs, args.instruction_pairs = 1, 1
+        args.samples, args.epochs = args.samples or 512, args.epochs or 1
+    say = speaker(args)
     torch.set_num_threads(max(1, args.threads))
     counting = bool(args.instructions or args.child)
     args.samples = args.samples or (256 if counting else N_TRAIN)
@@ -317,7 +332,7 @@ def main() -> int:
     if args.child:
         return child(args.child)
     if args.instructions:
-        return count_instructions(args)
+        return count_instructions(args, say)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("TRAINLAB_HOME", str(Path(tmp) / "home"))
         from trainlab.pluginhost.host import registry
@@ -328,19 +343,16 @@ def main() -> int:
         engine_run(out)  # warm-up: imports, allocator, thread pools
         raw_loop(out)
         loss_diffs, weight_diffs, raws, engines = [], [], [], []
-        runs = {"raw": raw_loop, "engine": engine_run}
-        for pair in range(args.pairs):
-            results = {name: runs[name](out) for name in order(pair, ["raw", "engine"])}
-            (raw_rate, raw_losses, raw_w), (eng_rate, eng_losses, eng_w) = results["raw"], results["engine"]
+        results = run_pairs({"raw": lambda: raw_loop(out), "engine": lambda: engine_run(out)}, args.pairs)
+        for pair, ((raw_rate, raw_losses, raw_w), (eng_rate, eng_losses, eng_w)) in enumerate(zip(results["raw"], results["engine"])):
             raws.append(raw_rate)
             engines.append(eng_rate)
             loss_diffs.append(max(abs(a - b) for a, b in zip(raw_losses, eng_losses)))
             weight_diffs.append(max((raw_w[k].float() - eng_w[k].float()).abs().max().item() for k in raw_w))
-            print(
+            say(
                 f"pair {pair + 1}: training samples/s raw {raw_rate[0]:8.1f}  engine {eng_rate[0]:8.1f}  "
                 f"ratio wall {eng_rate[0] / raw_rate[0]:.3f} cpu {eng_rate[2] / raw_rate[2]:.3f}  "
-                f"(end to end wall {eng_rate[1] / raw_rate[1]:.3f} cpu {eng_rate[3] / raw_rate[3]:.3f})  val-loss diff {loss_diffs[-1]:.2e}",
-                file=sys.stderr,
+                f"(end to end wall {eng_rate[1] / raw_rate[1]:.3f} cpu {eng_rate[3] / raw_rate[3]:.3f})  val-loss diff {loss_diffs[-1]:.2e}"
             )
     column = {name: i for i, name in enumerate(["wall", "end_to_end", "cpu", "end_to_end_cpu"])}
     spreads = {name: ratio_summary([e[i] for e in engines], [r[i] for r in raws]) for name, i in column.items()}
@@ -365,12 +377,10 @@ def main() -> int:
         "work": f"{EPOCHS} epochs x {N_TRAIN} samples of 3x{SIZE}x{SIZE}, batch {BATCH}, eval each epoch, final save",
         "goal": {"ratio": ">= 0.98", "max_abs_loss_diff": "<= 1e-5"},
     }
-    if not args.json:
-        print(f"engine/raw samples/s: wall {summary['ratio']:.3f} (+-{spreads['wall']['spread_pct']}%), "
-              f"CPU {summary['ratio_cpu']:.3f} (+-{spreads['cpu']['spread_pct']}%), median of {args.pairs} pairs; "
-              f"max val-loss diff {summary['max_abs_loss_diff']:.2e}; load average {summary['load_average']}")
-    print(json.dumps(summary))
-    return 0
+    say(f"engine/raw samples/s: wall {summary['ratio']:.3f} (+-{spreads['wall']['spread_pct']}%), "
+        f"CPU {summary['ratio_cpu']:.3f} (+-{spreads['cpu']['spread_pct']}%), median of {args.pairs} pairs; "
+        f"max val-loss diff {summary['max_abs_loss_diff']:.2e}; load average {summary['load_average']}")
+    return emit("engine_overhead", args, summary)
 
 
 if __name__ == "__main__":
