@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from trainlab.api.assignments import format_value
 from trainlab.api.errors import UsageError
 from trainlab.engine.outcome import EXIT_OK
-from trainlab.runfolder.status import RunStatus
+from trainlab.runfolder.status import RunStatus, status_word
 
 if TYPE_CHECKING:
     from trainlab.cli.common import Output
@@ -87,7 +87,6 @@ def _param_row(param: dict[str, Any], defaults: dict[str, Any]) -> tuple[str, st
 def cmd_runs(args, out: Output) -> int:
     from trainlab.runfolder.display import MISSING, format_duration
     from trainlab.runfolder.index import RunStore
-    from trainlab.runfolder.status import status_word
     from trainlab.viewmodel.history import parse_condition, run_metrics, sort_key
 
     conditions = []
