@@ -310,8 +310,8 @@ class TaskKit:
             inputs = evaluated_inputs(self.spec, self.straight().run_dir)
         if not inputs:
             raise CheckSkipped(
-                f"no inputs to predict for a task of input kind {self.spec.input.kind!r}: "
-                "give them with predict_inputs(task_id, data) in the conformance class"
+                f"no inputs to predict for a task of input kind {self.spec.input.kind!r} in its data: give them with "
+                "predict_inputs(task_id, data) of the plugin's PluginConformance class, or name them in the input_column of an ExampleRows detail the evaluation reports"
             )
         run = self.straight()
         with self.active():
