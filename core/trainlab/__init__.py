@@ -48,6 +48,7 @@ _API = {
     "MultiLabelTask": "trainlab.api.families",
     "RegressionTask": "trainlab.api.families",
     "MetricAccumulator": "trainlab.api.families",
+    "DetectionMetrics": "trainlab.api.families",
     "Metric": "trainlab.api",
     "InputSpec": "trainlab.api",
     "OutputSpec": "trainlab.api",

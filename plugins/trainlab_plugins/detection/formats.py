@@ -25,9 +25,10 @@ import json
 import os
 import random
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from trainlab import DataError, StopRequested, atomic_write_text
 
@@ -65,7 +66,7 @@ class ImageBoxes:
     orientation: int = 1  # EXIF orientation of the stored pixels
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> "ImageBoxes":
+    def from_json(data: dict[str, Any]) -> ImageBoxes:
         return ImageBoxes(**data)
 
 
@@ -93,7 +94,7 @@ class Found:
         }
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> "Found":
+    def from_json(data: dict[str, Any]) -> Found:
         return Found(
             form=data["form"],
             classes=list(data["classes"]),
@@ -465,10 +466,11 @@ def parse_voc_file(path: Path) -> dict[str, Any]:
     Parsed with defusedxml's SAX reader: entity declarations and external
     references are refused, and each object keeps the line it starts on.
     """
-    import defusedxml.sax
-    from defusedxml import DefusedXmlException
     from xml.sax import SAXException
     from xml.sax.handler import ContentHandler
+
+    import defusedxml.sax
+    from defusedxml import DefusedXmlException
 
     class Handler(ContentHandler):
         def __init__(self) -> None:
@@ -478,7 +480,7 @@ def parse_voc_file(path: Path) -> dict[str, Any]:
             self.out: dict[str, Any] = {"filename": "", "size": {}, "objects": []}
             self.current: dict[str, Any] | None = None
 
-        def startElement(self, name, attrs):  # noqa: N802 - the SAX interface
+        def startElement(self, name, attrs):
             self.stack.append(name)
             self.text = []
             if name == "object":
@@ -487,7 +489,7 @@ def parse_voc_file(path: Path) -> dict[str, Any]:
         def characters(self, content):
             self.text.append(content)
 
-        def endElement(self, name):  # noqa: N802
+        def endElement(self, name):
             value = "".join(self.text).strip()
             parent = self.stack[-2] if len(self.stack) > 1 else ""
             if name == "object" and self.current is not None:
@@ -648,7 +650,7 @@ def read_detection_data(data_path: str, form: str = "auto", *, cache: Path | Non
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged entry is read again
     found = Found(form=form, classes=[], splits={})
-    {"coco": read_coco, "yolo": read_yolo, "voc": read_voc}[form](root if root.is_dir() or form == "coco" else root, found)
+    {"coco": read_coco, "yolo": read_yolo, "voc": read_voc}[form](root, found)
     if not found.classes:
         raise DataError(f"{root}: no classes found in the {form.upper()} annotations")
     if not any(found.splits.values()):

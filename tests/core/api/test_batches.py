@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-
 from trainlab import ExampleList
 from trainlab.api.batches import batch_size_of, move_to_device, split_batch
 

@@ -6,11 +6,20 @@ import json
 
 import pytest
 from PIL import Image, ImageOps
-
 from trainlab import DataError
-from trainlab_dev.detection_samples import CATEGORY_IDS, CLASSES, write_coco, write_voc, write_yolo
+from trainlab_dev.detection_samples import (
+    CATEGORY_IDS,
+    CLASSES,
+    write_coco,
+    write_voc,
+    write_yolo,
+)
 from trainlab_plugins.detection import formats
-from trainlab_plugins.detection.formats import make_split, orient_box, read_detection_data
+from trainlab_plugins.detection.formats import (
+    make_split,
+    orient_box,
+    read_detection_data,
+)
 
 COUNTS = {"train": 6, "val": 3}
 
@@ -69,7 +78,7 @@ def test_every_bad_coco_annotation_is_named_by_line_and_skipped(tmp_path):
 
 def test_yolo_faults_named_by_file_and_line(tmp_path):
     root = write_yolo(tmp_path / "y", {"train": 2, "val": 1}, size=64)
-    label = sorted((root / "labels" / "train").glob("*.txt"))[0]
+    label = min((root / "labels" / "train").glob("*.txt"))
     label.write_text("0 0.5 0.5 0.2 0.2\n7 0.5 0.5 0.2 0.2\n1 0.5 0.5 0 0.3\nnot a line\n2 1.6 1.6 0.1 0.1\n0 0.95 0.5 0.3 0.2\n")
     found, _ = read_detection_data(str(root))
     named = {place: reason for place, reason in found.problems}
@@ -86,7 +95,7 @@ def test_yolo_faults_named_by_file_and_line(tmp_path):
 
 def test_voc_is_parsed_safely_and_names_lines(tmp_path):
     root = write_voc(tmp_path / "v", {"train": 2, "val": 1}, size=64)
-    xml = sorted((root / "Annotations").glob("*.xml"))[0]
+    xml = min((root / "Annotations").glob("*.xml"))
     text = xml.read_text().replace("<name>", "<name>un", 1)
     xml.write_text(text)
     found, _ = read_detection_data(str(root))

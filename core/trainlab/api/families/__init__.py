@@ -3,7 +3,9 @@
 * ``classification``: ``ClassificationTask``, ``ClassificationMetrics``,
   predictions ``LabelScores``;
 * ``regression``: ``RegressionTask``, ``RegressionMetrics``, ``Number``;
-* ``multilabel``: ``MultiLabelTask``, ``MultiLabelMetrics``, ``LabelSet``.
+* ``multilabel``: ``MultiLabelTask``, ``MultiLabelMetrics``, ``LabelSet``;
+* ``object-detection``: ``DetectionMetrics`` (COCO mAP from boxes), which a
+  detection task returns from ``Task.metric_accumulator``.
 
 Importing this package imports no torch; the classes do inside their methods.
 A plugin of another family subclasses ``trainlab.Task`` and returns its own
@@ -16,6 +18,7 @@ from typing import Any
 
 from trainlab.api.families.base import MetricAccumulator
 from trainlab.api.families.classification import ClassificationMetrics, ClassificationTask
+from trainlab.api.families.detection import DetectionMetrics
 from trainlab.api.families.multilabel import MultiLabelMetrics, MultiLabelTask
 from trainlab.api.families.regression import RegressionMetrics, RegressionTask
 
@@ -23,6 +26,7 @@ ACCUMULATORS: dict[str, type[MetricAccumulator]] = {
     "classification": ClassificationMetrics,
     "regression": RegressionMetrics,
     "multilabel": MultiLabelMetrics,
+    "object-detection": DetectionMetrics,
 }
 
 
@@ -43,6 +47,7 @@ __all__ = [
     "ACCUMULATORS",
     "ClassificationMetrics",
     "ClassificationTask",
+    "DetectionMetrics",
     "MetricAccumulator",
     "MultiLabelMetrics",
     "MultiLabelTask",

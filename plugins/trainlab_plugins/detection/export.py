@@ -1,0 +1,95 @@
+"""A detection model folder that runs without TrainLab.
+
+``save_model`` writes ``model.safetensors`` (the weights), ``model.json``
+(the architecture, classes, COCO category ids, image size and score
+threshold) and, from here, ``detector_networks.py`` (the network builders,
+torch and torchvision only) and ``predict.py``:
+
+    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--out boxes.json]
+
+prints (or writes) COCO-style results, one entry per box.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from trainlab import atomic_write_text
+
+PROGRAM = '''"""Boxes for images with the detector in this folder; needs torch, torchvision, safetensors and Pillow, not TrainLab.
+
+    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--out boxes.json]
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+from PIL import Image, ImageOps
+from safetensors.torch import load_file
+from torchvision.transforms.v2 import functional as F
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from detector_networks import build_detector  # noqa: E402
+
+
+def load(folder=HERE, device="cpu"):
+    """(the detector, ready for inference, and its model.json)."""
+    meta = json.loads((Path(folder) / "model.json").read_text(encoding="utf-8"))
+    model = build_detector(meta["architecture"], len(meta["classes"]), int(meta["image_size"]),
+                           score_thresh=0.05, detections_per_img=100)
+    model.load_state_dict(load_file(str(Path(folder) / "model.safetensors")))
+    return model.to(device).eval(), meta
+
+
+def read_image(path):
+    """RGB in [0, 1], turned upright as its EXIF orientation says (the boxes are in these pixels)."""
+    with Image.open(path) as image:
+        return F.pil_to_tensor(ImageOps.exif_transpose(image).convert("RGB")).float() / 255.0
+
+
+def detect(model, meta, paths, threshold=None, device="cpu"):
+    """COCO-style results: image_id (the position in paths, from 1), file_name, category_id, bbox [x, y, w, h], score."""
+    cutoff = meta.get("score_threshold", 0.3) if threshold is None else threshold
+    results = []
+    with torch.inference_mode():
+        for image_id, path in enumerate(paths, start=1):
+            out = model([read_image(path).to(device)])[0]
+            for box, score, label in zip(out["boxes"].tolist(), out["scores"].tolist(), out["labels"].tolist()):
+                if score < cutoff or not 0 < label <= len(meta["classes"]):
+                    continue
+                x0, y0, x1, y1 = box
+                results.append({"image_id": image_id, "file_name": str(path), "label": meta["classes"][label - 1],
+                                "category_id": meta["category_ids"][label - 1],
+                                "bbox": [round(x0, 2), round(y0, 2), round(x1 - x0, 2), round(y1 - y0, 2)],
+                                "score": round(score, 5)})
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Boxes for images with this folder's detector.")
+    parser.add_argument("images", nargs="+")
+    parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    model, meta = load()
+    results = detect(model, meta, args.images, args.threshold)
+    text = json.dumps(results, indent=1)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def write_program(out_dir: Path) -> None:
+    shutil.copyfile(Path(__file__).with_name("networks.py"), out_dir / "detector_networks.py")
+    atomic_write_text(out_dir / "predict.py", PROGRAM)

@@ -1,0 +1,127 @@
+"""The detectors object-detection builds: torchvision's, and a small FCOS of its own.
+
+Standalone on purpose: torch and torchvision only, no TrainLab, so that an
+exported model folder carries this file and its ``predict.py`` rebuilds the
+network without TrainLab installed.
+
+Nothing is ever downloaded: every torchvision builder is called with
+``weights=None, weights_backbone=None``; weights already on the machine are
+loaded afterwards from a file (``load_weights``).  Labels are 1..n for the n
+classes (0 is the background, as every torchvision detector expects), so a
+detector has ``n + 1`` outputs.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import torch
+from torch import nn
+
+# name -> (torchvision builder, what it is); "small-fcos" is built here.
+ARCHITECTURES = {
+    "small-fcos": "FCOS on a small CNN of TrainLab's (three feature levels, strides 8-32), from scratch; fast on a CPU",
+    "fasterrcnn_mobilenet_v3_large_fpn": "Faster R-CNN, MobileNetV3-Large FPN backbone",
+    "fasterrcnn_mobilenet_v3_large_320_fpn": "Faster R-CNN, MobileNetV3-Large FPN backbone, tuned for small images",
+    "fasterrcnn_resnet50_fpn_v2": "Faster R-CNN, ResNet-50 FPN v2 backbone",
+    "retinanet_resnet50_fpn_v2": "RetinaNet, ResNet-50 FPN v2 backbone",
+    "fcos_resnet50_fpn": "FCOS, ResNet-50 FPN backbone",
+    "ssdlite320_mobilenet_v3_large": "SSDlite, MobileNetV3-Large backbone, 320 px inputs",
+}
+# Where each torchvision detector keeps its backbone (what backbone-only weights load into).
+BACKBONE_PREFIX = {"ssdlite320_mobilenet_v3_large": "backbone.features", "small-fcos": "backbone.body"}
+
+
+class SmallBackbone(nn.Module):
+    """Four conv stages (strides 2, 4, 8, 16, then 32) and 1x1 projections of the last three."""
+
+    def __init__(self, widths: tuple[int, ...] = (16, 32, 64, 96, 128), out_channels: int = 64) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        channels = 3
+        self.taps: list[int] = []
+        for index, width in enumerate(widths):
+            layers.append(nn.Sequential(
+                nn.Conv2d(channels, width, 3, stride=2, padding=1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, width, 3, padding=1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+            ))  # fmt: skip
+            channels = width
+            if index >= len(widths) - 3:
+                self.taps.append(index)
+        self.body = nn.ModuleList(layers)
+        self.project = nn.ModuleList(nn.Conv2d(widths[i], out_channels, 1) for i in self.taps)
+        self.out_channels = out_channels
+
+    def forward(self, x: torch.Tensor) -> OrderedDict[str, torch.Tensor]:
+        features = OrderedDict()
+        for index, layer in enumerate(self.body):
+            x = layer(x)
+            if index in self.taps:
+                level = self.taps.index(index)
+                features[str(level)] = self.project[level](x)
+        return features
+
+
+def _small_fcos(num_classes: int, image_size: int, **kwargs: Any) -> nn.Module:
+    from torchvision.models.detection import FCOS
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.fcos import FCOSHead
+
+    backbone = SmallBackbone()
+    anchors = AnchorGenerator(sizes=((8,), (16,), (32,)), aspect_ratios=((1.0,),) * 3)
+    head = FCOSHead(backbone.out_channels, 1, num_classes, num_convs=2)
+    return FCOS(backbone, num_classes, min_size=image_size, max_size=image_size, anchor_generator=anchors, head=head,
+                **kwargs)  # fmt: skip
+
+
+def build_detector(arch: str, num_classes: int, image_size: int, **kwargs: Any) -> nn.Module:
+    """A detector for ``num_classes`` classes (plus the background), with random weights.
+
+    ``image_size`` is the longer side the detector resizes its inputs to
+    (SSDlite always takes 320 x 320).  ``kwargs`` go to the builder
+    (``score_thresh``, ``detections_per_img``, ...).
+    """
+    outputs = num_classes + 1
+    if arch == "small-fcos":
+        return _small_fcos(outputs, image_size, **kwargs)
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown detector {arch!r}: one of {', '.join(ARCHITECTURES)}")
+    from torchvision.models import detection
+
+    builder = getattr(detection, arch)
+    if arch.startswith("ssdlite"):
+        kwargs = {k: v for k, v in kwargs.items() if k in ("score_thresh", "detections_per_img")}
+        return builder(weights=None, weights_backbone=None, num_classes=outputs, **kwargs)
+    sizes = {"min_size": image_size, "max_size": image_size}
+    if arch.startswith("fasterrcnn"):  # its own keyword for the final threshold
+        if "score_thresh" in kwargs:
+            kwargs["box_score_thresh"] = kwargs.pop("score_thresh")
+        if "detections_per_img" in kwargs:
+            kwargs["box_detections_per_img"] = kwargs.pop("detections_per_img")
+    return builder(weights=None, weights_backbone=None, num_classes=outputs, **sizes, **kwargs)
+
+
+def load_weights(model: nn.Module, state: dict[str, torch.Tensor], arch: str) -> tuple[int, list[str]]:
+    """Load full-detector or backbone-only weights; (tensors loaded, what did not fit).
+
+    Tensors whose shape differs from the model's (a head for another number
+    of classes) are left out and named.  A backbone-only file (an ImageNet
+    classifier's ``features.*`` or ``conv1``/``layer1``..., as torchvision
+    saves them) is matched under the detector's backbone.
+    """
+    own = model.state_dict()
+    prefixes = ("", "backbone.body.", "backbone.", BACKBONE_PREFIX.get(arch, "backbone.body") + ".")
+    best: dict[str, torch.Tensor] = {}
+    for prefix in prefixes:
+        candidate = {prefix + k: v for k, v in state.items() if prefix + k in own}
+        if len(candidate) > len(best):
+            best = candidate
+    fits = {k: v for k, v in best.items() if tuple(v.shape) == tuple(own[k].shape)}
+    skipped = sorted(set(best) - set(fits))
+    model.load_state_dict(fits, strict=False)
+    return len(fits), skipped

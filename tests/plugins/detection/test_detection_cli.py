@@ -1,0 +1,68 @@
+"""object-detection through the real CLI: train, resume, eval, predict and the exported program, on a tiny set."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers import one_json_line
+from trainlab_dev.detection_samples import write_yolo
+
+# a tiny detector on tiny images: this tests the plumbing, not the accuracy
+FAST = ("--set", "image_size=64", "--set", "batch_size=8", "--set", "model=small-fcos")
+# every box reported: a model trained this little scores few boxes over the default 0.3
+ALL_BOXES = ("--set", "score_threshold=0.0")
+
+
+def test_train_resume_eval_predict_and_the_exported_program(cli, tmp_path):
+    data = write_yolo(tmp_path / "shapes", {"train": 16, "val": 8}, size=64, seed=1)
+    label = min((data / "labels" / "train").glob("*.txt"))
+    label.write_text(label.read_text() + "9 0.5 0.5 0.1 0.1\n")  # a class data.yaml does not name
+    out = tmp_path / "run"
+    result = cli("train", "object-detection", "--data", data, "--epochs", "1", *FAST, *ALL_BOXES, "--out", out, "--json")
+    assert result.returncode == 0, result.stderr
+    first = one_json_line(result)
+    assert first["status"] == "completed" and set(first["metrics"]) >= {"map", "map50", "map75", "mar_100"}
+    assert first["best"]["metric"] == "map"
+    assert f"skipped: {label}:" in result.stderr and "unknown class: 9" in result.stderr
+    assert "train: 16 images" in result.stderr and "training loss by part: classification" in result.stderr
+
+    report = json.loads((out / "eval.json").read_text())
+    details = {d["name"]: d for d in report["details"]}
+    assert [r["class"] for r in details["per_class"]["rows"]] == ["circle", "square", "triangle"]
+    assert len(details["worst_images"]["rows"]) == 8 and details["pr_curves"]["kind"] == "series"
+
+    more = cli("train", "--resume", out, "--more-epochs", "1", "--json")
+    assert more.returncode == 0, more.stderr
+    assert one_json_line(more)["epochs"] == 2
+
+    evaluated = cli("eval", out, "--json")
+    assert evaluated.returncode == 0, evaluated.stderr
+
+    images = data / "images" / "val"
+    (images / "broken.jpg").write_bytes(b"not an image")
+    predicted = cli("predict", out, images, "--out", tmp_path / "boxes.jsonl", "--json")
+    assert predicted.returncode == 2 and "1 of 9 input(s) could not be used" in predicted.stderr, predicted.stderr
+    lines = [json.loads(line) for line in (tmp_path / "boxes.jsonl").read_text().splitlines()]
+    assert len(lines) == 9
+    errors = [line for line in lines if line.get("error")]
+    assert len(errors) == 1 and "broken.jpg" in errors[0]["error"]
+
+    # the exported folder predicts without TrainLab: its modules cannot be imported in that process
+    program = out / "model" / "predict.py"
+    first_image = sorted(images.glob("val_*.jpg"))[0]
+    block = "import sys; [sys.modules.__setitem__(m, None) for m in ('trainlab', 'trainlab_plugins')]; "
+    run = f"{block}import runpy; sys.argv = [{str(program)!r}, {str(first_image)!r}]; runpy.run_path({str(program)!r}, run_name='__main__')"
+    alone = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert alone.returncode == 0, alone.stderr
+    theirs = json.loads(alone.stdout)
+    ours = next(line for line in lines if line.get("input") == str(first_image))
+    boxes = ours["prediction"]["boxes"]
+    assert boxes, "a model that scores no box tells nothing about the round trip"
+    assert [(t["label"], t["score"]) for t in theirs] == [(b["label"], b["score"]) for b in boxes]
+    for t, b in zip(theirs, boxes):
+        x, y, w, h = t["bbox"]
+        assert [x, y, x + w, y + h] == pytest.approx(b["box"], abs=0.02)
