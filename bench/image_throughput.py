@@ -20,8 +20,8 @@ model's compute alone (data already on the GPU) and of full engine runs on
 generated JPEGs, in strict fp32 (no TF32), TF32, and bf16 autocast with
 channels_last.
 
-    python bench/image_throughput.py [--pairs 5] [--json]
-    python bench/image_throughput.py --gpu [--json]
+    python bench/image_throughput.py [--pairs 5] [--quick] [--json]
+    python bench/image_throughput.py --gpu [--quick] [--json]
 
 Goal on the CPU of the development machine: ratio >= 0.97.  The last line is
 a JSON object.
@@ -29,8 +29,6 @@ a JSON object.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import random
@@ -42,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from pairs import Clock, order, spread
+from pairs import Clock, bench_parser, emit, run_pairs, speaker, spread
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # trainlab_dev, the data generators: not installed
 from trainlab_dev.image_samples import make_shapes_dataset
@@ -51,7 +49,7 @@ CLASSES, PER_CLASS, SIZE = 8, 150, 64
 EPOCHS, BATCH, LR, SEED, VAL_FRACTION = 2, 64, 0.003, 1234, 0.2
 
 
-def say(*args) -> None:
+def say(*args) -> None:  # replaced by main: silent with --json
     print(*args, file=sys.stderr, flush=True)
 
 
@@ -152,18 +150,23 @@ def cpu_mode(pairs: int) -> dict:
         workers = auto_workers(usable_cores(), (time.perf_counter() - start) * 1000 / len(files), cuda=False)
         say(f"loader workers (auto): {workers}")
         engine_run(data, tmp / "warmup", {**params, "epochs": 1})  # imports, caches
-        rows = []
-        for pair in range(pairs):
-            row = {}
-            for which in order(pair, ["engine", "hand"]):
+        runs = iter(range(pairs))
+
+        def timed(run):
+            def side() -> tuple[float, Clock]:
                 with Clock() as clock:
-                    if which == "engine":
-                        row["engine"] = engine_run(data, tmp / f"run-{pair}", params)["samples_per_second"]
-                    else:
-                        row["hand"] = hand_loop(data, workers)["samples_per_second"]
+                    rate = run()["samples_per_second"]
+                return rate, clock
+            return side
+
+        sides = run_pairs({"engine": timed(lambda: engine_run(data, tmp / f"run-{next(runs)}", params)),
+                           "hand": timed(lambda: hand_loop(data, workers))}, pairs)  # fmt: skip
+        rows = []
+        for pair, ((engine, engine_clock), (hand, hand_clock)) in enumerate(zip(sides["engine"], sides["hand"])):
+            row = {"engine": engine, "hand": hand, "ratio": engine / hand}
+            for which, clock in (("engine", engine_clock), ("hand", hand_clock)):
                 row[f"{which}_process_cpu_s"] = round(clock.cpu, 2)  # whole run, this process's threads
                 row[f"{which}_wall_s"] = round(clock.wall, 2)
-            row["ratio"] = row["engine"] / row["hand"]
             rows.append(row)
             say(f"pair {pair + 1}: engine {row['engine']:.1f} samples/s, hand-written {row['hand']:.1f} samples/s, ratio {row['ratio']:.3f}")
     return {
@@ -250,18 +253,21 @@ def gpu_mode(batch: int, steps: int, engine: bool) -> dict:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main() -> int:
+    global say, PER_CLASS, EPOCHS
+    parser = bench_parser(__doc__, "one pair of one epoch on 40 images a class (--gpu: 5 steps, no engine runs)")
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--gpu", action="store_true", help="resnet50 at 224 px on the GPU")
     parser.add_argument("--gpu-batch", type=int, default=128)
     parser.add_argument("--gpu-steps", type=int, default=30)
     parser.add_argument("--no-engine", action="store_true", help="--gpu: compute-only figures")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
     args = parser.parse_args()
+    if args.quick:
+        args.pairs, args.gpu_steps, args.no_engine, PER_CLASS, EPOCHS = 1, 5, True, 40, 1
+    say = speaker(args)
     result = gpu_mode(args.gpu_batch, args.gpu_steps, not args.no_engine) if args.gpu else cpu_mode(args.pairs)
-    print(json.dumps(result))
+    return emit("image_throughput", args, result)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
