@@ -61,6 +61,9 @@ _SPLIT_MARKERS = frozenset(
 _REPORT_OBJECTS = frozenset({"metrics", "target", "residual_histogram", "per_class"})
 _RECORD_KEYS = ("weights", "step", "data")  # of the evaluation as a whole, beside its splits
 _NOT_METRICS = frozenset({"step", "epoch"})
+# Families whose reports listed every number as a metric before plugin API 2.1
+# (classification's top5_accuracy): they keep doing so.
+_NUMBERS_ARE_METRICS = frozenset({"classification", "regression", "multilabel"})
 
 
 def _finite(value: float) -> float:
@@ -364,9 +367,9 @@ class SplitReport:
     @property
     def other_numbers(self) -> dict[str, float]:
         """Numbers of the report that are not its declared metrics (a count of
-        windows, a baseline's score): empty when it declares none (then every
-        number reads as a metric, as before plugin API 2)."""
-        if not self.declared_metrics:
+        windows): empty when it declares none, and for the families whose
+        reports have always listed every number as a metric."""
+        if not self.declared_metrics or self.shown_family in _NUMBERS_ARE_METRICS:
             return {}
         return {k: v for k, v in self.metrics.items() if k not in self.declared_metrics}
 

@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trainlab.api.descriptors import FAMILY_METRICS
 from trainlab.viewmodel.results import RunResults, SplitReport, is_image_example
 from trainlab_desktop.common.formatting import format_metric, metric_title
 
@@ -184,14 +183,12 @@ def split(orientation: Qt.Orientation, first: QWidget, second: QWidget, stretch:
 def metric_rows(report: SplitReport, run: RunResults, family: str) -> list[tuple[str, str, bool]]:
     """(title, value, monitored) for each metric of ``report``, the task's
     declared ones first, then loss.  Another number the report holds is a
-    metric of a built-in family (top-5 accuracy) or of a report that names
-    none; a plugin family's other numbers are details (``view_details``)."""
+    metric of the classic families (top-5 accuracy) or of a report that names
+    none; other families' other numbers are details (``other_numbers``)."""
     monitor = run.monitor
     rows = []
     declared = run.declared_metrics(report)
-    others = [n for n in report.metrics if n not in declared]
-    if family not in FAMILY_METRICS:
-        others = [n for n in others if n not in report.other_numbers]
+    others = [n for n in report.metrics if n not in declared and n not in report.other_numbers]
     for name in declared + others:
         declared = run.metric_spec(name, family)
         text = format_metric(name, report.value(name), declared.display if declared else None, detail=True)

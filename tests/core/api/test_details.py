@@ -86,6 +86,8 @@ def test_earlier_eval_json_files_read_as_before_with_their_details_typed():
     assert read.primary.details == () and read.to_json()["details"] == {"note": "free-form"}
     assert read.primary.other_numbers == {"anomalies": 2.0}  # a count, shown as a detail, not a metric
     assert [d.name for d in read.primary.view_details()] == ["other_numbers"]
+    top5 = {"family": "classification", "samples": 9, "accuracy": 0.5, "top5_accuracy": 0.9, "metrics": {"accuracy": 0.5}}
+    assert EvalRecord.from_json(top5).primary.other_numbers == {}  # the classic families' numbers stay metrics
 
 
 def test_a_damaged_detail_is_named():
