@@ -36,12 +36,13 @@ def resolve_augmentation(value: str, epochs: int) -> str:
     return value
 
 
-def train_transform(augmentation: str, image_size: int, hflip: bool = True) -> v2.Transform | None:
+def train_transform(augmentation: str, image_size: int, hflip: bool = True, photometric: bool = True) -> v2.Transform | None:
     """The random part of training: after the cached resize, before the batch."""
     steps: list[v2.Transform] = []
     if augmentation == "standard":
+        if photometric:
+            steps.append(v2.RandomPhotometricDistort(p=0.5))
         steps += [
-            v2.RandomPhotometricDistort(p=0.5),
             v2.RandomApply([v2.RandomZoomOut(fill=114, side_range=(1.0, 2.0))], p=0.2),
             v2.RandomApply([v2.RandomIoUCrop(min_scale=0.5)], p=0.3),
         ]
