@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 from torchvision import tv_tensors
-
 from trainlab import ExampleList
-from trainlab_plugins.detection.dataset import DetectionDataset, collate, train_transform
+from trainlab_plugins.detection.dataset import (
+    DetectionDataset,
+    collate,
+    train_transform,
+)
 from trainlab_plugins.detection.formats import ImageBoxes
 
 OBJECTS = [[8, 10, 28, 26], [40, 30, 60, 58], [70, 4, 92, 20]]
