@@ -1,8 +1,8 @@
 """Image: the time to a good model, TrainLab's defaults against the plain torchvision script a user would write.
 
 Data: generated 32 px shapes (``make_shapes_dataset``: 6 classes, 240 train
-and 60 validation images each: 1,440 / 360, the size of the digits set of
-issue 16), written as ``train/`` and ``val/`` JPEG folders.
+and 60 validation images each: 1,440 / 360, the size of a small digits
+set), written as ``train/`` and ``val/`` JPEG folders.
 
 (a) the plain script, written here as a user writes it: torchvision
     ``ImageFolder`` with ``ToTensor`` and ``Normalize``, three conv blocks
@@ -27,7 +27,7 @@ measure one lever at a time (``--set batch_size=128 --set lr=0.006``,
 ``--set model=...``, ``--set num_workers=0``).
 
 ``--levers``: every pair also runs TrainLab with the defaults of before
-issue 16's levers (``BEFORE``: model small-cnn, nothing kept in memory, no
+the speed levers (``BEFORE``: model small-cnn, nothing kept in memory, no
 channels_last), with each lever alone on top of them, and with the defaults
 of now less one lever at a time (``LEVERS``); the JSON gives each one's ratio, time to the target, seconds per training
 epoch and per evaluation, and final accuracy under ``levers``; ``ratio``
@@ -38,15 +38,14 @@ resnet18 from its constructor, random weights: no download) on generated
 224 px images, the defaults before the levers against now, alternating;
 seconds per training epoch after the first (``--set`` applies to both).
 
-    python bench/image_time_to_accuracy.py [--pairs 3] [--epochs 5] [--set KEY=VALUE ...] [--levers] [--json]
-    python bench/image_time_to_accuracy.py --backbone [--pairs 2] [--json]
+    python bench/image_time_to_accuracy.py [--pairs 3] [--epochs 5] [--set KEY=VALUE ...] [--levers] [--quick] [--json]
+    python bench/image_time_to_accuracy.py --backbone [--pairs 2] [--quick] [--json]
 
 The last line printed is one JSON object.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -57,7 +56,7 @@ from pathlib import Path
 
 import torch
 
-from pairs import load_average, order, ratio_summary, spread
+from pairs import bench_parser, emit, load_average, ratio_summary, run_pairs, speaker, spread
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # trainlab_dev, the data generators: not installed
 
@@ -198,18 +197,20 @@ def backbone_mode(pairs: int, sets: dict[str, str], say) -> dict:
     from trainlab_dev.image_samples import make_shapes_dataset
 
     configs = {"before": {**BACKBONE, **BEFORE, "model": "resnet18", **sets}, "now": {**BACKBONE, **sets}}
-    results: dict[str, list[dict]] = {name: [] for name in configs}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         os.environ.setdefault("TRAINLAB_HOME", str(tmp / "home"))
         data = make_shapes_dataset(tmp / "data", classes=BACKBONE_CLASSES, size=BACKBONE_SIZE, seed=SEED,
                                    splits={"train": BACKBONE_TRAIN, "val": BACKBONE_VAL})  # fmt: skip
-        for pair in range(pairs):
-            for name in order(pair, list(configs)):
-                run = trainlab_run(data, tmp / f"run-{pair}-{name}", 2.0, configs[name])  # an unreachable target: every epoch runs
-                results[name].append(run)
-                say(f"pair {pair + 1} {name}: epochs {[round(e['train_s'], 2) for e in run['epochs']]} s, "
-                    f"accuracy {[round(e['accuracy'], 4) for e in run['epochs']]}, memory cache {(run['memory_cache'] or {}).get('splits')}")  # fmt: skip
+        runs = iter(range(2 * pairs))
+
+        def said(pair: int, name: str, run: dict) -> None:
+            say(f"pair {pair + 1} {name}: epochs {[round(e['train_s'], 2) for e in run['epochs']]} s, "
+                f"accuracy {[round(e['accuracy'], 4) for e in run['epochs']]}, memory cache {(run['memory_cache'] or {}).get('splits')}")  # fmt: skip
+
+        # an unreachable target: every epoch runs
+        results = run_pairs({name: (lambda config=config, name=name: trainlab_run(data, tmp / f"run-{next(runs)}-{name}", 2.0, config))
+                             for name, config in configs.items()}, pairs, after=said)  # fmt: skip
     later = {name: [e["train_s"] for r in runs for e in r["epochs"][1:]] for name, runs in results.items()}
     later_cpu = {name: [e["train_cpu_s"] for r in runs for e in r["epochs"][1:]] for name, runs in results.items()}
     ratio = ratio_summary(later["now"], later["before"])
@@ -235,22 +236,23 @@ def backbone_mode(pairs: int, sets: dict[str, str], say) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    global TRAIN_PER_CLASS, VAL_PER_CLASS, BACKBONE_TRAIN, BACKBONE_VAL
+    parser = bench_parser(__doc__, "one pair, the script for 1 epoch on 40 images a class (--backbone: 8 a class)")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=5, help="the plain script's epochs")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="a TrainLab parameter (one lever)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads of both sides")
     parser.add_argument("--levers", action="store_true", help="also each lever alone on the defaults of before (see LEVERS)")
     parser.add_argument("--backbone", action="store_true", help="a 224 px resnet18 run before and after the levers")
-    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.quick:
+        args.pairs, args.epochs = 1, 1
+        TRAIN_PER_CLASS, VAL_PER_CLASS, BACKBONE_TRAIN, BACKBONE_VAL = 40, 10, 8, 4
     torch.set_num_threads(max(1, args.threads))
     sets = dict(item.split("=", 1) for item in args.sets)
-    say = (lambda text: print(text, file=sys.stderr)) if args.json else print
+    say = speaker(args)
     if args.backbone:
-        summary = backbone_mode(args.pairs, sets, say)
-        print(json.dumps(summary))
-        return 0
+        return emit("image_time_to_accuracy", args, backbone_mode(args.pairs, sets, say))
     levers = {name: {**change, **sets} for name, change in LEVERS.items()} if args.levers else {}
     lever_runs: dict[str, list[dict]] = {name: [] for name in levers}
     with tempfile.TemporaryDirectory() as tmp:
@@ -261,21 +263,28 @@ def main() -> int:
         finals = [warm["epochs"][-1]["accuracy"]]
         say(f"warm-up plain script: final accuracy {finals[0]:.4f}")
         scripts, runs, ratios_wall, ratios_cpu = [], [], [], []
-        for pair in range(args.pairs):
-            got = {}
+        got: dict = {}
+
+        def script_side() -> None:
+            got["script"] = plain_script(data, args.epochs)
+            finals.append(got["script"]["epochs"][-1]["accuracy"])
+
+        def trainlab_side() -> None:
+            pair = got["pair"]
             sides = ["trainlab", *levers]
             sides = sides[pair % len(sides) :] + sides[: pair % len(sides)]  # each configuration takes each place in turn
-            for side in order(pair, ["script", "trainlab"]):
-                if side == "script":
-                    got["script"] = plain_script(data, args.epochs)
-                    finals.append(got["script"]["epochs"][-1]["accuracy"])
-                    continue
-                got["target"] = statistics.median(finals)
-                for name in sides:
-                    if name == "trainlab":
-                        got["trainlab"] = trainlab_run(data, tmp / f"run-{pair}", got["target"], sets)
-                    else:
-                        got[name] = trainlab_run(data, tmp / f"run-{pair}-{name}", got["target"], levers[name])
+            got["target"] = statistics.median(finals)  # with this pair's script when it went first
+            for name in sides:
+                if name == "trainlab":
+                    got["trainlab"] = trainlab_run(data, tmp / f"run-{pair}", got["target"], sets)
+                else:
+                    got[name] = trainlab_run(data, tmp / f"run-{pair}-{name}", got["target"], levers[name])
+
+        def pair_done(pair: int, _side: str, _result: None) -> None:
+            if "script" in got and "trainlab" in got:
+                settle(pair)
+
+        def settle(pair: int) -> None:
             script_wall = sum(e["train_s"] for e in got["script"]["epochs"])
             script_cpu = sum(e["train_cpu_s"] for e in got["script"]["epochs"])
             reach_wall, reach_cpu = time_to(got["trainlab"]["epochs"], got["target"])
@@ -293,6 +302,12 @@ def main() -> int:
             say(f"pair {pair + 1}: script {script_wall:6.1f} s training (CPU {script_cpu:6.1f} s) to {got['script']['epochs'][-1]['accuracy']:.4f}; "
                 f"TrainLab reached {got['target']:.4f} after {reach_wall if reach_wall is None else round(reach_wall, 1)} s "
                 f"(CPU {reach_cpu if reach_cpu is None else round(reach_cpu, 1)} s), accuracy by epoch {accuracies}")  # fmt: skip
+
+        def begin(pair: int) -> None:
+            got.clear()
+            got["pair"] = pair
+
+        run_pairs({"script": script_side, "trainlab": trainlab_side}, args.pairs, before=begin, after=pair_done)
     ratio = ratio_summary([a for a, _ in ratios_wall], [b for _, b in ratios_wall])
     ratio_cpu = ratio_summary([a for a, _ in ratios_cpu], [b for _, b in ratios_cpu])
     summary = {
@@ -315,15 +330,13 @@ def main() -> int:
         "load_average": load_average(),
         "threads": torch.get_num_threads(),
     }
-    if not args.json:
-        for name, figures in summary.get("levers", {}).items():
-            print(f"  {name:28s} ratio {figures['ratio']} (CPU {figures['ratio_cpu']}), reached {figures['reached_target']}, "
-                  f"epoch {figures['train_seconds_later_epochs'].get('median')} s (CPU {figures['train_cpu_seconds_later_epochs'].get('median')} s), eval {figures['eval_seconds_per_epoch'].get('median')} s, "
-                  f"final accuracy {figures['final_accuracy'].get('median')}")  # fmt: skip
-        print(f"TrainLab time to the script's accuracy / the script's training time: {summary['ratio']} "
-              f"(+-{ratio.get('spread_pct')}%), CPU {summary['ratio_cpu']}; load average {summary['load_average']}")
-    print(json.dumps(summary))
-    return 0
+    for name, figures in summary.get("levers", {}).items():
+        say(f"  {name:28s} ratio {figures['ratio']} (CPU {figures['ratio_cpu']}), reached {figures['reached_target']}, "
+            f"epoch {figures['train_seconds_later_epochs'].get('median')} s (CPU {figures['train_cpu_seconds_later_epochs'].get('median')} s), eval {figures['eval_seconds_per_epoch'].get('median')} s, "
+            f"final accuracy {figures['final_accuracy'].get('median')}")  # fmt: skip
+    say(f"TrainLab time to the script's accuracy / the script's training time: {summary['ratio']} "
+        f"(+-{ratio.get('spread_pct')}%), CPU {summary['ratio_cpu']}; load average {summary['load_average']}")
+    return emit("image_time_to_accuracy", args, summary)
 
 
 if __name__ == "__main__":
