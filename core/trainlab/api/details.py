@@ -47,6 +47,7 @@ DETAIL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 COLUMN_KINDS = ("text", "number", "image", "image_boxes", "series")
 BOX_ROLES = ("true", "predicted")
 LINE_STYLES = ("line", "points", "steps", "dashed")
+NUMBER_DISPLAYS = ("percent", "loss", "score", "count", "number")  # as Metric.display
 VIEW_ENTRY_POINT_GROUP = "trainlab.views"
 
 
@@ -242,6 +243,12 @@ class Column:
             problems.append(f"column name {self.name!r} is empty")
         if self.kind not in COLUMN_KINDS:
             problems.append(f"column {self.name!r}: kind {self.kind!r} is not one of {', '.join(COLUMN_KINDS)}")
+        if self.kind == "number" and self.display not in NUMBER_DISPLAYS:
+            try:
+                format(0.5, self.display)
+            except (ValueError, TypeError):
+                problems.append(f"column {self.name!r}: display {self.display!r} is neither a kind ({', '.join(NUMBER_DISPLAYS)}) "
+                                "nor a format spec")
         return problems
 
     def cell(self, value: Any) -> Any:
@@ -525,6 +532,15 @@ class Series(Detail):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lines", tuple(Line.from_json(line) for line in self.lines))
+
+    def validate(self) -> list[str]:
+        problems = super().validate()
+        for line in self.lines:
+            if line.style not in LINE_STYLES:
+                problems.append(f"series {self.name!r}: line style {line.style!r} is not one of {', '.join(LINE_STYLES)}")
+            if line.x and len(line.x) != len(line.y):
+                problems.append(f"series {self.name!r}: a line has {len(line.x)} x values for {len(line.y)} y values")
+        return problems
 
     @property
     def empty(self) -> bool:

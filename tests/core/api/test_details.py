@@ -109,6 +109,8 @@ def test_declarations_are_checked_at_discovery():
                      "worst 'y' is not one of its columns", "detail 'mae' has a metric's name",
                      "detail 'per_series' is declared twice"):
         assert expected in problems
+    assert Column("ap", kind="number", display="%%").validate() and not Column("ap", kind="number", display=".1%").validate()
+    assert "2 x values for 1 y values" in Series("pr", lines=(Line((1.0,), (0.0, 1.0)),)).validate()[0]
     assert "input columns are for row inputs" in "\n".join(InputSpec(kind="text", columns=("a",)).validate())
     assert TaskSpec("a-b", "x", "a:b", family="regression").detail_specs()[0].name == "worst_examples"
 
