@@ -271,3 +271,50 @@ def test_try_it_offers_a_detection_runs_listed_images_as_random_validation_examp
     panel.set_run(str(run))
     assert panel.sample_button.isEnabled()
     assert panel._eval_examples() == [(str(run / "street.png"), "True: car")]  # relative to the run folder; the missing one left out
+
+
+@pytest.mark.parametrize("hint", ["text", "values", "table", "image"])
+def test_try_it_draws_each_display_hint_under_the_summary(qtbot, tmp_path, hint):
+    from dataclasses import dataclass
+
+    from PySide6.QtWidgets import QLabel
+    from trainlab import Box, BoxedImage, Column, Prediction, Table, Values
+    from trainlab_desktop.results.details import BoxedImageView, DetailTable
+    from trainlab_desktop.tryit.outputs import PredictionView
+
+    picture = tmp_path / "p.png"
+    _image(picture)
+    shown = {
+        "text": "The capital of France is Paris.",
+        "values": Values((("p50", 12.5), ("p90", 14.0)), unit="kWh"),
+        "table": Table("classes", columns=(Column("label"), Column("p", kind="number", display="percent")), rows=[("cat", 0.9)]),
+        "image": BoxedImage(str(picture), (Box(10, 10, 50, 50, "car", 0.8),)),
+    }[hint]
+
+    @dataclass(frozen=True)
+    class Answer(Prediction):
+        kind = "answer"
+
+        def to_json(self):
+            return {"kind": self.kind}
+
+        def summary(self):
+            return "a summary line"
+
+        def display(self):
+            return shown
+
+    view = PredictionView()
+    qtbot.addWidget(view)
+    view.show_prediction(Answer(), {"kind": "answer"})
+    assert view.shown_summary() == "a summary line"
+    widget = view.hint_widget
+    if hint == "text":
+        assert isinstance(widget, QLabel) and widget.text() == shown
+    elif hint == "values":
+        numbers = [label.text() for label in widget.findChildren(QLabel, "predictionNumber")]
+        assert numbers == ["12.5 kWh", "14 kWh"]
+    elif hint == "table":
+        assert isinstance(widget, DetailTable) and widget.column_texts("p") == ["90.00%"]
+    else:
+        assert isinstance(widget, BoxedImageView) and widget.boxes[0].label == "car" and not widget.pixmap().isNull()
