@@ -51,7 +51,6 @@ The last line printed is one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -70,8 +69,7 @@ from trainlab import DataSummary, MultiLabelTask, Param, RegressionTask, TaskSpe
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench's helpers, however this file is run
 import builtin_families as builtin  # noqa: E402
 from builtin_families import SideFigures  # noqa: E402
-from pairs import callgrind_region_instructions, count_region  # noqa: E402
-from pairs import order as abba  # noqa: E402
+from pairs import bench_parser, callgrind_region_instructions, count_region, emit, run_pairs, speaker  # noqa: E402
 
 N_TRAIN, N_VAL, FEATURES, HIDDEN, LABELS = 8192, 2048, 64, 768, 8
 EPOCHS, BATCH, LR, SEED = 3, 128, 1e-3, 1234
@@ -391,6 +389,10 @@ def weight_diff(plain: dict[str, torch.Tensor], engine: dict[str, torch.Tensor])
     return max((plain[k].double() - engine[k].double()).abs().max().item() for k in common)
 
 
+def say(*parts: Any) -> None:  # replaced by main: silent with --json
+    print(*parts, file=sys.stderr, flush=True)
+
+
 def measure(entry: FamilyEntry, pairs: int, warmup: int, out: Path) -> dict[str, Any]:
     entry.setup(out)
     for _ in range(warmup):  # imports, allocator, thread pools, the page cache of the images
@@ -398,12 +400,8 @@ def measure(entry: FamilyEntry, pairs: int, warmup: int, out: Path) -> dict[str,
         entry.plain(out)
     rows: dict[str, list[float]] = {key: [] for key in ("plain", "trainlab", "ratio", "cpu", "e2e", "e2e_cpu", "q_plain", "q_engine")}
     weight_diffs: list[float] = []
-    for pair in range(pairs):
-        order = [("plain", entry.plain), ("trainlab", entry.trainlab)]
-        if pair % 2:
-            order.reverse()
-        results = {name: fn(out) for name, fn in order}
-        p, t = results["plain"], results["trainlab"]
+    results = run_pairs({"plain": lambda: entry.plain(out), "trainlab": lambda: entry.trainlab(out)}, pairs)
+    for pair, (p, t) in enumerate(zip(results["plain"], results["trainlab"])):
         p_rate, t_rate = p.samples / p.train_seconds, t.samples / t.train_seconds
         rows["plain"].append(p_rate)
         rows["trainlab"].append(t_rate)
@@ -416,11 +414,10 @@ def measure(entry: FamilyEntry, pairs: int, warmup: int, out: Path) -> dict[str,
         diff = weight_diff(p.weights, t.weights)
         if diff is not None:
             weight_diffs.append(diff)
-        print(
+        say(
             f"{entry.name} pair {pair + 1}: training samples/s plain {p_rate:8.1f}  trainlab {t_rate:8.1f}  "
             f"ratio {rows['ratio'][-1]:.3f} (CPU {rows['cpu'][-1]:.3f}; end to end {rows['e2e'][-1]:.3f}, CPU {rows['e2e_cpu'][-1]:.3f})  "
-            f"{entry.quality} plain {p.quality:.4f} trainlab {t.quality:.4f}  load {os.getloadavg()[0]:.1f}",
-            file=sys.stderr,
+            f"{entry.quality} plain {p.quality:.4f} trainlab {t.quality:.4f}  load {os.getloadavg()[0]:.1f}"
         )
     quality_diff = statistics.median(rows["q_engine"]) - statistics.median(rows["q_plain"])
     recipe = entry.recipe()
@@ -498,20 +495,25 @@ def count_instructions(entries: list[FamilyEntry], args) -> dict[str, Any]:
     found: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for entry in entries:
-            counts: dict[str, list[int]] = {"plain": [], "trainlab": []}
-            for pair in range(args.instruction_pairs):
-                for side in abba(pair, ["plain", "trainlab"]):
+            runs = iter(range(10**9))
+
+            def counted(side: str, entry: FamilyEntry = entry):
+                def run() -> int:
                     command = [sys.executable, script, "--child", side, "--families", entry.name,
                                "--threads", str(args.threads), *(["--quick"] if args.quick else []),
                                f"--rows={args.rows}", f"--epochs={args.epochs}",
                                *(f"--set={k}={v}" for k, v in {**EXTRA_PARAMS, **timed}.items())]  # fmt: skip
-                    # The full size runs about 45 minutes a side under callgrind: past pairs' 30-minute default.
-                    got = callgrind_region_instructions(command, str(Path(tmp) / f"callgrind.{entry.name}.{side}.{pair}"),
+                    # The full size runs for most of an hour a side under callgrind: past pairs' default timeout.
+                    got = callgrind_region_instructions(command, str(Path(tmp) / f"callgrind.{entry.name}.{side}.{next(runs)}"),
                                                         timeout=INSTRUCTIONS_TIMEOUT)
                     if got is None:
                         raise SystemExit("--instructions needs valgrind (callgrind) and callgrind_control")
-                    counts[side].append(got)
-                    print(f"{entry.name} pair {pair + 1} {side:8}: {got:,} instructions in the training passes", file=sys.stderr, flush=True)
+                    return got
+                return run
+
+            counts = run_pairs({"plain": counted("plain"), "trainlab": counted("trainlab")}, args.instruction_pairs,
+                               after=lambda pair, side, got, name=entry.name: say(
+                                   f"{name} pair {pair + 1} {side:8}: {got:,} instructions in the training passes"))
             ratios = [p / t for p, t in zip(counts["plain"], counts["trainlab"])]
             found[entry.name] = {
                 "instruction_ratio": round(statistics.median(ratios), 4),
@@ -524,21 +526,21 @@ def count_instructions(entries: list[FamilyEntry], args) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    global say
+    parser = bench_parser(__doc__, "a fifth of the work (the test's configuration; with --families one entry)")
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--families", default="", help="comma-separated entry names (default: every available one)")
-    parser.add_argument("--quick", action="store_true", help="a fifth of the work (the test's configuration)")
     parser.add_argument("--rows", type=int, default=0, help="the generated-feature entries' training rows (default 8192; --quick 1024)")
     parser.add_argument("--epochs", type=int, default=0, help="the generated-feature entries' epochs (default 3; --quick 2)")
     parser.add_argument("--warmup", type=int, default=1, help="warm-up runs of each side before the pairs")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: steadiest on shared 2-core machines)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="an engine parameter for the TrainLab side")
-    parser.add_argument("--json", action="store_true", help="print only the JSON summary on stdout")
     parser.add_argument("--instructions", action="store_true",
                         help="count the instructions of the training passes under callgrind instead of timing them (slow)")
     parser.add_argument("--instruction-pairs", type=int, default=1, help="with --instructions: runs of each side per entry")
     parser.add_argument("--child", choices=("plain", "trainlab"), help=argparse.SUPPRESS)  # one side, once (under callgrind)
     args = parser.parse_args()
+    say = speaker(args)
     for item in args.sets:
         key, _, value = item.partition("=")
         EXTRA_PARAMS[key.strip()] = value
@@ -567,12 +569,10 @@ def main() -> int:
                            threads=torch.get_num_threads(),
                            meaning="the script's instructions over TrainLab's in the training passes (above 1: TrainLab runs fewer)",
                            goal={"instruction_ratio": ">= 0.98"})  # fmt: skip
-            if not args.json:
-                for name, figures in summary["instructions"].items():
-                    print(f"{name}: script/trainlab instructions {figures['instruction_ratio']:.4f} "
-                          f"(pairs {figures['instruction_ratios']}; spread {figures['spread_pct']})")
-            print(json.dumps(summary))
-            return 0
+            for name, figures in summary["instructions"].items():
+                say(f"{name}: script/trainlab instructions {figures['instruction_ratio']:.4f} "
+                    f"(pairs {figures['instruction_ratios']}; spread {figures['spread_pct']})")
+            return emit("task_families", args, summary)
         for entry in ENTRIES:
             if wanted and entry.name not in wanted:
                 continue
@@ -597,21 +597,19 @@ def main() -> int:
         },
         goal={"ratio": ">= 0.98", "quality_diff": ">= -1e-4 (equal or better)"},
     )
-    if not args.json:
-        for name, figures in summary["families"].items():
-            print(
-                f"{name}: trainlab/plain samples/s {figures['ratio']['median']:.3f} (min {figures['ratio']['min']:.3f}, "
-                f"max {figures['ratio']['max']:.3f}), CPU {figures['cpu_ratio']['median']:.3f}; "
-                f"end to end {figures['ratio_end_to_end']['median']:.3f}, CPU {figures['cpu_ratio_end_to_end']['median']:.3f}; "
-                f"{figures['quality_metric']} plain {figures['quality_plain']['median']:.4f} "
-                f"trainlab {figures['quality_trainlab']['median']:.4f}; weights differ by {figures['max_abs_weight_diff']}; "
-                f"goal {'met' if figures['goal_met'] else 'NOT met'}"
-            )
-        for name, reason in summary["skipped"].items():
-            print(f"{name}: skipped ({reason})")
-        print(f"load average {summary['load_average_start']} -> {summary['load_average_end']} on {summary['cpus']} CPUs")
-    print(json.dumps(summary))
-    return 0
+    for name, figures in summary["families"].items():
+        say(
+            f"{name}: trainlab/plain samples/s {figures['ratio']['median']:.3f} (min {figures['ratio']['min']:.3f}, "
+            f"max {figures['ratio']['max']:.3f}), CPU {figures['cpu_ratio']['median']:.3f}; "
+            f"end to end {figures['ratio_end_to_end']['median']:.3f}, CPU {figures['cpu_ratio_end_to_end']['median']:.3f}; "
+            f"{figures['quality_metric']} plain {figures['quality_plain']['median']:.4f} "
+            f"trainlab {figures['quality_trainlab']['median']:.4f}; weights differ by {figures['max_abs_weight_diff']}; "
+            f"goal {'met' if figures['goal_met'] else 'NOT met'}"
+        )
+    for name, reason in summary["skipped"].items():
+        say(f"{name}: skipped ({reason})")
+    say(f"load average {summary['load_average_start']} -> {summary['load_average_end']} on {summary['cpus']} CPUs")
+    return emit("task_families", args, summary)
 
 
 if __name__ == "__main__":
