@@ -37,6 +37,8 @@ def test_the_network_beats_repeating_the_last_value_and_reports_its_details(trai
     assert worst["view"] == "forecast-windows" and len(worst["rows"][0]["input"].split(",")) == 8
     (answer,) = trainlab_engine.predict(outcome.run_dir, [worst["rows"][0]["input"]])
     assert len(answer.prediction.values) == 4 and answer.prediction.summary().startswith("next: ")
+    columns = type(answer.prediction).csv_columns(3, [], params={"horizon": 4}, predictions=[answer.prediction])
+    assert columns == ["step_1", "step_2", "step_3", "step_4"] and len(answer.prediction.csv_row(3, [])) == 4
 
 
 def test_the_view_draws_each_worst_window(qtbot):

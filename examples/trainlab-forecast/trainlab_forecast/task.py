@@ -46,11 +46,17 @@ class Forecast(Prediction):
         ))
 
     @classmethod
-    def csv_header(cls, top_k, label_names):
+    def csv_header(cls, top_k, label_names):  # plugin API 2.0's form, without the run: one column
         return ["forecast"]
 
+    @classmethod
+    def csv_columns(cls, top_k, label_names, *, spec=None, params=None, predictions=()):
+        """A column per step ahead: the run's horizon."""
+        horizon = int((params or {}).get("horizon") or max((len(p.values) for p in predictions), default=1))
+        return [f"step_{i}" for i in range(1, horizon + 1)]
+
     def csv_row(self, top_k, label_names):
-        return [" ".join(f"{v:.6g}" for v in self.values)]
+        return [f"{v:.6g}" for v in self.values]
 
 
 def smape(pred, true):
