@@ -19,7 +19,7 @@ recipe, each in its own process, the processes alternating in ABBA pairs
   the long texts); or ``--data FOLDER`` with train.csv and val.csv;
 * the recipe: TrainLab's text-classification defaults as resolved for this
   model (batch 32, 3 epochs, linear schedule with 10 % warmup, weight decay
-  0.01, clipping at 1.0, max_length 128) with lr 2e-4 (the issue's 5e-5
+  0.01, clipping at 1.0, max_length 128) with lr 2e-4 (the usual 5e-5
   suits pretrained weights; from random ones it leaves both sides at chance
   after 3 epochs here), given
   to the Trainer as ``TrainingArguments`` with ``group_by_length=True``
@@ -35,7 +35,7 @@ after the last epoch on both sides.  One torch thread by default
 (``--threads``): the development machine has two cores shared with other
 jobs.
 
-    .venv/bin/python bench/text_vs_trainer.py [--pairs 4] [--train 1280] [--epochs 3] [--json]
+    .venv/bin/python bench/text_vs_trainer.py [--pairs 4] [--train 1280] [--epochs 3] [--quick] [--json]
     .venv/bin/python bench/text_vs_trainer.py --model DIR --data debian   # a pretrained encoder on real package descriptions
     .venv/bin/python bench/text_vs_trainer.py --quick --json        # tiny model, seconds (the smoke test)
     .venv/bin/python bench/text_vs_trainer.py --profile torch ...   # a profile of each side on stderr
@@ -58,7 +58,7 @@ passes, evaluation, checkpoints each epoch, the export), the Trainer's
 Last line: one JSON object; ``ratio`` (TrainLab / Trainer samples per wall
 second, per pair) and ``cpu_ratio`` (per CPU second) with their spread;
 ``precision`` is what each side computed in (TrainLab's ``auto`` resolved).
-Goal (issue 16): ratio >= 1.3 at equal accuracy.  ``--trainlab-precision
+Goal: ratio >= 1.3 at equal accuracy.  ``--trainlab-precision
 auto`` compares the two as a user gets them (TrainLab's default against the
 Trainer's fp32 default); ``--precision bf16`` or ``fp32`` like for like.
 """
@@ -425,7 +425,9 @@ def side_process(name: str, root: Path, threads: int, profile: str | None) -> di
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from pairs import bench_parser, speaker
+
+    parser = bench_parser(__doc__, "a tiny model on 96 texts, one epoch (the smoke test)")
     parser.add_argument("--pairs", type=int, default=4, help="runs of each side, alternating ABBA")
     parser.add_argument("--train", type=int, default=1280, help="training texts")
     parser.add_argument("--val", type=int, default=320, help="validation texts")
@@ -437,15 +439,13 @@ def main() -> int:
     parser.add_argument("--trainlab-precision", choices=("auto", "fp32", "bf16"), help="TrainLab's precision alone (default: as --precision)")
     parser.add_argument("--keep", action="store_true", help="keep the workspace (data, model, runs) in the temporary folder")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads in each side (0: torch's default)")
-    parser.add_argument("--quick", action="store_true", help="a tiny model on 96 texts, one epoch (the smoke test)")
     parser.add_argument("--profile", choices=("cprofile", "torch"), help="profile each side once (stderr) instead of pairs")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line")
     parser.add_argument("--side", choices=tuple(SIDES), help=argparse.SUPPRESS)
     parser.add_argument("--workspace", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
         return run_side(args)
-    say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    say = speaker(args)
 
     shape = QUICK_MODEL if args.quick else MINILM
     n_train, n_val, epochs = (96, 32, 1) if args.quick else (args.train, args.val, args.epochs)
@@ -473,20 +473,19 @@ def model_summary(folder: str, base: str | None) -> dict[str, Any]:
 
 
 def measure(args: argparse.Namespace, root: Path, workspace: dict[str, Any], shape: dict[str, int], n_train: int, n_val: int, say) -> int:
-    from pairs import load_average, order, ratio_summary, spread
+    from pairs import emit, load_average, ratio_summary, run_pairs, spread
 
     load_start = os.getloadavg() if hasattr(os, "getloadavg") else None
     if args.profile:
         for name in SIDES:
             say(f"{name}: {side_process(name, root, args.threads, args.profile)}")
         return 0
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in SIDES}
-    for pair in range(args.pairs):
-        for name in order(pair, list(SIDES)):
-            figures = side_process(name, root, args.threads, None)
-            runs[name].append(figures)
-            say(f"pair {pair + 1} {name}: {figures['samples'] / figures['wall']:.1f} samples/s, "
-                f"{figures['samples'] / figures['cpu']:.1f} per CPU s, accuracy {figures['accuracy'][-1]:.3f}")  # fmt: skip
+
+    def said(pair: int, name: str, figures: dict[str, Any]) -> None:
+        say(f"pair {pair + 1} {name}: {figures['samples'] / figures['wall']:.1f} samples/s, "
+            f"{figures['samples'] / figures['cpu']:.1f} per CPU s, accuracy {figures['accuracy'][-1]:.3f}")  # fmt: skip
+
+    runs = run_pairs({name: (lambda name=name: side_process(name, root, args.threads, None)) for name in SIDES}, args.pairs, after=said)
 
     def rates(name: str, clock: str) -> list[float]:
         return [r["samples"] / r[clock] for r in runs[name]]
@@ -523,8 +522,7 @@ def measure(args: argparse.Namespace, root: Path, workspace: dict[str, Any], sha
         "load_average_end": load_average(),
     }
     figures["goal_met"] = ratio["median"] >= 1.3 and abs(figures["accuracy_diff"]) <= 0.02
-    print(json.dumps(figures))
-    return 0
+    return emit("text_vs_trainer", args, figures)
 
 
 if __name__ == "__main__":
