@@ -89,7 +89,7 @@ class MetricsPage(ReportPage):
             table.setItem(row, 0, title)
             for column, key in enumerate(keys, start=1):
                 value = run.reports[key].value(name)
-                item = QTableWidgetItem(format_metric(name, value, declared.display if declared else None, detail=True))
+                item = QTableWidgetItem(format_metric(name, value, declared, detail=True))  # its display and unit
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 table.setItem(row, column, item)
         table.resizeRowsToContents()

@@ -191,7 +191,7 @@ def metric_rows(report: SplitReport, run: RunResults, family: str) -> list[tuple
     others = [n for n in report.metrics if n not in declared and n not in report.other_numbers]
     for name in declared + others:
         declared = run.metric_spec(name, family)
-        text = format_metric(name, report.value(name), declared.display if declared else None, detail=True)
+        text = format_metric(name, report.value(name), declared, detail=True)  # its display and unit
         rows.append((metric_title(name, declared), text, name == monitor))
     if report.loss is not None:
         rows.append((metric_title("loss"), format_metric("loss", report.loss, detail=True), monitor == "loss"))
