@@ -17,17 +17,17 @@ where the step's gradient all-reduce has just lined them up).  What a run pays:
   groups send the flags in the gradients' first bucket instead
   (``FlagsInBucket``) and pay no collective for them.
 
-    python bench/ddp_collectives.py [--calls 2000] [--json]
+    python bench/ddp_collectives.py [--calls 2000] [--quick] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import sys
 import time
+
+from pairs import bench_parser, emit, speaker
 
 
 def _rank(rank: int, port: int, calls: int, queue) -> None:
@@ -71,10 +71,12 @@ def _rank(rank: int, port: int, calls: int, queue) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "200 calls of each")
     parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.quick:
+        args.calls = 200
+    say = speaker(args)
     import torch.multiprocessing as mp
 
     from trainlab.engine.torchrun import free_port
@@ -96,14 +98,12 @@ def main() -> int:
         "cores": os.cpu_count(),
         "load_average": os.getloadavg(),
     }
-    print(f"agreement that waits {timings['agree_us']:.0f} us (after each epoch, while paused); "
+    say(f"agreement that waits {timings['agree_us']:.0f} us (after each epoch, while paused); "
           f"agreement between steps {timings['agree_if_due_us']:.0f} us (x10 a second: {result['agree_if_due_us_per_second']:.0f} us/s); "
           f"telemetry gather {timings['gather_us']:.0f} us (every 5 s: {result['gather_us_per_second_at_5s']:.0f} us/s); "
           f"out-of-memory flag's own all-reduce {timings['oom_flag_us']:.0f} us (per optimizer step on GPUs; none on CPU groups); "
-          f"load average {result['load_average'][0]:.1f} on {os.cpu_count()} cores", file=sys.stderr)  # fmt: skip
-    if args.json:
-        print(json.dumps(result))
-    return 0
+          f"load average {result['load_average'][0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
+    return emit("ddp_collectives", args, result)
 
 
 if __name__ == "__main__":
