@@ -177,14 +177,14 @@ def _g(value: Any) -> str:
 # -- trainlab predict ------------------------------------------------------------
 
 
-PREDICTION_FORMATS = (".csv", ".jsonl")
+PREDICTION_FORMATS = (".csv", ".jsonl", ".json")
 
 
 def predictions_format(path: Path) -> str:
-    """``csv`` or ``jsonl``, by ``path``'s extension; a UsageError names any other."""
+    """``csv``, ``jsonl`` or ``json``, by ``path``'s extension; a UsageError names any other."""
     suffix = path.suffix.lower()
     if suffix not in PREDICTION_FORMATS:
-        raise UsageError(f"--out {path}: the file's extension chooses the format, .csv or .jsonl (not {suffix or 'none'})")
+        raise UsageError(f"--out {path}: the file's extension chooses the format, .csv or .jsonl, or .json for one document (not {suffix or 'none'})")
     return suffix[1:]
 
 
@@ -198,8 +198,21 @@ def write_predictions(
     spec: TaskSpec | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> None:
-    """``predict --out``: a CSV (``.csv``) or JSON lines (``.jsonl``: one ``predict --json`` answer a line)."""
-    if predictions_format(path) == "jsonl":
+    """``predict --out``: a CSV (``.csv``), JSON lines (``.jsonl``: one ``predict --json`` answer a line)
+    or one JSON document (``.json``): the prediction type's own when it has a ``json_document``
+    classmethod (object detection: COCO's results list), else the list of the answers."""
+    kind = predictions_format(path)
+    if kind == "json":
+        import json
+
+        document_of = getattr(prediction_type, "json_document", None)
+        if document_of is not None:
+            document = document_of([item.input for item in results], [item.prediction for item in results])
+        else:
+            document = [item.to_json() for item in results]
+        atomic_write(path, lambda tmp: tmp.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8"))
+        return
+    if kind == "jsonl":
         import json
 
         def write_lines(tmp: Path) -> None:

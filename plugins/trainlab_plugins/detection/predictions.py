@@ -3,8 +3,8 @@
 JSON: ``{"image", "width", "height", "boxes": [{"label", "category_id",
 "score", "box": [x0, y0, x1, y1]}]}`` in the image's pixels (upright).  CSV:
 ``boxes`` (how many) and ``detections`` (``label score x0 y0 x1 y1`` joined by
-``;``).  ``coco_results`` turns a call's predictions into COCO's results
-format (``bbox`` as ``[x, y, width, height]``).  Try-it draws ``display()``,
+``;``).  ``predict --out boxes.json`` writes ``coco_results``: COCO's
+results format (``bbox`` as ``[x, y, width, height]``, the data's category ids).  Try-it draws ``display()``,
 the image with its boxes.
 """
 
@@ -64,13 +64,21 @@ class DetectedBoxes(Prediction):
         return [str(len(self.boxes)), cells]
 
 
-def coco_results(predictions: Sequence[DetectedBoxes]) -> list[dict[str, Any]]:
-    """COCO's detection results: one entry per box, ``image_id`` the image's position in the call."""
+    @classmethod
+    def json_document(cls, inputs: Sequence[str], predictions: Sequence[Any]) -> list[dict[str, Any]]:
+        """``predict --out boxes.json``: COCO's results list (an image that could not be read has no entry)."""
+        return coco_results(predictions)
+
+
+def coco_results(predictions: Sequence[DetectedBoxes | None]) -> list[dict[str, Any]]:
+    """COCO's detection results: one entry per box, ``image_id`` the image's position in the call (from 1)."""
     out = []
     for image_id, prediction in enumerate(predictions, start=1):
+        if not isinstance(prediction, DetectedBoxes):
+            continue
         for d in prediction.boxes:
             x0, y0, x1, y1 = d.box
-            out.append({"image_id": image_id, "file_name": prediction.image, "category_id": d.category_id,
+            out.append({"image_id": image_id, "file_name": prediction.image, "category_id": d.category_id, "label": d.label,
                         "bbox": [round(x0, 2), round(y0, 2), round(x1 - x0, 2), round(y1 - y0, 2)],
                         "score": round(d.score, 5)})  # fmt: skip
     return out

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import one_json_line
 from trainlab_dev.detection_samples import write_yolo
 
@@ -51,12 +50,19 @@ def test_train_resume_eval_predict_and_the_exported_program(cli, tmp_path):
     errors = [line for line in lines if line.get("error")]
     assert len(errors) == 1 and "broken.jpg" in errors[0]["error"]
 
+    coco = cli("predict", out, images, "--out", tmp_path / "boxes.json")
+    results = json.loads((tmp_path / "boxes.json").read_text())
+    assert coco.returncode == 2 and (coco.stdout + coco.stderr).count("broken.jpg\terror:") == 1
+    assert {r["category_id"] for r in results} <= {1, 2, 3} and all(len(r["bbox"]) == 4 for r in results)
+    # image ids are positions in the call (broken.jpg, first by name, is 1): the unreadable one has no box
+    assert {r["image_id"] for r in results} <= set(range(2, 10)) and all("broken" not in r["file_name"] for r in results)
+
     # the exported folder predicts without TrainLab: its modules cannot be imported in that process
     program = out / "model" / "predict.py"
-    first_image = sorted(images.glob("val_*.jpg"))[0]
+    first_image = min(images.glob("val_*.jpg"))
     block = "import sys; [sys.modules.__setitem__(m, None) for m in ('trainlab', 'trainlab_plugins')]; "
     run = f"{block}import runpy; sys.argv = [{str(program)!r}, {str(first_image)!r}]; runpy.run_path({str(program)!r}, run_name='__main__')"
-    alone = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    alone = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=180, cwd=tmp_path, check=False)
     assert alone.returncode == 0, alone.stderr
     theirs = json.loads(alone.stdout)
     ours = next(line for line in lines if line.get("input") == str(first_image))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from trainlab import DetectionMetrics, EvalBatch, ExampleList
 from trainlab.engine.distributed import _state_bytes, _state_from_bytes
 from trainlab_plugins.detection import SPEC
@@ -12,7 +11,7 @@ from trainlab_plugins.detection import SPEC
 
 class _Task:
     spec = SPEC
-    label_names = ["cell", "dust"]
+    label_names = ("cell", "dust")
 
     def describe_examples(self, split, keys):
         return [f"img{k}.png" for k in keys]
