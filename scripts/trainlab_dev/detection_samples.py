@@ -68,7 +68,7 @@ def write_coco(out: Path, counts: dict[str, int], size: int = 96, seed: int = 0)
     ann_id = 100
     for split, name, image, objects in _images(out, counts, size, seed):
         (out / split).mkdir(exist_ok=True)
-        image.save(out / split / name, quality=92)
+        image.save(out / split / name, quality=85)
         data = files.setdefault(split, {"images": [], "annotations": [],
                                         "categories": [{"id": c, "name": n} for c, n in zip(CATEGORY_IDS, CLASSES)]})
         image_id = len(data["images"]) + 1
@@ -86,7 +86,7 @@ def write_yolo(out: Path, counts: dict[str, int], size: int = 96, seed: int = 0)
     for split, name, image, objects in _images(out, counts, size, seed):
         (out / "images" / split).mkdir(parents=True, exist_ok=True)
         (out / "labels" / split).mkdir(parents=True, exist_ok=True)
-        image.save(out / "images" / split / name, quality=92)
+        image.save(out / "images" / split / name, quality=85)
         lines = [f"{cls} {(x1 + x2) / 2 / size:.6f} {(y1 + y2) / 2 / size:.6f} {(x2 - x1) / size:.6f} {(y2 - y1) / size:.6f}"
                  for cls, (x1, y1, x2, y2) in objects]
         (out / "labels" / split / name).with_suffix(".txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -101,7 +101,7 @@ def write_voc(out: Path, counts: dict[str, int], size: int = 96, seed: int = 0) 
         (out / folder).mkdir(parents=True, exist_ok=True)
     stems: dict[str, list[str]] = {}
     for split, name, image, objects in _images(out, counts, size, seed):
-        image.save(out / "JPEGImages" / name, quality=92)
+        image.save(out / "JPEGImages" / name, quality=85)
         stem = Path(name).stem
         stems.setdefault(split, []).append(stem)
         objs = "".join(

@@ -21,6 +21,7 @@ from trainlab import (
 )
 
 TASK_ID = "object-detection"
+SAMPLE_DATA = "samples/detection/shapes"
 FAMILY = "object-detection"
 IMAGE_INPUT = InputSpec(kind="image", suffixes=(".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp"), title="an image")
 # The detector names as torchvision spells its builders; small-fcos is TrainLab's own.
@@ -117,6 +118,7 @@ SPEC = TaskSpec(
         "Pascal VOC: a folder with Annotations/*.xml and JPEGImages/ (ImageSets/Main/<split>.txt for splits). "
         "Without a val split, val_fraction of the images is held out."
     ),
+    sample_data=SAMPLE_DATA,
     family=FAMILY,
     metrics=METRICS,
     monitor="map",

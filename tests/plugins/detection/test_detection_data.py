@@ -169,3 +169,17 @@ def test_coco_boxes_drawn_on_the_upright_image_are_kept(tmp_path):
     found, _ = read_detection_data(str(root))
     item = found.splits["train"][0]
     assert (item.width, item.height, item.boxes) == (32, 64, [[2, 40, 12, 60]])
+
+
+def test_the_bundled_sample_ships_small_with_its_licence_and_reads_clean():
+    from trainlab_plugins.detection import SAMPLE_DATA, SPEC
+    from trainlab_resources import resource_path
+
+    sample = resource_path(SAMPLE_DATA)
+    assert SPEC.sample_path() == sample
+    files = list(sample.rglob("*.jpg"))
+    assert len(files) == 300 and sum(f.stat().st_size for f in sample.rglob("*") if f.is_file()) < 2_000_000
+    assert "CC0" in (sample.parent / "README.md").read_text(encoding="utf-8")
+    found, _ = read_detection_data(str(sample))
+    assert not found.problems and {s: len(v) for s, v in found.splits.items()} == {"train": 240, "val": 60}
+    assert found.category_ids == list(CATEGORY_IDS)
