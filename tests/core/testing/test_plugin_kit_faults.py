@@ -63,10 +63,10 @@ def test_after_build_model_raises_the_checks_that_need_the_run_are_skipped_with_
     kit = forecast_kit(tmp_path, "build_raises")
     results = [run_check(name, kit.task_id, getattr(kit, name)) for name in RUN_CHECKS]
     failed = [r for r in results if r.status == "failed"]
-    assert [r.check for r in failed] == ["data_left_unchanged"], failed  # the first check that needs the run
+    assert [r.check for r in failed] == ["loss_finite_and_falls"], failed  # the first check that needs the run
     assert "the tiny run ended failed" in failed[0].message and "build_model: RuntimeError: no model for a window of six" in failed[0].message
     skipped = [r for r in results if r.status == "skipped"]
-    assert len(skipped) == len(RUN_CHECKS) - 2  # all but the bad-data check and the one that reported it
+    assert len(skipped) == len(RUN_CHECKS) - 3  # all but the data checks and the one that reported the failure
     assert all("needs the tiny run, which ended failed" in r.message and "build_model" in r.message for r in skipped), skipped
     assert not any("already holds a run" in r.message for r in results)
 
