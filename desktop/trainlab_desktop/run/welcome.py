@@ -102,7 +102,10 @@ def describe_run(row: dict[str, Any]) -> str:
         parts.append(when)
     best, monitor = row.get("best_metric"), row.get("monitor")
     if best is not None and monitor:
-        parts.append(f"{metric_title(str(monitor))} {format_metric(str(monitor), best)}")
+        from trainlab.viewmodel.history import run_metrics  # reads run.json: the run's declarations (display, unit)
+
+        declared = run_metrics(row).metric(str(monitor))
+        parts.append(f"{metric_title(str(monitor), declared)} {format_metric(str(monitor), best, declared)}")
     return "  \u00b7  ".join(p for p in parts if p)
 
 
