@@ -15,7 +15,7 @@ this checkout), in either package layout (the folders mapped onto
   listed;
 * ``modules_over_600_lines``.
 
-    python bench/structure.py [--root DIR] [--json]
+    python bench/structure.py [--root DIR] [--quick] [--json]
 
 To compare two revisions, lay one out with ``git worktree add /tmp/old REV``
 and pass ``--root /tmp/old``.
@@ -23,11 +23,11 @@ and pass ``--root /tmp/old``.
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
 import sys
 from pathlib import Path
+
+from pairs import bench_parser, emit, speaker
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN = ("trainlab", "trainlab_desktop", "trainlab_plugins", "trainlab_resources")
@@ -161,16 +161,14 @@ def measure(root: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__, "the same reading (it takes seconds)")
     parser.add_argument("--root", type=Path, default=ROOT)
-    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
     args = parser.parse_args()
+    say = speaker(args)
     figures = measure(args.root.resolve())
-    if not args.json:
-        for key, value in figures.items():
-            print(f"  {key:24s} {value}", file=sys.stderr)
-    print(json.dumps(figures))
-    return 0
+    for key, value in figures.items():
+        say(f"  {key:24s} {value}")
+    return emit("structure", args, figures)
 
 
 if __name__ == "__main__":
