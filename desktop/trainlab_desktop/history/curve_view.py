@@ -169,7 +169,7 @@ class RunCurvesView(QWidget):
                 unit = group[0].unit if group[0].display not in BOUNDED else ""
                 title = self.tr("Validation {metrics}").format(metrics=names) + (f" ({unit})" if unit else "")
                 if several:
-                    title = f"{family or self.tr('other')}: {title}"
+                    title = (family or self.tr("other")) + ": " + title
                 plot = self.view.addPlot(row=row, col=col, title=title, axisItems=self._axes(EpochAxis))
                 plot.setLabel("bottom", self.tr("epoch"))
                 if all(m.display == "percent" for m in group) or (group[0].display in BOUNDED and family in ("classification", "multilabel")):

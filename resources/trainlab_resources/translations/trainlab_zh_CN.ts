@@ -294,6 +294,24 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
             <numerusform>… 以及另外 %n 个类别</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>%n label(s)</source>
+        <translation>
+            <numerusform>%n 个标签</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Label</source>
+        <translation>标签</translation>
+    </message>
+    <message>
+        <source>Target</source>
+        <translation>目标</translation>
+    </message>
+    <message>
+        <source>examples</source>
+        <translation>个样本</translation>
+    </message>
 </context>
 <context>
     <name>EstimateView</name>
@@ -1574,6 +1592,14 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
         <source>solid: training loss (smoothed), dashed: validation loss</source>
         <translation>实线：训练损失（平滑后），虚线：验证损失</translation>
     </message>
+    <message>
+        <source>Validation {metrics}</source>
+        <translation>验证 {metrics}</translation>
+    </message>
+    <message>
+        <source>other</source>
+        <translation>其他</translation>
+    </message>
 </context>
 <context>
     <name>RunDialogs</name>
@@ -1631,6 +1657,26 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <message>
         <source>Best validation {metric}</source>
         <translation>最佳验证 {metric}</translation>
+    </message>
+    <message>
+        <source>Runs of {task} do not compute {metric}</source>
+        <translation>{task} 的运行不计算 {metric}</translation>
+    </message>
+    <message>
+        <source>best (the monitor)</source>
+        <translation>最佳值（监控指标）</translation>
+    </message>
+    <message>
+        <source>last validation</source>
+        <translation>最近一次验证</translation>
+    </message>
+    <message>
+        <source>higher is better</source>
+        <translation>越高越好</translation>
+    </message>
+    <message>
+        <source>lower is better</source>
+        <translation>越低越好</translation>
     </message>
 </context>
 <context>
@@ -1730,6 +1776,10 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <message>
         <source>Delete…</source>
         <translation>删除…</translation>
+    </message>
+    <message>
+        <source>Filter by name, task or status, or a metric: mae&lt;3, accuracy&gt;90%</source>
+        <translation>按名称、任务或状态筛选，或按指标：mae&lt;3、accuracy&gt;90%</translation>
     </message>
 </context>
 <context>
