@@ -16,19 +16,24 @@ from __future__ import annotations
 
 import dataclasses
 
-from trainlab import FINETUNE_PARAM, Column, ExampleRows, InputSpec, Metric, OutputSpec, Param, TaskSpec, hookimpl
+from trainlab import FINETUNE_PARAM, Column, ExampleRows, InputSpec, Metric, OutputSpec, Param, Preset, TaskSpec, hookimpl
 
 TASK_ID = "text-generation"
 FAMILY = "text-generation"
 TEMPLATES = ("auto", "chatml", "llama3", "qwen", "mistral", "gemma", "phi")
 
+TINY_CHAT = "tiny-chat"
+SUGGESTED_MODELS = (TINY_CHAT,)
+
 PARAMS = (
     Param(
         "model",
-        "str",
-        "",
-        "A folder holding a transformers causal language model (Qwen, Llama, Mistral, Gemma, Phi) with its "
-        "tokenizer, or a model name found offline (see `trainlab models`).",
+        "choice",
+        TINY_CHAT,
+        "tiny-chat (built in, trained from scratch: for the sample and tests), a folder holding a transformers causal "
+        "language model (Qwen, Llama, Mistral, Gemma, Phi) with its tokenizer, or a model name found offline (see `trainlab models`).",
+        choices=SUGGESTED_MODELS,
+        open_choices=True,
         title="Model",
         group="model",
     ),
@@ -84,10 +89,11 @@ PARAMS = (
     ),
     dataclasses.replace(
         FINETUNE_PARAM,
-        default="lora",
-        choices=("full", "lora", "qlora"),
+        default="auto",
+        choices=("auto", "full", "lora", "qlora"),
         help="What training changes: full (every weight), lora (small adapters on the attention and MLP projections), "
-        "qlora (LoRA on 4-bit base weights; CUDA and the trainlab[qlora] extra).",
+        "qlora (LoRA on 4-bit base weights; CUDA and the trainlab[qlora] extra), auto (full for small models and "
+        "tiny-chat, LoRA from about a billion parameters).",
     ),
     Param(
         "gradient_checkpointing",
@@ -171,6 +177,19 @@ DETAILS = (
 # decay, short warmup, cosine); a few epochs over an instruction set.
 DEFAULTS = {"lr": 2e-4, "weight_decay": 0.0, "warmup_ratio": 0.03, "schedule": "cosine", "batch_size": 8, "epochs": 3}
 
+PRESETS = (
+    Preset(
+        TINY_CHAT,
+        title="Tiny chat model (from scratch)",
+        description=(
+            "A 2-layer decoder (hidden 96) with a tokenizer trained on the bundled sample's English and Chinese, "
+            "randomly initialised: for demos, tests and machines without a pretrained model. Trained from scratch, "
+            "it needs a far larger learning rate and more epochs than fine-tuning."
+        ),
+        overrides={"lr": 3e-3, "warmup_ratio": 0.05, "epochs": 12, "batch_size": 16, "max_length": 128, "weight_decay": 0.01},
+    ),
+)
+
 TEXT_GENERATION = TaskSpec(
     id=TASK_ID,
     title="Fine-tune a language model (chat / instructions)",
@@ -181,6 +200,7 @@ TEXT_GENERATION = TaskSpec(
     ),
     params=PARAMS,
     defaults=DEFAULTS,
+    presets=PRESETS,
     data_kind="either",
     data_help=(
         "A .jsonl/.json file of chats (messages or ShareGPT conversations), Alpaca records (instruction, input, output) "

@@ -28,10 +28,12 @@ from trainlab import (
     check_weights,
     device_memory_bytes,
     model_fingerprint,
+    resource_path,
 )
 from trainlab_plugins.text import finetune as text_finetune
 from trainlab_plugins.text import lora_export
 from trainlab_plugins.text import models as text_models
+from trainlab_plugins.textgen import TINY_CHAT
 from trainlab_plugins.textgen import data as chat_data
 from trainlab_plugins.textgen import templates
 from trainlab_plugins.textgen.generate import GeneratedText, generate_answers
@@ -138,8 +140,11 @@ class TextGenerationTask(Task):
         else:
             model = str(self.params.get("model") or "").strip()
             if not model:
-                raise UsageError("parameter model is empty; give a folder holding a causal language model (--set model=PATH)")
-            self.source = text_models.resolve_source(model)
+                raise UsageError("parameter model is empty; give tiny-chat or a folder holding a causal language model (--set model=PATH)")
+            if model == TINY_CHAT:
+                self.source = text_models.ModelSource("preset", model, resource_path("vocab", TINY_CHAT))
+            else:
+                self.source = text_models.resolve_source(model)
         self.tokenizer = self._load_tokenizer(self.source)
         self.format = templates.setup_tokenizer(self.tokenizer, self.template, self.source.describe())
         self.data = chat_data.read_data(data_path, self.columns, float(self.params.get("val_fraction") or 0.1), ctx.seed, whole=ctx.whole_data)
@@ -345,7 +350,13 @@ class TextGenerationTask(Task):
             per_param = 16 if mode == "full" else 2 if mode == "qlora" else 4
             return n_params * per_param > 0.5 * capacity
 
-        plan = text_finetune.plan_finetune(self.params, config, preset=False, device=ctx.device, memory_tight=memory_tight)
+        preset = self.source.kind == "preset"
+        if preset and str(self.params.get("finetune") or "auto") in ("lora", "qlora"):
+            raise UsageError(
+                f"finetune={self.params.get('finetune')} adapts a pretrained model, but {self.source.name} is trained from scratch "
+                "(random weights); use finetune=full or auto, or --set model=FOLDER with a pretrained model"
+            )
+        plan = text_finetune.plan_finetune(self.params, config, preset=preset, device=ctx.device, memory_tight=memory_tight)
         if plan.mode == "head":
             raise UsageError("finetune=head does not apply to text-generation; use full, lora or qlora")
         return dataclasses.replace(plan, head=())
@@ -361,7 +372,7 @@ class TextGenerationTask(Task):
         dtype = torch.float32
         if plan.mode in ("lora", "qlora") and ctx.precision == "bf16":
             dtype = torch.bfloat16  # frozen base weights in bf16; the adapters train in fp32
-        if torch.get_default_device().type == "meta":  # the memory estimate: shapes only
+        if torch.get_default_device().type == "meta" or self.source.kind == "preset":  # the memory estimate (shapes only), or from scratch
             lm = AutoModelForCausalLM.from_config(config, dtype=dtype)
         else:
             quantized: dict[str, Any] = {}
