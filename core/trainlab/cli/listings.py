@@ -59,7 +59,8 @@ def cmd_tasks(args, out: Output) -> int:
 def _task_declarations(task: dict[str, Any]) -> str:
     """Family, metrics (the monitor first marked), input kind, model formats: one line of `trainlab tasks`."""
     metrics = ", ".join(
-        m["name"] + (" (monitor)" if m["name"] == task["monitor"] else "") + ("" if m["higher_is_better"] else " (lower is better)")
+        m["name"] + (f" [{m['unit']}]" if m.get("unit") else "") + (" (monitor)" if m["name"] == task["monitor"] else "")
+        + ("" if m["higher_is_better"] else " (lower is better)") + ("" if m.get("monitorable", True) else " (not monitorable)")
         for m in task["metrics"]
     )
     if task["monitor"] == "loss":

@@ -54,6 +54,19 @@ def test_runs_shows_every_declared_metric_sorts_and_filters_by_them(forecast_hom
     assert [r["run_dir"] for r in one_json_line(filtered)["runs"]] == [good]
 
 
+def test_tasks_leaves_out_class_options_and_says_units_and_the_monitorable(forecast_home):
+    home, _, _ = forecast_home
+    result = trainlab(home, "tasks", "--json")
+    assert result.returncode == 0, result.stderr
+    tasks = {t["id"]: t for t in one_json_line(result)["tasks"]}
+    names = {p["name"] for p in tasks["toy-forecast"]["parameters"]}
+    assert "class_weighting" not in names and "monitor" in names
+    assert "class_weighting" in {p["name"] for p in tasks["image-classification"]["parameters"]}
+    monitor = next(p for p in tasks["toy-forecast"]["parameters"] if p["name"] == "monitor")
+    assert monitor["choices"] == ["mae", "smape", "loss"]  # a naive baseline's error is never the monitor
+    assert "metrics mae [kWh] (monitor) (lower is better)" in result.stderr and "naive_mae [kWh] (lower is better) (not monitorable)" in result.stderr
+
+
 def test_predict_writes_a_column_per_step_and_names_what_was_given(forecast_home, tmp_path):
     home, good, _ = forecast_home
     holdout = tmp_path / "holdout.csv"
