@@ -1,0 +1,77 @@
+"""An object-detection run in the window: its mAP, per-class table, PR curves and worst images, and try-it's boxes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from trainlab_dev.detection_samples import write_coco  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def detection_run(tmp_path_factory):
+    """A real, tiny object-detection run (small-fcos at 64 px, one epoch): the plumbing, not the accuracy."""
+    from trainlab.engine.scripting import RunRequest, run_training
+
+    root = tmp_path_factory.mktemp("detection")
+    data = write_coco(root / "shapes", {"train": 12, "val": 6}, size=64, seed=2)
+    params = {"epochs": "1", "image_size": "64", "batch_size": "6", "model": "small-fcos", "score_threshold": "0.0"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRAINLAB_HOME", str(root / "home"))
+        result = run_training(RunRequest(task="object-detection", data=str(data), params=params, out=str(root / "run")))
+    assert result.status == "completed", result.error
+    return str(root / "run")
+
+
+def test_the_results_page_shows_map_the_per_class_table_curves_and_worst_images(qtbot, detection_run):
+    from trainlab_desktop.results.page import ResultsView
+
+    view = ResultsView()
+    qtbot.addWidget(view)
+    view.resize(1200, 900)
+    view.show()
+    qtbot.waitExposed(view)
+    with qtbot.waitSignal(view.loaded):
+        assert view.load_run(detection_run)
+    assert view.family == "object-detection"
+    details = view.page.details
+    assert list(details.blocks) == ["per_class", "pr_curves", "worst_images"]
+    assert details.table("per_class").column_texts("class") == ["circle", "square", "triangle"]
+    report = json.loads((Path(detection_run) / "eval.json").read_text())
+    curves = next(d for d in report["details"] if d["name"] == "pr_curves")["lines"]
+    assert len(details.blocks["pr_curves"].series.items) == len(curves) > 0
+    worst = details.table("worst_images")
+    errors = [int(t) for t in worst.column_texts("errors")]
+    assert errors == sorted(errors, reverse=True) and len(errors) == 6  # every validation image, worst first
+    qtbot.waitUntil(lambda: view.thumbnails_pending() == 0, timeout=10_000)
+    worst.selectRow(0)
+    shown = details.blocks["worst_images"].preview.parts["image"]
+    assert any(b.role == "true" for b in shown.boxes) and not shown.pixmap().isNull()
+
+
+def test_try_it_draws_the_boxes_found_in_a_dropped_image(qtbot, detection_run):
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    from trainlab_desktop.results.details import BoxedImageView
+    from trainlab_desktop.tryit.page import TryItPanel
+
+    panel = TryItPanel()
+    qtbot.addWidget(panel)
+    panel.resize(800, 600)
+    panel.show()
+    panel.set_run(detection_run)
+    assert panel.kind == "image"
+    picture = min((Path(detection_run).parent / "shapes" / "val").glob("*.jpg"))
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(picture))])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    with qtbot.waitSignal(panel.predicted, timeout=120_000):
+        panel.dropEvent(event)
+    widget = panel.output.hint_widget
+    assert isinstance(widget, BoxedImageView) and widget.boxes and not widget.pixmap().isNull()
+    assert panel.output.shown_summary().split(":")[0].endswith("boxes")  # "100 boxes: circle 0.23, ..."
