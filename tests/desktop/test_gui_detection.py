@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from trainlab_dev.detection_samples import write_coco  # noqa: E402
+from trainlab_dev.detection_samples import write_coco
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,6 @@ def test_the_results_page_shows_map_the_per_class_table_curves_and_worst_images(
 def test_try_it_draws_the_boxes_found_in_a_dropped_image(qtbot, detection_run):
     from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
     from PySide6.QtGui import QDropEvent
-
     from trainlab_desktop.results.details import BoxedImageView
     from trainlab_desktop.tryit.page import TryItPanel
 
