@@ -1,6 +1,6 @@
 """Cost as the data grows: time to the first step, preparation, peak RSS and steady samples/s.
 
-Generated data at each size (issue 16, section 3):
+Generated data at each size:
 
 * text: CSV files of 10k, 100k and 1M rows (2 to 40 random words of the
   tiny-bert vocabulary each, 4 labels, the label's stem in the text), trained
@@ -25,7 +25,7 @@ On a shared machine the wall times move with the load; CPU time (user +
 system, every thread of the child) is printed beside them, and the load
 average is recorded.
 
-    python bench/scale.py [--sizes text=10000,100000,1000000 --sizes image=1000,10000,100000] [--json]
+    python bench/scale.py [--sizes text=10000,100000,1000000 --sizes image=1000,10000,100000] [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pairs import bench_parser, emit, speaker  # noqa: E402 - bench/ on the path first, when imported
 
 DEFAULT_SIZES = {"text": [10_000, 100_000, 1_000_000], "image": [1_000, 10_000, 100_000]}
 LABELS = ("alpha", "beta", "gamma", "delta")
@@ -180,13 +183,12 @@ def parse_sizes(values: list[str]) -> dict[str, list[int]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = bench_parser(__doc__, "text=1000 and image=200, 1 + 3 steps")
     parser.add_argument("--sizes", action="append", default=[], metavar="KIND=N,N", help="text=... and/or image=... (only the kinds given run)")
     parser.add_argument("--warm", type=int, default=3, help="steps before samples/s is measured")
     parser.add_argument("--steps", type=int, default=15, help="steps samples/s is measured over")
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of each run")
     parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (default: a temporary folder)")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
     parser.add_argument("--child", choices=["text", "image"], help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -196,7 +198,9 @@ def main() -> int:
         args.kind = args.child
         return child(args)
 
-    say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    say = speaker(args)
+    if args.quick:
+        args.sizes, args.warm, args.steps = ["text=1000", "image=200"], 1, 3
     sizes = parse_sizes(args.sizes)
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="trainlab-scale-"))
     report: dict[str, Any] = {"benchmark": "scale", "cpu_count": os.cpu_count(), "threads": args.threads,
@@ -239,7 +243,7 @@ def main() -> int:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
     report["load_average_at_end"] = round(os.getloadavg()[0], 2)
-    print(json.dumps(report))
+    emit("scale", args, report)
     return 0
 
 
