@@ -172,7 +172,9 @@ class RunCurvesView(QWidget):
                     title = (family or self.tr("other")) + ": " + title
                 plot = self.view.addPlot(row=row, col=col, title=title, axisItems=self._axes(EpochAxis))
                 plot.setLabel("bottom", self.tr("epoch"))
-                if all(m.display == "percent" for m in group) or (group[0].display in BOUNDED and family in ("classification", "multilabel")):
+                # a classifier's accuracy and F1 on 0..1, as before; anything else (an R\u00b2 below 0,
+                # a percentage error above 100%) ranges itself
+                if group[0].display in BOUNDED and family in ("classification", "multilabel"):
                     plot.setYRange(0, 1, padding=0.02)
                     plot.enableAutoRange(y=False)
                 self.metric_plots.append((family, group, plot))
