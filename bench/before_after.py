@@ -15,6 +15,7 @@ JSON; the driver prints the chosen figures of every round and their medians.
     python bench/before_after.py --base 84e4bd4 engine_overhead -- --pairs 5
     python bench/before_after.py --base 84e4bd4 gui_latency -- --seconds 8 --starts 9
     python bench/before_after.py --base 0eef647 startup -- --starts 9
+    python bench/before_after.py --quick --base HEAD~1 startup    # one round of the bench's --quick
 
 The bench must run on both trees: it may use only what both provide (the
 benches here say so where they reach for an older name).
@@ -22,7 +23,6 @@ benches here say so where they reach for an older name).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -32,14 +32,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pairs import load_average, order
+from pairs import bench_parser, emit, load_average, run_pairs, speaker
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 # Where the folders of the layout before each held a package of its own went (package-dir).
 LAYOUT = {"core": "trainlab", "desktop": "trainlab/desktop", "plugins": "trainlab/plugins", "resources": "trainlab/resources"}
 FIXTURES = "tests/fixtures/plugins"  # the toy plugin gui_latency trains: it speaks its own tree's plugin API
-# The figures each bench's goal reads (issue 11: "report ... before and after, side by side").
+# The figures each bench's goal reads, reported before and after side by side.
 FIGURES = {
     "engine_overhead": ["ratio", "ratio_cpu", "ratio_end_to_end", "ratio_end_to_end_cpu", "max_abs_loss_diff",
                         "engine_samples_per_second", "raw_samples_per_second"],
@@ -109,13 +109,15 @@ def _fmt(value) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__, "one round, the bench itself --quick")
     parser.add_argument("--base", required=True, help="the older revision (a commit, tag or branch)")
     parser.add_argument("--rounds", type=int, default=3, help="pairs of runs (one per tree each)")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line on stdout")
     parser.add_argument("bench", choices=sorted(FIGURES), help="the bench script under bench/")
     parser.add_argument("bench_args", nargs="*", help="after --: passed to the bench")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.bench_args = 1, ["--quick", *args.bench_args]
+    say = speaker(args)
     script = BENCH / f"{args.bench}.py"
     with tempfile.TemporaryDirectory(prefix="trainlab-before-after-") as tmp:
         site = lay_out(args.base, Path(tmp))
@@ -127,12 +129,13 @@ def main() -> int:
         before_root = str(Path(tmp))
         if not where["before"].startswith(before_root) or where["after"].startswith(before_root):
             raise SystemExit(f"the two runs would not import different trees: {where}")
-        results: dict[str, list[dict]] = {"before": [], "after": []}
-        for index in range(args.rounds):
-            for name in order(index, ["before", "after"]):
-                results[name].append(run_bench(script, args.bench_args, trees[name]))
-                figures = {k: figure(results[name][-1], k) for k in FIGURES[args.bench] if figure(results[name][-1], k) is not None}
-                print(f"round {index + 1} {name:6}: {figures}", file=sys.stderr, flush=True)
+
+        def said(index: int, name: str, result: dict) -> None:
+            figures = {k: figure(result, k) for k in FIGURES[args.bench] if figure(result, k) is not None}
+            say(f"round {index + 1} {name:6}: {figures}")
+
+        results = run_pairs({name: (lambda env=env: run_bench(script, args.bench_args, env)) for name, env in trees.items()},
+                            args.rounds, after=said)
     summary = {"bench": args.bench, "bench_args": args.bench_args, "base": args.base, "rounds": args.rounds,
                "load_average": load_average(), "trees": where}
     for key in FIGURES[args.bench]:
@@ -147,17 +150,15 @@ def main() -> int:
         summary[f"pooled_{key}"] = {
             name: statistics.median(v for r in results[name] for v in r[key]["ratios"]) for name in ("before", "after")
         }
-    if not args.json:
-        print(f"{'figure':24} {'before (median)':>16} {'after (median)':>16}   rounds: {args.rounds}, base {args.base}")
-        for key in FIGURES[args.bench]:
-            before, after = summary[key]["before"]["median"], summary[key]["after"]["median"]
-            if before is not None or after is not None:
-                print(f"{key:24} {_fmt(before):>16} {_fmt(after):>16}")
-        for key in POOLED.get(args.bench, ()):
-            pooled = summary[f"pooled_{key}"]
-            print(f"{'pooled ' + key:24} {_fmt(pooled['before']):>16} {_fmt(pooled['after']):>16}   (median of every pair)")
-    print(json.dumps(summary))
-    return 0
+    say(f"{'figure':24} {'before (median)':>16} {'after (median)':>16}   rounds: {args.rounds}, base {args.base}")
+    for key in FIGURES[args.bench]:
+        before, after = summary[key]["before"]["median"], summary[key]["after"]["median"]
+        if before is not None or after is not None:
+            say(f"{key:24} {_fmt(before):>16} {_fmt(after):>16}")
+    for key in POOLED.get(args.bench, ()):
+        pooled = summary[f"pooled_{key}"]
+        say(f"{'pooled ' + key:24} {_fmt(pooled['before']):>16} {_fmt(pooled['after']):>16}   (median of every pair)")
+    return emit("before_after", args, summary)
 
 
 if __name__ == "__main__":
