@@ -76,6 +76,17 @@ def test_the_train_page_counts_in_the_familys_nouns_and_offers_only_its_options(
     assert window.params_form.field_editor("class_weighting") is not None
 
 
+def test_the_windows_log_writes_a_metric_as_the_command_line_does(forecast_plugin):
+    from types import SimpleNamespace
+
+    from trainlab.pluginhost.host import registry
+    from trainlab_desktop.run.session_view import describe_eval
+
+    declared = registry().tasks["toy-forecast"].spec.metric_specs()
+    event = SimpleNamespace(epoch=2, split="val", loss=0.5, best=True, metrics={"mae": 2.106, "smape": 0.02772, "naive_mae": 1.126})
+    assert describe_eval(event, declared) == "epoch 2 val: loss 0.5, mae 2.106 kWh, smape 2.8%, naive_mae 1.126 kWh (best so far)"
+
+
 def test_the_runs_page_and_its_curves_speak_each_family(qtbot, forecast_plugin, window, runs):
     good, poor, classifier = runs
     window.show_page("history")
