@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 
 import trainlab
 from trainlab.api.errors import RunFailed, UsageError
+from trainlab.cli.chat import add_chat_arguments, cmd_chat
 from trainlab.cli.common import ArgumentParser, Output, params_from, stop_on_signals
 from trainlab.cli.listings import cmd_models, cmd_runs, cmd_tasks
 from trainlab.cli.queue_commands import add_queue_parser
@@ -110,6 +111,9 @@ def _parser() -> ArgumentParser:
     p.add_argument("--top-k", type=int, default=3)
     p.add_argument("--out", metavar="FILE", help="write the predictions to FILE.csv (the family's columns) or FILE.jsonl (one JSON answer a line)")
     p.add_argument("--device", default="auto")
+
+    p = add("chat", "talk to a text-generation run's model (or a chat model folder) in the terminal, streaming, multi-turn", json_flag=False)
+    add_chat_arguments(p)
 
     p = add("runs", "run history: each run's declared metrics, the monitor (its best) first")
     p.add_argument("--limit", type=int, default=0, help="show at most N runs")
@@ -388,6 +392,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Output], int]] = {
     "train": cmd_train,
     "eval": cmd_eval,
     "predict": cmd_predict,
+    "chat": cmd_chat,
     "runs": cmd_runs,
     "models": cmd_models,
     "cache": cmd_cache,

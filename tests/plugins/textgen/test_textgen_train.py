@@ -166,3 +166,17 @@ def test_micro_batches_weigh_by_trained_tokens_so_the_step_is_the_whole_batchs(q
     assert a.keys() == b.keys()
     for key in a:
         assert torch.allclose(a[key], b[key], atol=1e-5), key
+
+
+def test_chat_in_the_terminal_streams_answers_turn_after_turn(lora_run, tmp_path):
+    result = run_trainlab(
+        "chat", lora_run, "--system", "Be brief.", "--max-new-tokens", "5", input="What is 3 plus one?\nAnd 4?\n/exit\n", env={"OMP_NUM_THREADS": "1"}
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("assistant> ") == 2
+    from trainlab import UsageError
+    from trainlab.cli.chat import model_folder
+
+    with pytest.raises(UsageError, match="no config.json"):
+        model_folder(str(tmp_path))
+    assert model_folder(str(lora_run)) == lora_run / "model"
