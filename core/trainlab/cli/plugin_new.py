@@ -51,7 +51,10 @@ def render(name: str, family: str, *, distribution: str = "", out: str | Path | 
         raise UsageError(f"plugin name {name!r}: lower-case letters, digits and dashes, starting with a letter")
     choices = family_choices()
     if family not in choices:
-        raise UsageError(f"--family {family}: not a family TrainLab knows; one of {', '.join(choices)}")
+        ready = [f for f in choices if f in template_families()]
+        pending = [f for f in choices if f not in ready]
+        later = f" ({', '.join(pending)}: no starting point in the template yet)" if pending else ""
+        raise UsageError(f"--family {family}: not a family TrainLab knows; one of {', '.join(ready)}{later}")
     if family not in template_families():
         raise UsageError(f"--family {family}: the template has no starting point for this family yet; use --family new and adapt it")
     try:
