@@ -131,7 +131,7 @@ class RunCurvesView(QWidget):
             return
         import pyqtgraph as pg
 
-        from trainlab_desktop.plots.axes import EpochAxis, GridAxis
+        from trainlab_desktop.plots.axes import GridAxis
 
         self._pg = pg
         self.view = pg.GraphicsLayoutWidget()
