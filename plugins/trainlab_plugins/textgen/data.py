@@ -23,6 +23,7 @@ the field at fault.  No torch here.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import random
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class Example:
     where: str
     messages: tuple[dict[str, str], ...] = ()
     text: str | None = None
+    kind: str = ""  # the format it was read from (messages, sharegpt, alpaca, prompt-response, text)
 
     @property
     def is_chat(self) -> bool:
@@ -365,12 +367,12 @@ def read_file(path: Path, columns: Columns, name: str = "train") -> Split:
     split = Split(name, [path])
     if path.suffix.lower() == ".txt":
         for example in text_file_examples(path):
-            split.examples.append(example)
+            split.examples.append(dataclasses.replace(example, kind="text"))
         split.formats["text"] = len(split.examples)
     else:
         for where, record in read_records(path):
             example, kind = record_example(record, where, columns)
-            split.examples.append(example)
+            split.examples.append(dataclasses.replace(example, kind=kind))
             split.formats[kind] = split.formats.get(kind, 0) + 1
     if not split.examples:
         raise DataError(f"{path}: no examples in it")
@@ -434,9 +436,16 @@ def _carve(split: Split, fraction: float, seed: int, source: str) -> ChatData:
     n_val = min(n - 1, max(1, round(n * fraction)))
     val_idx = sorted(order[:n_val])
     train_idx = sorted(order[n_val:])
-    train = Split("train", split.files, [split.examples[i] for i in train_idx], dict(split.formats))
-    val = Split("val", split.files, [split.examples[i] for i in val_idx], dict(split.formats))
+    train = Split("train", split.files, [split.examples[i] for i in train_idx], _formats(split.examples[i] for i in train_idx))
+    val = Split("val", split.files, [split.examples[i] for i in val_idx], _formats(split.examples[i] for i in val_idx))
     return ChatData({"train": train, "val": val}, split_from=source)
+
+
+def _formats(examples: Iterator[Example]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for example in examples:
+        counts[example.kind or "text"] = counts.get(example.kind or "text", 0) + 1
+    return counts
 
 
 def read_prompts(path: Path, columns: Columns) -> list[Example]:

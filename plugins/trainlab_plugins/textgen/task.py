@@ -57,6 +57,14 @@ class Row:
         return sum(len(ids) for ids, _ in self.segments)
 
 
+class Rows(list):
+    """A split's rows, with their lengths in tokens (the memory probe takes the longest)."""
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(row) for row in self]
+
+
 def pack(lengths: Sequence[int], max_length: int, seed: int) -> list[list[int]]:
     """Examples grouped into rows of at most ``max_length`` tokens: shuffled by ``seed``, then first fit."""
     order = list(range(len(lengths)))
@@ -128,7 +136,7 @@ class TextGenerationTask(Task):
         self.data: chat_data.ChatData | None = None
         self.encoded: dict[str, list[templates.Encoded]] = {}
         self.examples: dict[str, list[chat_data.Example]] = {}  # per split, aligned with encoded
-        self.rows: dict[str, list[Row]] = {}
+        self.rows: dict[str, Rows] = {}
         self.plan: text_finetune.FinetunePlan | None = None
         self.eval_model: Any = None  # the model of the last evaluation pass (for its generations)
 
@@ -214,14 +222,14 @@ class TextGenerationTask(Task):
         }
         return encoded, kept, stats
 
-    def _rows(self, split: str, seed: int) -> list[Row]:
+    def _rows(self, split: str, seed: int) -> Rows:
         encoded = self.encoded[split]
         if self.packing and split == "train":
             groups = pack([len(e) for e in encoded], self.max_length, seed)
         else:
             groups = [[i] for i in range(len(encoded))]
         packed = self.packing and split == "train"
-        return [Row(tuple((tuple(encoded[i].ids), tuple(encoded[i].trained)) for i in group), group[0], packed) for group in groups]
+        return Rows(Row(tuple((tuple(encoded[i].ids), tuple(encoded[i].trained)) for i in group), group[0], packed) for group in groups)
 
     def _summary(self, stats: dict[str, dict[str, Any]]) -> DataSummary:
         assert self.data is not None and self.format is not None and self.source is not None
