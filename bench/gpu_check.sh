@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 16, section 4): every CUDA path of TrainLab, on one
+# The GPU check: every CUDA path of TrainLab, on one
 # NVIDIA GPU, in at most about 6 minutes, ending in ONE JSON line on stdout.
 #
 #     bash bench/gpu_bundle.sh            # here, first: .whl/ (TrainLab's wheel + what the machine lacks)

@@ -1,4 +1,4 @@
-"""The GPU check (issue 16, section 4): every CUDA path of TrainLab, checked in one run.
+"""The GPU check: every CUDA path of TrainLab, checked in one run.
 
 ``bench/gpu_check.sh`` is the entry point; it installs TrainLab from wheels
 and runs ``python -m gpucheck.driver``, which runs each check of

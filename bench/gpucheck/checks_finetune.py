@@ -14,7 +14,7 @@ from typing import Any
 
 from gpucheck.common import CheckEnv, Outcome, Skipped, env_threads, free_cuda
 
-ESTIMATE_WITHIN = 0.15  # the goal: estimate vs measured peak
+ESTIMATE_WITHIN = 0.15  # the goal: the estimate within this share of the measured peak
 
 
 def make_decoder_folder(folder: Path, hidden: int, layers: int, heads: int, kv_heads: int, intermediate: int, vocab: int = 0) -> Path:
