@@ -1,4 +1,4 @@
-"""The memory estimate by Start, in the real window (issue 18, the window part of items 5 and 6).
+"""The memory estimate by Start, in the real window.
 
 The toy task of the fixtures (an MLP on a CSV) for the figure, its staleness,
 a failing estimate and the "does not fit" advice; a tiny BERT folder built

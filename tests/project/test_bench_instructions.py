@@ -1,6 +1,6 @@
 """bench/pairs.py's instruction counter: callgrind counts only the region a bench switches on.
 
-What ``bench/engine_overhead.py --instructions`` rests on (issue 16, 2b): a
+What ``bench/engine_overhead.py --instructions`` rests on: a
 count that the load of a shared machine cannot move, of the measured region
 alone. A child Python switches counting on around a loop of N, then 2N,
 iterations; the counts must grow with the loop and repeat run to run.
@@ -50,10 +50,8 @@ def test_only_the_switched_on_region_is_counted_and_it_repeats(tmp_path):
     # The count grows with the counted loop, and the uncounted loop after it (200,000
     # iterations, ten counted loops' worth) is not in it: without it ("again") the
     # count is about the same.  The bounds are loose on purpose: in this tiny process
-    # the same counted loop read 153-183 M instructions at N=100,000 in four runs one
-    # after the other (0.53 M at N=0), and a CI run once read 30.4 M at 20,000
-    # against 74.6 M at 40,000.  The benches' own counts repeat far closer (the
-    # task_families script: 1,533.8 M and 1,533.9 M in two sessions).
+    # the same counted loop's count varies by a fifth from run to run, and more on a
+    # CI machine; the benches' own, far longer, counts repeat far closer.
     loop = large - small
     assert loop > 0.3 * small, "the count grows with the counted loop"
     assert abs(again - small) < 0.25 * small + 6_000_000, "the uncounted loop stays out of the count"

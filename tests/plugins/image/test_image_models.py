@@ -31,7 +31,7 @@ def test_small_cnn_takes_any_image_size():
 
 
 def test_presets_resolve_to_their_defaults():
-    auto = resolve(SPEC, ENGINE_PARAMS, {}, {})  # the small CNN sized to the data (issue 16)
+    auto = resolve(SPEC, ENGINE_PARAMS, {}, {})  # the small CNN sized to the data
     assert auto["model"] == "auto" and auto["image_size"] == 64 and auto["batch_size"] == 32 and not auto["pretrained"]
     small = resolve(SPEC, ENGINE_PARAMS, {}, {"model": "small-cnn"})
     assert small["image_size"] == 64 and small["batch_size"] == 64 and not small["pretrained"]

@@ -1,4 +1,4 @@
-"""QLoRA and 8-bit AdamW on CUDA (issue 18, item 7): tests behind the ``gpu`` marker.
+"""QLoRA and 8-bit AdamW on CUDA: tests behind the ``gpu`` marker.
 
 They need a CUDA GPU and bitsandbytes (the ``qlora`` extra), and skip without
 them: on this project's CPU machines they always skip, and what runs there is
