@@ -17,6 +17,7 @@ import trainlab
 from trainlab.api.errors import RunFailed, UsageError
 from trainlab.cli.chat import add_chat_arguments, cmd_chat
 from trainlab.cli.common import ArgumentParser, Output, params_from, stop_on_signals
+from trainlab.cli.export_command import add_export_parser, cmd_export
 from trainlab.cli.listings import cmd_models, cmd_runs, cmd_tasks
 from trainlab.cli.queue_commands import add_queue_parser
 from trainlab.cli.queue_commands import cmd_queue as queue
@@ -130,6 +131,8 @@ def _parser() -> ArgumentParser:
     p.add_argument("--limit-gb", dest="limit_gb", type=float, metavar="GB", help="set the size cap over all caches (oldest evicted first)")
 
     add("doctor", "check this machine: torch, CUDA, driver, GPUs, plugins, offline state, folders")
+
+    add_export_parser(add)
 
     add_queue_parser(add, add_params)
     add_sweep_parser(add, add_params)
@@ -397,6 +400,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Output], int]] = {
     "models": cmd_models,
     "cache": cmd_cache,
     "doctor": cmd_doctor,
+    "export": cmd_export,
     "queue": cmd_queue,
     "sweep": cmd_sweep,
     "install-launcher": cmd_install_launcher,

@@ -1,0 +1,253 @@
+"""GGUF export of text-generation models: read back with gguf's own reader, on tiny Qwen2 and Llama folders and a real run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import one_json_line, one_line_error, run_trainlab
+from trainlab import UsageError
+from trainlab.models.gguf import arch as archs
+from trainlab.models.gguf.export import export_gguf
+from trainlab.models.gguf.modelfile import render_modelfile
+from trainlab.models.gguf.quant import dequantize_q8_0, quantize_q8_0
+from trainlab_plugins.text import models as text_models
+from trainlab_plugins.textgen import templates
+
+gguf = pytest.importorskip("gguf", reason="the gguf extra is not installed (pip install 'trainlab[gguf]')")
+
+CHATS = {"qwen2": "chatml", "llama": "llama3"}
+
+
+def _chat_folder(base, out, template):
+    """A model/ folder as a text-generation run writes it: the template's markers added, pad token, stop ids."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    fmt = templates.setup_tokenizer(tokenizer, template, "test")
+    lm = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+    lm.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    with torch.no_grad():  # the norms start at one: make them differ, so that a +1 or a mix-up shows
+        for name, p in lm.named_parameters():
+            if p.ndim == 1:
+                p.add_(torch.linspace(-0.5, 0.5, p.numel()))
+    info = {"task": "text-generation", "max_length": 64, "template": fmt.name, "stop_token_ids": list(fmt.stop_ids)}
+    text_models.save_model_folder(lm, tokenizer, out, info)
+    return out
+
+
+@pytest.fixture(scope="module")
+def chat_folders(qwen_folder, llama_folder, tmp_path_factory):
+    root = tmp_path_factory.mktemp("gguf")
+    return {
+        "qwen2": _chat_folder(qwen_folder, root / "qwen2" / "model", "chatml"),
+        "llama": _chat_folder(llama_folder, root / "llama" / "model", "llama3"),
+    }
+
+
+@pytest.fixture(scope="module")
+def exports(chat_folders, tmp_path_factory):
+    """Each folder exported in f16 and q8_0: {(arch, quant): (result, reader)}."""
+    done = {}
+    for arch, folder in chat_folders.items():
+        for quant in ("f16", "q8_0"):
+            out = tmp_path_factory.mktemp(f"{arch}-{quant}")
+            result = export_gguf(folder.parent, quant=quant, out_dir=out)
+            done[arch, quant] = (result, gguf.GGUFReader(result.gguf))
+    return done
+
+
+def _field(reader, key):
+    return reader.fields[key].contents()
+
+
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return {k: v.float().numpy() for k, v in load_file(str(folder / "model.safetensors")).items()}
+
+
+def _config(folder):
+    return json.loads((folder / "config.json").read_text())
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_f16_tensors_are_the_models_weights_under_llama_cpps_names(arch, chat_folders, exports):
+    folder = chat_folders[arch]
+    config = _config(folder)
+    result, reader = exports[arch, "f16"]
+    weights = _weights(folder)
+    names = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch.upper()), config["num_hidden_layers"])
+    tensors = {t.name: t for t in reader.tensors}
+    expected = {names.get_name(k, try_suffixes=(".weight", ".bias")): k for k in weights}  # gguf-py's own mapping
+    assert set(tensors) == set(expected) and result.tensors == len(tensors)
+    for name, source in expected.items():
+        tensor = tensors[name]
+        data = np.asarray(tensor.data)
+        if data.ndim == 1:
+            assert tensor.tensor_type == gguf.GGMLQuantizationType.F32, name
+            np.testing.assert_array_equal(data, weights[source], err_msg=name)
+            continue
+        assert tensor.tensor_type == gguf.GGMLQuantizationType.F16, name
+        if arch == "llama" and ".attn_q." in name:
+            data = archs.unpermute_rotary(data, config["num_attention_heads"])
+        elif arch == "llama" and ".attn_k." in name:
+            data = archs.unpermute_rotary(data, config["num_key_value_heads"])
+        np.testing.assert_array_equal(data, weights[source].astype(np.float16), err_msg=name)
+
+
+def test_llama_stores_queries_and_keys_in_llama_cpps_rotary_order(chat_folders, exports):
+    config = _config(chat_folders["llama"])
+    stored = {t.name: np.asarray(t.data).astype(np.float32) for t in exports["llama", "f16"][1].tensors}
+    q = _weights(chat_folders["llama"])["model.layers.0.self_attn.q_proj.weight"].astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(stored["blk.0.attn_q.weight"], archs.permute_rotary(q, config["num_attention_heads"]))
+    assert not np.array_equal(stored["blk.0.attn_q.weight"], q)
+    # rows of one head: the first half's i-th row goes to 2i, the second half's to 2i + 1
+    head = np.arange(8, dtype=np.float32)[:, None]
+    np.testing.assert_array_equal(archs.permute_rotary(head, 1)[:, 0], [0, 4, 1, 5, 2, 6, 3, 7])
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_q8_0_tensors_are_within_half_a_scale_of_the_weights(arch, chat_folders, exports):
+    config = _config(chat_folders[arch])
+    result, reader = exports[arch, "q8_0"]
+    weights = _weights(chat_folders[arch])
+    mapping = archs.ARCHITECTURES[arch]
+    planned = archs.plan_tensors({k: v.shape for k, v in weights.items()}, mapping, archs.hyperparameters(config, mapping, "t"), "t")
+    by_name = {t.name: t.source for t in planned}
+    quantized = [t for t in reader.tensors if t.tensor_type == gguf.GGMLQuantizationType.Q8_0]
+    assert len(quantized) == result.quantized == sum(1 for w in weights.values() if w.ndim == 2)
+    for tensor in quantized:
+        source = weights[by_name[tensor.name]]
+        if arch == "llama" and ".attn_q." in tensor.name:
+            source = archs.permute_rotary(source, config["num_attention_heads"])
+        elif arch == "llama" and ".attn_k." in tensor.name:
+            source = archs.permute_rotary(source, config["num_key_value_heads"])
+        back, scales = dequantize_q8_0(np.asarray(tensor.data))
+        np.testing.assert_array_equal(back, gguf.quants.dequantize(np.asarray(tensor.data), tensor.tensor_type))  # gguf-py reads it alike
+        error = np.abs(back - source).reshape(*scales.shape, 32).max(axis=-1)
+        assert (error <= scales / 2 * (1 + 1e-6)).all(), tensor.name
+        assert (scales > 0).all()
+    assert result.bytes < exports[arch, "f16"][0].bytes * 0.7
+
+
+def test_q8_0_blocks_hold_a_half_scale_and_32_signed_bytes():
+    weights = np.array([np.linspace(-1.0, 1.0, 32), np.zeros(32)], dtype=np.float32)
+    data = quantize_q8_0(weights)
+    assert data.shape == (2, 34) and data.dtype == np.uint8
+    scale = data[0, :2].view("<f2")[0]
+    assert scale >= np.float16(1.0 / 127) and data[0, 2:].view(np.int8)[[0, -1]].tolist() == [-127, 127]
+    back, scales = dequantize_q8_0(data)
+    assert (np.abs(back - weights) <= scales.repeat(32, axis=-1) / 2).all() and not back[1].any()
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_metadata_and_vocabulary_are_complete(arch, chat_folders, exports):
+    from transformers import AutoTokenizer
+
+    folder = chat_folders[arch]
+    config = _config(folder)
+    _, reader = exports[arch, "f16"]
+    assert _field(reader, "general.architecture") == arch
+    assert _field(reader, f"{arch}.context_length") == config["max_position_embeddings"]
+    assert _field(reader, f"{arch}.embedding_length") == config["hidden_size"]
+    assert _field(reader, f"{arch}.block_count") == config["num_hidden_layers"]
+    assert _field(reader, f"{arch}.feed_forward_length") == config["intermediate_size"]
+    assert _field(reader, f"{arch}.attention.head_count") == config["num_attention_heads"]
+    assert _field(reader, f"{arch}.attention.head_count_kv") == config["num_key_value_heads"]
+    assert _field(reader, f"{arch}.rope.dimension_count") == config["hidden_size"] // config["num_attention_heads"]
+    assert _field(reader, f"{arch}.rope.freq_base") == pytest.approx(archs.rope_settings(config)[0])
+    assert _field(reader, f"{arch}.attention.layer_norm_rms_epsilon") == pytest.approx(config["rms_norm_eps"])
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    tokens = _field(reader, "tokenizer.ggml.tokens")
+    assert len(tokens) == config["vocab_size"] == len(tokenizer)
+    assert tokens == [tokenizer.convert_ids_to_tokens(i) for i in range(len(tokenizer))]
+    # transformers reads a qwen2 folder's tokenizer with Qwen's split pattern; the llama one keeps GPT-2's
+    assert _field(reader, "tokenizer.ggml.model") == "gpt2" and _field(reader, "tokenizer.ggml.pre") == {"qwen2": "qwen2", "llama": "gpt-2"}[arch]
+    merges = json.loads((folder / "tokenizer.json").read_text())["model"]["merges"]
+    assert _field(reader, "tokenizer.ggml.merges") == [m if isinstance(m, str) else " ".join(m) for m in merges]
+    types = _field(reader, "tokenizer.ggml.token_type")
+    marker = "<|im_end|>" if arch == "qwen2" else "<|eot_id|>"
+    assert types[tokenizer.convert_tokens_to_ids(marker)] == gguf.TokenType.CONTROL and types[5] == gguf.TokenType.NORMAL
+    assert _field(reader, "tokenizer.ggml.eos_token_id") == tokenizer.eos_token_id
+    assert _field(reader, "tokenizer.ggml.padding_token_id") == tokenizer.pad_token_id != tokenizer.eos_token_id
+    assert _field(reader, "tokenizer.ggml.eot_token_id") == tokenizer.convert_tokens_to_ids(marker)
+    assert _field(reader, "tokenizer.ggml.add_bos_token") is False
+    assert _field(reader, "tokenizer.chat_template") == tokenizer.chat_template == templates.NAMED_TEMPLATES[CHATS[arch]].source
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_the_modelfile_has_the_template_and_stops_at_the_end_of_turn(arch, exports):
+    result, _ = exports[arch, "f16"]
+    text = Path(result.modelfile).read_text(encoding="utf-8")
+    assert text.splitlines()[1] == "FROM ./model.gguf"
+    marker = "<|im_end|>" if arch == "qwen2" else "<|eot_id|>"
+    stops = [line.split(" ", 2)[2] for line in text.splitlines() if line.startswith("PARAMETER stop ")]
+    assert f'"{marker}"' in stops and '"<|endoftext|>"' in stops
+    template = text.split('TEMPLATE """', 1)[1].split('"""', 1)[0]
+    if arch == "qwen2":
+        assert result.template_family == "chatml" and "<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>" in template
+    else:
+        assert result.template_family == "llama3" and "<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>" in template
+
+
+def test_a_modelfile_carries_the_system_prompt_and_leaves_unknown_templates_to_ollama():
+    text, family = render_modelfile("model.gguf", templates.QWEN, ["<|im_end|>"])
+    assert family == "chatml" and 'SYSTEM """You are a helpful assistant."""' in text  # Qwen's default system turn
+    text, family = render_modelfile("model.gguf", "{{ messages }}", ["</s>"], system="Answer in French.")
+    assert family == "" and "TEMPLATE" not in text.replace("# TEMPLATE", "") and 'SYSTEM """Answer in French."""' in text
+
+
+def test_an_architecture_it_cannot_write_is_named(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(UsageError, match="model_type 'gpt2'.*Qwen2"):
+        export_gguf(tmp_path)
+
+
+def test_without_the_gguf_extra_export_is_one_line_naming_it(chat_folders, tmp_path):
+    blocked = tmp_path / "blocked" / "gguf"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('gguf is blocked in this test')\n")
+    result = run_trainlab("export", chat_folders["qwen2"], "--format", "gguf", "--json", extra_path=[blocked.parent])
+    assert "trainlab[gguf]" in one_line_error(result)
+    assert not (chat_folders["qwen2"] / "model.gguf").exists()
+
+
+def test_the_command_exports_a_run_directory_in_q8_0_beside_its_model(chat_folders):
+    run_dir = chat_folders["qwen2"].parent  # a run directory: model/ as text-generation writes it
+    result = run_trainlab("export", run_dir, "--format", "gguf", "--quant", "q8_0", "--system", "Be brief.", "--json")
+    assert result.returncode == 0, result.stderr
+    answer = one_json_line(result)
+    assert answer["gguf"] == str((run_dir / "model.gguf").resolve()) and answer["modelfile"] == str((run_dir / "Modelfile").resolve())
+    assert answer["architecture"] == "qwen2" and answer["quant"] == "q8_0" and answer["quantized"] > 0
+    reader = gguf.GGUFReader(run_dir / "model.gguf")
+    assert _field(reader, "general.file_type") == gguf.LlamaFileType.MOSTLY_Q8_0
+    modelfile = (run_dir / "Modelfile").read_text(encoding="utf-8")
+    assert 'PARAMETER stop "<|im_end|>"' in modelfile and 'SYSTEM """Be brief."""' in modelfile
+    assert not list(run_dir.glob(".model.gguf*"))  # no temporary left behind
+    bad = run_trainlab("export", run_dir, "--format", "gguf", "--quant", "q4_0", "--json")
+    assert "--quant" in one_line_error(bad)
+
+
+def test_greedy_generation_in_llama_cpp_equals_transformers(chat_folders, exports):
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (no prebuilt wheel here)")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    for arch in ("qwen2", "llama"):
+        folder = chat_folders[arch]
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        lm = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+        prompt = tokenizer.apply_chat_template([{"role": "user", "content": "What is 3 plus one?"}], tokenize=False, add_generation_prompt=True)
+        ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        expected = lm.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1]:].tolist()
+        model = llama_cpp.Llama(model_path=exports[arch, "f16"][0].gguf, n_ctx=128, verbose=False)
+        assert model.tokenize(prompt.encode(), add_bos=False, special=True) == ids[0].tolist()
+        got = []
+        for token in model.generate(ids[0].tolist(), temp=0.0, top_k=1):
+            got.append(token)
+            if len(got) == len(expected):
+                break
+        assert got == expected
