@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from trainlab.api.events import Phase
 from trainlab.runfolder.status import SessionState
 from trainlab.viewmodel.session import RunProgress
 from trainlab_desktop.common.flow_layout import FlowLayout, group
@@ -190,9 +191,9 @@ class RunControls(QWidget):
         if state in (SessionState.PAUSED, SessionState.STOPPING, SessionState.PREPARING):
             return
         phase = {
-            "eval": self.tr("evaluating"),
-            "save": self.tr("saving"),
-            "paused": self.tr("paused"),
+            Phase.EVAL: self.tr("evaluating"),
+            Phase.SAVE: self.tr("saving"),
+            Phase.PAUSED: self.tr("paused"),
         }.get(progress.phase, "")
         parts = [
             self.tr("Epoch %1 of %2").replace("%1", str(max(progress.epoch, 1))).replace("%2", str(progress.epochs or "?")),

@@ -138,8 +138,8 @@ class QueueView(QWidget):
         self._update_buttons()
 
     def state_text(self, state: str) -> str:
-        words = {"queued": self.tr("queued"), "running": self.tr("running"), "paused": self.tr("paused"),
-                 "done": self.tr("done"), "failed": self.tr("failed"), "cancelled": self.tr("cancelled")}
+        words = {EntryState.QUEUED: self.tr("queued"), EntryState.RUNNING: self.tr("running"), EntryState.PAUSED: self.tr("paused"),
+                 EntryState.DONE: self.tr("done"), EntryState.FAILED: self.tr("failed"), EntryState.CANCELLED: self.tr("cancelled")}
         return words.get(state, state)
 
     def selected_id(self) -> int | None:
