@@ -35,6 +35,7 @@ from trainlab_plugins.text import lora_export
 from trainlab_plugins.text import models as text_models
 from trainlab_plugins.textgen import TINY_CHAT
 from trainlab_plugins.textgen import data as chat_data
+from trainlab_plugins.textgen import memory as sft_memory
 from trainlab_plugins.textgen import templates
 from trainlab_plugins.textgen.generate import GeneratedText, generate_answers
 from trainlab_plugins.textgen.metrics import GenerationMetrics
@@ -139,6 +140,7 @@ class TextGenerationTask(Task):
         self.rows: dict[str, Rows] = {}
         self.plan: text_finetune.FinetunePlan | None = None
         self.eval_model: Any = None  # the model of the last evaluation pass (for its generations)
+        self._precision = "fp32"
 
     # -- data ---------------------------------------------------------------
     def prepare(self, data_path: str, ctx: RunContext, label_names: Sequence[str] | None = None) -> DataSummary:
@@ -168,6 +170,7 @@ class TextGenerationTask(Task):
                 )
             self.rows[name] = self._rows(name, ctx.seed)
         self.plan = self._plan(ctx)
+        self._precision = ctx.precision
         summary = self._summary(stats)
         for line in self.summary_lines(summary):
             ctx.log(line)
@@ -253,6 +256,8 @@ class TextGenerationTask(Task):
             summary.extra["finetune"] = self.plan.to_json()
             if self.plan.mode in ("lora", "qlora") and self.source.kind == "folder":
                 summary.extra["base_model"] = {"path": str(self.source.path), "fingerprint": model_fingerprint(self.source.path)}
+        if self.plan is not None and self.source is not None:
+            summary.extra["memory_model"] = self._memory_model().to_json()
         if self.packing and "train" in self.rows:
             summary.extra["packed_rows"] = len(self.rows["train"])
         if "train" in self.encoded and self.encoded["train"]:
@@ -271,6 +276,21 @@ class TextGenerationTask(Task):
                     "and lose their earliest turns (the last answer is always kept); consider --set max_length=N"
                 )
         return summary
+
+    def _memory_model(self) -> sft_memory.SFTMemory:
+        from transformers import AutoConfig
+
+        assert self.plan is not None and self.source is not None
+        return sft_memory.sft_memory(
+            AutoConfig.from_pretrained(str(self.source.path), local_files_only=True),
+            mode=self.plan.mode,
+            precision=self._precision,
+            max_length=self.max_length,
+            micro_batch=int(self.params.get("batch_size") or 1),
+            checkpointing=self.plan.gradient_checkpointing,
+            lora_rank=self.plan.lora_rank,
+            loss_chunk=int(self.params.get("loss_chunk") or 1024),
+        )
 
     def summary_lines(self, summary: DataSummary) -> list[str]:
         extra = summary.extra
@@ -303,6 +323,12 @@ class TextGenerationTask(Task):
         if extra.get("val_split"):
             lines.append(extra["val_split"])
         lines.append(f"model: {extra.get('model')}")
+        if extra.get("memory_model"):
+            figures = extra["memory_model"]
+            lines.append(
+                f"SFT memory model (batch {self.params.get('batch_size')}, max_length {self.max_length}): about {figures['total'] / 2**30:.2f} GiB "
+                f"(weights {figures['weights'] / 2**30:.2f}, activations {figures['activations'] / 2**30:.2f}, logits {figures['logits'] / 2**30:.2f})"
+            )
         return lines
 
     def splits(self) -> list[str]:
