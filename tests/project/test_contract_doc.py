@@ -28,7 +28,7 @@ CONTRACT = ROOT / "docs" / "contract.md"
 PLANNED: set[str] = {
     "eval --split",
     "predict --set",
-    "chat",  # with text-generation
+    "chat --compare",  # a second model side by side, with the chat panel
     "export",  # with text-generation
 }
 

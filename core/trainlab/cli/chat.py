@@ -5,7 +5,7 @@ The model is a plain transformers folder (a text-generation run's
 the conversation, the answer streams as it is generated, and the
 conversation goes on turn after turn (``/reset`` starts again, ``/exit`` or
 an empty line or end of input ends it).  Greedy by default; ``--temperature``
-samples.  A run's ``trainlab.json`` names the tokens an answer stops at (the
+(or ``--set temperature=..``) samples.  A run's ``trainlab.json`` names the tokens an answer stops at (the
 end-of-turn token as well as EOS).
 
 torch and transformers are imported inside the command: the CLI's start-up
@@ -35,6 +35,23 @@ def add_chat_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (0: greedy)")
     p.add_argument("--top-p", dest="top_p", type=float, default=1.0, help="nucleus sampling share, with --temperature above 0")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="temperature, top_p or max_new_tokens, as the options")
+
+
+SETTABLE = {"temperature": float, "top_p": float, "max_new_tokens": int}
+
+
+def apply_sets(args: argparse.Namespace) -> None:
+    """``--set temperature=0.7`` and the like, as their options; UsageError naming anything else."""
+    for item in getattr(args, "sets", None) or []:
+        key, sep, value = str(item).partition("=")
+        key = key.strip()
+        if not sep or key not in SETTABLE:
+            raise UsageError(f"--set {item}: chat takes {', '.join(f'{k}=VALUE' for k in SETTABLE)}")
+        try:
+            setattr(args, key, SETTABLE[key](value))
+        except ValueError:
+            raise UsageError(f"--set {item}: {value!r} is not a number") from None
 
 
 def model_folder(given: str) -> Path:
@@ -64,6 +81,7 @@ def cmd_chat(args: argparse.Namespace, out: Output) -> int:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    apply_sets(args)
     folder = model_folder(args.model_dir)
     if args.max_new_tokens < 1:
         raise UsageError("--max-new-tokens must be at least 1")
