@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -229,7 +230,7 @@ def _merged_adapters(model_dir: Path, info: Mapping[str, Any], tokenizer: Any, l
 def _write_gguf(gguf: Any, path: Path, planned, source: _Tensors, arch, hyper, vocab, quant: str, model_dir: Path, info, log) -> dict[str, int]:
     writer = gguf.GGUFWriter(str(path), arch.name)
     name = str(info.get("run_name") or (model_dir.parent.name if model_dir.name == "model" else model_dir.name))
-    writer.add_name(name)
+    writer.add_name(_safe_name(name, vocab.tokens))
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if quant == "q8_0" else gguf.LlamaFileType.MOSTLY_F16)
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
     _write_hyper(gguf, writer, arch, hyper, len(vocab.tokens))
@@ -262,6 +263,20 @@ def _write_gguf(gguf: Any, path: Path, planned, source: _Tensors, arch, hyper, v
         writer.write_tensor_data(data)
     writer.close()
     return counts
+
+
+def _safe_name(name: str, tokens: list[str]) -> str:
+    """``general.name``, kept clear of llama.cpp's rule for Phi-3 by name.
+
+    llama.cpp gives Phi-3's special tokens their strip attributes when the
+    model's name contains "phi3" or "phi-3", and stops loading when one of
+    them (``</s>``, ``<unk>``, ``<s>``, ``<|endoftext|>``) is not in the
+    vocabulary: a run named so with another tokenizer is named apart.
+    """
+    lowered = name.lower()
+    if ("phi3" in lowered or "phi-3" in lowered) and not {"</s>", "<unk>", "<s>", "<|endoftext|>"} <= set(tokens):
+        return re.sub(r"(?i)phi-?3", lambda m: m.group(0).replace("-", "")[:3] + " 3", name)
+    return name
 
 
 def _kind(shape: tuple[int, ...], quant: str) -> str:
