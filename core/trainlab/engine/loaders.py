@@ -34,9 +34,9 @@ class InProcessBatches:
     ``dataset[i]`` per index) and collated, in the training thread.  Nothing
     else differs: a DataLoader without workers draws its base seed from its
     own generator, not the global ones, so skipping it changes no random
-    stream (and resume stays exact).  It saves some 20 microseconds a batch
-    (measured by cProfile on bench/task_families.py's MLP): 2 % of a
-    millisecond step, 0.3 % of that bench's 6 ms ones.
+    stream (and resume stays exact).  What it saves a batch matters on the
+    short steps of small models (a profile of bench/task_families.py's MLP
+    shows it).
     """
 
     def __init__(self, dataset: Any, collate: Any, sampler: _BatchList):
