@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +33,12 @@ def _chat_folder(base, out, template):
     fmt = templates.setup_tokenizer(tokenizer, template, "test")
     lm = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
     lm.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    with torch.no_grad():  # the norms start at one: make them differ, so that a +1 or a mix-up shows
+    torch.manual_seed(1)
+    with torch.no_grad():  # weights far from their initial ones: decisive logits, norms that differ (a +1 or a mix-up shows)
         for name, p in lm.named_parameters():
-            if p.ndim == 1:
+            if p.ndim == 2:
+                p.normal_(0.0, 0.2)
+            else:
                 p.add_(torch.linspace(-0.5, 0.5, p.numel()))
     info = {"task": "text-generation", "max_length": 64, "template": fmt.name, "stop_token_ids": list(fmt.stop_ids)}
     text_models.save_model_folder(lm, tokenizer, out, info)
@@ -232,22 +238,71 @@ def test_the_command_exports_a_run_directory_in_q8_0_beside_its_model(chat_folde
     assert "--quant" in one_line_error(bad)
 
 
-def test_greedy_generation_in_llama_cpp_equals_transformers(chat_folders, exports):
-    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (no prebuilt wheel here)")
+NEW_TOKENS = 16
+TEXTS = ("What is 3 plus one? It's 4, isn't it?  Yes.\n\nNew line 12345 你好吗", "hello   world\tand tabs")
+
+
+def _llama_cpp():
+    """How to run llama.cpp here: llama-cpp-python, or node-llama-cpp's prebuilt binary (TRAINLAB_NODE_LLAMA_CPP=DIR)."""
+    try:
+        import llama_cpp
+
+        return "python", llama_cpp
+    except ImportError:
+        pass
+    node_dir = os.environ.get("TRAINLAB_NODE_LLAMA_CPP", "")
+    if node_dir and shutil.which("node") and (Path(node_dir) / "node_modules" / "node-llama-cpp").is_dir():
+        return "node", node_dir
+    pytest.skip(
+        "llama.cpp is not installed here: llama-cpp-python (no prebuilt wheel for this machine), "
+        "or node-llama-cpp's prebuilt binary named by TRAINLAB_NODE_LLAMA_CPP=DIR (npm install --ignore-scripts node-llama-cpp in DIR)"
+    )
+
+
+def _transformers_side(folder, gguf_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    for arch in ("qwen2", "llama"):
-        folder = chat_folders[arch]
-        tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        lm = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": "What is 3 plus one?"}], tokenize=False, add_generation_prompt=True)
-        ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
-        expected = lm.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1]:].tolist()
-        model = llama_cpp.Llama(model_path=exports[arch, "f16"][0].gguf, n_ctx=128, verbose=False)
-        assert model.tokenize(prompt.encode(), add_bos=False, special=True) == ids[0].tolist()
-        got = []
-        for token in model.generate(ids[0].tolist(), temp=0.0, top_k=1):
-            got.append(token)
-            if len(got) == len(expected):
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    lm = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 3 plus one?"}]
+    prompt = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        greedy = lm.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, eos_token_id=None, pad_token_id=tokenizer.pad_token_id)
+    return {
+        "gguf": gguf_path, "prompt": prompt, "prompt_ids": ids, "new_tokens": NEW_TOKENS, "texts": list(TEXTS),
+        "greedy": greedy[0, len(ids):].tolist(), "text_ids": [tokenizer(t, add_special_tokens=False)["input_ids"] for t in TEXTS],
+    }
+
+
+def _llama_cpp_side(kind, runner, cases, tmp_path):
+    if kind == "node":
+        (tmp_path / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
+        script = Path(__file__).with_name("llama_cpp_check.mjs")
+        done = subprocess.run(["node", str(script), runner, str(tmp_path / "cases.json")], check=False, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    answers = []
+    for case in cases:
+        model = runner.Llama(model_path=case["gguf"], n_ctx=256, n_threads=1, verbose=False)
+        greedy = []
+        for token in model.generate(case["prompt_ids"], top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0):
+            greedy.append(token)
+            if len(greedy) >= case["new_tokens"]:
                 break
-        assert got == expected
+        answers.append({
+            "texts": [model.tokenize(t.encode("utf-8"), add_bos=False, special=False) for t in case["texts"]],
+            "prompt": model.tokenize(case["prompt"].encode("utf-8"), add_bos=False, special=True),
+            "greedy": greedy,
+        })
+    return answers
+
+
+def test_llama_cpp_tokenizes_and_answers_greedily_as_transformers(chat_folders, exports, tmp_path):
+    """The f16 file in llama.cpp itself: the same tokens for texts and the chat prompt, the same greedy answer."""
+    kind, runner = _llama_cpp()
+    cases = [_transformers_side(chat_folders[arch], exports[arch, "f16"][0].gguf) for arch in ("qwen2", "llama")]
+    for arch, case, got in zip(("qwen2", "llama"), cases, _llama_cpp_side(kind, runner, cases, tmp_path)):
+        assert got["texts"] == case["text_ids"], arch
+        assert got["prompt"] == case["prompt_ids"], arch
+        assert got["greedy"] == case["greedy"], arch
