@@ -25,6 +25,7 @@ from trainlab import (
     TaskSpec,
     UsageError,
     __version__,
+    check_base_fingerprint,
     check_weights,
     device_memory_bytes,
     model_fingerprint,
@@ -145,7 +146,14 @@ class TextGenerationTask(Task):
     # -- data ---------------------------------------------------------------
     def prepare(self, data_path: str, ctx: RunContext, label_names: Sequence[str] | None = None) -> DataSummary:
         exported = Path(ctx.run_dir) / "model" if ctx.run_dir is not None else None
-        if ctx.purpose == "evaluate" and exported is not None and (exported / "config.json").is_file():
+        info = text_models.read_run_info(exported) if exported is not None else {}
+        if ctx.purpose == "evaluate" and info.get("finetune") == "lora":
+            # a LoRA run's checkpoints hold adapters (and any new token rows) over its base model,
+            # which must still be the one it was trained on; its tokenizer gets the same tokens again
+            base = Path(str(info.get("base_model") or ""))
+            check_base_fingerprint(base, str(info.get("base_fingerprint") or ""), what=f"the run in {ctx.run_dir}")
+            self.source = text_models.ModelSource("folder", str(base), base)
+        elif ctx.purpose == "evaluate" and exported is not None and (exported / "config.json").is_file():
             self.source = text_models.ModelSource("folder", str(exported), exported)
         else:
             model = str(self.params.get("model") or "").strip()

@@ -122,6 +122,14 @@ def test_a_lora_run_reports_loss_and_generation_scores_and_exports_what_transfor
         assert torch.allclose(merged(ids).logits, adapted(ids).logits, atol=1e-4)
 
 
+def test_eval_of_a_lora_run_reads_its_checkpoint_over_its_base_model(lora_run):
+    from trainlab.engine.scripting import evaluate_run
+
+    trained = json.loads((lora_run / "eval.json").read_text(encoding="utf-8"))
+    again = evaluate_run(str(lora_run), device="cpu")
+    assert again["loss"] == pytest.approx(trained["loss"], rel=1e-5)
+
+
 def test_predict_answers_a_file_of_prompts_from_the_command_line(lora_run, tmp_path):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(json.dumps({"prompt": "What is 3 plus one?"}) + "\n" + json.dumps({"messages": [{"role": "user", "content": "Repeat 4"}]}) + "\n", encoding="utf-8")
