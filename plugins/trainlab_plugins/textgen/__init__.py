@@ -92,8 +92,8 @@ PARAMS = (
         default="auto",
         choices=("auto", "full", "lora", "qlora"),
         help="What training changes: full (every weight), lora (small adapters on the attention and MLP projections), "
-        "qlora (LoRA on 4-bit base weights; CUDA and the trainlab[qlora] extra), auto (full for small models and "
-        "tiny-chat, LoRA from about a billion parameters).",
+        "qlora (LoRA on 4-bit base weights; CUDA and the trainlab[qlora] extra), auto (by the model's size: full up to 0.6B "
+        "parameters and for tiny-chat, lora up to 3.5B, qlora above where it can run).",
     ),
     Param(
         "gradient_checkpointing",
