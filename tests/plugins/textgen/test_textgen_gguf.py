@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -200,6 +201,108 @@ def test_the_modelfile_has_the_template_and_stops_at_the_end_of_turn(arch, expor
         assert result.template_family == "llama3" and "<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>" in template
 
 
+# model_type, template, llama.cpp architecture, config beyond the common one
+MORE = {
+    "qwen3": ("qwen3", "chatml", "qwen3", {"head_dim": 32}),
+    "phi3": ("phi3", "phi", "phi3", {}),
+    "gemma": ("gemma", "gemma", "gemma", {"head_dim": 32}),
+    "mistral": ("mistral", "mistral", "llama", {}),
+    "llama-spm": ("llama", "llama3", "llama", {}),
+}
+
+
+def _sentencepiece_tokenizer():
+    """A SentencePiece-style BPE (byte fallback, ▁ for spaces, BOS added), as transformers saves Llama 2's and Mistral's."""
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        processors,
+        trainers,
+    )
+    from transformers import PreTrainedTokenizerFast
+
+    texts = [f"What is {i} plus one? It is {i + 1}. 你好, hello world" for i in range(200)]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    bpe.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    bpe.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    specials = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
+    bpe.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=400, special_tokens=specials))
+    bpe.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
+@pytest.fixture(scope="module")
+def more_exports(llama_folder, tmp_path_factory):
+    """Qwen3, Phi-3, Gemma, Mistral (byte-level BPE) and Llama with a SentencePiece-style vocabulary, exported in f16."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    done = {}
+    for name, (model_type, template, _, extra) in MORE.items():
+        tokenizer = _sentencepiece_tokenizer() if name == "llama-spm" else AutoTokenizer.from_pretrained(str(llama_folder))
+        fmt = templates.setup_tokenizer(tokenizer, template, "test")
+        config = AutoConfig.for_model(
+            model_type, vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=256, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **extra,
+        )
+        torch.manual_seed(2)
+        lm = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        with torch.no_grad():
+            for p in lm.parameters():
+                p.normal_(0.0, 0.2 if p.ndim == 2 else 0.05)
+        folder = tmp_path_factory.mktemp(name) / "model"
+        text_models.save_model_folder(lm, tokenizer, folder, {"max_length": 64, "stop_token_ids": list(fmt.stop_ids)})
+        done[name] = (folder, export_gguf(folder.parent, out_dir=folder.parent / "gguf"))
+    return done
+
+
+@pytest.mark.parametrize("name", list(MORE))
+def test_each_architecture_is_written_under_gguf_pys_names_and_layout(name, more_exports):
+    folder, result = more_exports[name]
+    _, _, arch, extra = MORE[name]
+    reader = gguf.GGUFReader(result.gguf)
+    config = _config(folder)
+    weights = _weights(folder)
+    assert _field(reader, "general.architecture") == result.architecture == arch
+    gguf_arch = next(a for a, n in gguf.MODEL_ARCH_NAMES.items() if n == arch)
+    names = gguf.get_tensor_name_map(gguf_arch, config["num_hidden_layers"])
+    tensors = {t.name: np.asarray(t.data) for t in reader.tensors}
+    expected = {names.get_name(k, try_suffixes=(".weight", ".bias")): k for k in weights}
+    assert set(tensors) == set(expected)
+    allowed = {gguf.TENSOR_NAMES[t] for t in gguf.MODEL_TENSORS[gguf_arch]}
+    assert all(name.rsplit(".", 1)[0].replace(".0.", ".{bid}.").replace(".1.", ".{bid}.") in allowed for name in tensors)
+    for target, source in expected.items():
+        want = weights[source] + (1.0 if arch == "gemma" and target.endswith("norm.weight") else 0.0)  # Gemma's norms: 1 + weight
+        if arch == "llama" and ".attn_q." in target:
+            want = archs.permute_rotary(want, config["num_attention_heads"])
+        elif arch == "llama" and ".attn_k." in target:
+            want = archs.permute_rotary(want, config["num_key_value_heads"])
+        np.testing.assert_array_equal(tensors[target], want.astype(tensors[target].dtype), err_msg=target)
+    if "head_dim" in extra:  # a head size apart from hidden / heads
+        assert _field(reader, f"{arch}.attention.key_length") == _field(reader, f"{arch}.attention.value_length") == extra["head_dim"]
+    family = {"chatml": "chatml", "phi": "phi3", "gemma": "gemma", "mistral": "mistral", "llama3": "llama3"}[MORE[name][1]]
+    assert result.template_family == family
+
+
+def test_a_sentencepiece_vocabulary_is_written_as_llama_cpps_llama_model(more_exports):
+    from transformers import AutoTokenizer
+
+    folder, result = more_exports["llama-spm"]
+    reader = gguf.GGUFReader(result.gguf)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    tokens = _field(reader, "tokenizer.ggml.tokens")
+    types = _field(reader, "tokenizer.ggml.token_type")
+    scores = _field(reader, "tokenizer.ggml.scores")
+    assert _field(reader, "tokenizer.ggml.model") == result.tokenizer == "llama" and "tokenizer.ggml.merges" not in reader.fields
+    assert tokens == [tokenizer.convert_ids_to_tokens(i) for i in range(len(tokenizer))] and len(scores) == len(tokens)
+    assert types[tokenizer.convert_tokens_to_ids("<0x0A>")] == gguf.TokenType.BYTE and types[tokenizer.unk_token_id] == gguf.TokenType.UNKNOWN
+    normal = [i for i, t in enumerate(types) if t == gguf.TokenType.NORMAL]
+    assert all(scores[a] > scores[b] for a, b in itertools.pairwise(normal))  # earlier pieces merge first
+    assert _field(reader, "tokenizer.ggml.add_space_prefix") is True
+    assert _field(reader, "tokenizer.ggml.add_bos_token") is True and _field(reader, "tokenizer.ggml.bos_token_id") == tokenizer.bos_token_id
+
+
 def test_a_modelfile_carries_the_system_prompt_and_leaves_unknown_templates_to_ollama():
     text, family = render_modelfile("model.gguf", templates.QWEN, ["<|im_end|>"])
     assert family == "chatml" and 'SYSTEM """You are a helpful assistant."""' in text  # Qwen's default system turn
@@ -298,11 +401,12 @@ def _llama_cpp_side(kind, runner, cases, tmp_path):
     return answers
 
 
-def test_llama_cpp_tokenizes_and_answers_greedily_as_transformers(chat_folders, exports, tmp_path):
-    """The f16 file in llama.cpp itself: the same tokens for texts and the chat prompt, the same greedy answer."""
+def test_llama_cpp_tokenizes_and_answers_greedily_as_transformers(chat_folders, exports, more_exports, tmp_path):
+    """The f16 files in llama.cpp itself: the same tokens for texts and the chat prompt, the same greedy answer."""
     kind, runner = _llama_cpp()
-    cases = [_transformers_side(chat_folders[arch], exports[arch, "f16"][0].gguf) for arch in ("qwen2", "llama")]
-    for arch, case, got in zip(("qwen2", "llama"), cases, _llama_cpp_side(kind, runner, cases, tmp_path)):
+    folders = {**{arch: (chat_folders[arch], exports[arch, "f16"][0]) for arch in chat_folders}, **more_exports}
+    cases = [_transformers_side(folder, result.gguf) for folder, result in folders.values()]
+    for arch, case, got in zip(folders, cases, _llama_cpp_side(kind, runner, cases, tmp_path)):
         assert got["texts"] == case["text_ids"], arch
         assert got["prompt"] == case["prompt_ids"], arch
         assert got["greedy"] == case["greedy"], arch

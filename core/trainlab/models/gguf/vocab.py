@@ -151,12 +151,12 @@ def _types(by_id: dict[int, str], added: dict[int, Any], rows: int, base: Any) -
         if token is None:
             tokens.append(f"[PAD{i}]")
             types.append(UNUSED)
-        elif i in added:
-            tokens.append(token)
-            types.append(CONTROL if added[i].get("special") else USER_DEFINED)
         else:
             tokens.append(token)
-            types.append(base(token))
+            kind = base(token)  # what the token is (unknown, a byte) goes before how it was added
+            if kind == NORMAL and i in added:
+                kind = CONTROL if added[i].get("special") else USER_DEFINED
+            types.append(kind)
     return tokens, types
 
 
