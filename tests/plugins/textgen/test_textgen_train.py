@@ -188,3 +188,13 @@ def test_chat_in_the_terminal_streams_answers_turn_after_turn(lora_run, tmp_path
     with pytest.raises(UsageError, match="no config.json"):
         model_folder(str(tmp_path))
     assert model_folder(str(lora_run)) == lora_run / "model"
+
+
+def test_qlora_on_a_cpu_and_lora_on_tiny_chat_are_refused_before_training(qwen_folder, chats, tmp_path):
+    from trainlab import UsageError
+
+    with pytest.raises(UsageError, match="needs a CUDA GPU"):
+        run_training(RunRequest(task="text-generation", data=str(chats), params=_params(qwen_folder, finetune="qlora"), out=str(tmp_path / "q")))
+    with pytest.raises(UsageError, match="trained from scratch"):
+        params = {**_params(qwen_folder, finetune="lora"), "model": "tiny-chat", "template": "auto"}
+        run_training(RunRequest(task="text-generation", data=str(chats), params=params, out=str(tmp_path / "t")))
