@@ -14,9 +14,12 @@ for (const c of JSON.parse(fs.readFileSync(casesPath, "utf8"))) {
   const model = await llama.loadModel({modelPath: c.gguf});
   const context = await model.createContext({contextSize: 256, threads: 1});
   const greedy = [];
-  for await (const token of context.getSequence().evaluate(c.prompt_ids, {temperature: 0})) {
-    greedy.push(token);
-    if (greedy.length >= c.new_tokens) break;
+  // evaluate() ends by itself at an end-of-generation token, without yielding it
+  if (c.new_tokens > 0) {
+    for await (const token of context.getSequence().evaluate(c.prompt_ids, {temperature: 0})) {
+      greedy.push(token);
+      if (greedy.length >= c.new_tokens) break;
+    }
   }
   console.log(JSON.stringify({
     texts: c.texts.map((t) => Array.from(model.tokenize(t, false))),
