@@ -303,6 +303,30 @@ def test_a_sentencepiece_vocabulary_is_written_as_llama_cpps_llama_model(more_ex
     assert _field(reader, "tokenizer.ggml.add_bos_token") is True and _field(reader, "tokenizer.ggml.bos_token_id") == tokenizer.bos_token_id
 
 
+def test_a_run_that_kept_its_adapters_only_is_exported_merged(chat_folders, tmp_path):
+    """QLoRA keeps adapters only: the export merges them into the base model the run names."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base = chat_folders["qwen2"]
+    lm = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+    peft_lm = get_peft_model(lm, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    run = tmp_path / "run"
+    peft_lm.save_pretrained(str(run / "adapter"))
+    merged = peft_lm.merge_and_unload().state_dict()
+    (run / "model").mkdir()
+    AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(run / "model"))
+    (run / "model" / "config.json").write_text((base / "config.json").read_text())
+    info = {**json.loads((base / "trainlab.json").read_text()), "adapters_only": True, "base_model": str(base)}
+    (run / "model" / "trainlab.json").write_text(json.dumps(info))
+    result = export_gguf(run)
+    tensors = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(result.gguf).tensors}
+    q = merged["model.layers.0.self_attn.q_proj.weight"].numpy()
+    assert not np.allclose(q, _weights(base)["model.layers.0.self_attn.q_proj.weight"])  # the adapters changed it
+    np.testing.assert_array_equal(tensors["blk.0.attn_q.weight"], q.astype(np.float16))
+    assert result.tensors == len(tensors) == len(_weights(base))
+
+
 def test_a_modelfile_carries_the_system_prompt_and_leaves_unknown_templates_to_ollama():
     text, family = render_modelfile("model.gguf", templates.QWEN, ["<|im_end|>"])
     assert family == "chatml" and 'SYSTEM """You are a helpful assistant."""' in text  # Qwen's default system turn
