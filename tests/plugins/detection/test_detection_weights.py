@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from trainlab import UsageError
 from trainlab_plugins.detection.networks import build_detector, load_weights
 from trainlab_plugins.detection.task import read_weights_file
