@@ -79,6 +79,7 @@ TEMPLATE_CHOICES = ("auto", *NAMED_TEMPLATES)
 # End-of-turn markers of the model families' own templates, for a folder's template
 KNOWN_END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|eom_id|>")
 PAD_TOKEN = "<|pad|>"
+RESERVED_PADS = ("<|finetune_right_pad_id|>", "<|pad|>", "<pad>", "[PAD]")
 
 
 @dataclass
@@ -132,8 +133,13 @@ def setup_tokenizer(tokenizer: Any, template: str, describe: str) -> ChatFormat:
         if token in vocab and vocab[token] not in stop:
             stop.append(vocab[token])
     if tokenizer.pad_token is None or tokenizer.pad_token_id in stop:
-        tokenizer.add_special_tokens({"pad_token": PAD_TOKEN})
-        added.append(PAD_TOKEN)
+        # a token the vocabulary reserves for padding (Llama 3's) needs no new embedding row
+        reserved = next((t for t in RESERVED_PADS if t in vocab and vocab[t] not in stop), None)
+        if reserved is not None:
+            tokenizer.pad_token = reserved
+        else:
+            tokenizer.add_special_tokens({"pad_token": PAD_TOKEN})
+            added.append(PAD_TOKEN)
     return ChatFormat(template=source, name=name, stop_ids=tuple(stop), added_tokens=tuple(added))
 
 

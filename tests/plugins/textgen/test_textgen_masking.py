@@ -103,6 +103,14 @@ def test_the_pad_token_hides_no_real_token(qwen_folder, llama_folder):
         assert tok.pad_token_id not in fmt.stop_ids and tok.pad_token_id != tok.eos_token_id
 
 
+def test_a_pad_token_the_vocabulary_reserves_is_used_rather_than_a_new_one(llama_folder):
+    tok = _tokenizer(llama_folder)
+    tok.add_special_tokens({"additional_special_tokens": ["<|finetune_right_pad_id|>"]})
+    size = len(tok)
+    templates.setup_tokenizer(tok, "mistral", "test")  # a template that adds no markers
+    assert tok.pad_token == "<|finetune_right_pad_id|>" and len(tok) == size
+
+
 def test_long_chats_drop_whole_early_turns_never_the_last_answer(qwen_folder):
     tok = _tokenizer(qwen_folder)
     fmt = templates.setup_tokenizer(tok, "chatml", "test")
