@@ -29,7 +29,6 @@ PLANNED: set[str] = {
     "eval --split",
     "predict --set",
     "chat --compare",  # a second model side by side, with the chat panel
-    "export",  # with text-generation
 }
 
 # Built here and in docs/contract.md, proposed for the shared contract but
