@@ -334,10 +334,16 @@ def test_a_modelfile_carries_the_system_prompt_and_leaves_unknown_templates_to_o
     assert family == "" and "TEMPLATE" not in text.replace("# TEMPLATE", "") and 'SYSTEM """Answer in French."""' in text
 
 
-def test_an_architecture_it_cannot_write_is_named(tmp_path):
+def test_an_architecture_or_a_run_it_cannot_write_is_named(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     with pytest.raises(UsageError, match="model_type 'gpt2'.*Qwen2"):
         export_gguf(tmp_path)
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"task": "text-classification"}))
+    (run / "model" / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(UsageError, match="a text-classification run; GGUF export writes text-generation models"):
+        export_gguf(run)
 
 
 def test_without_the_gguf_extra_export_is_one_line_naming_it(chat_folders, tmp_path):

@@ -38,6 +38,7 @@ MODELFILE = "Modelfile"
 RUN_INFO_FILE = "trainlab.json"  # what TrainLab trained a model folder with (the text plugins write it)
 EXTRA_HINT = "pip install 'trainlab[gguf]'"
 OLLAMA_DEFAULT_CONTEXT = 4096
+TEXT_GENERATION = "text-generation"
 
 
 def gguf_module() -> Any:
@@ -76,6 +77,9 @@ class GGUFExport:
 def model_folder(path: Path) -> tuple[Path, Path]:
     """(model folder, where the files go) for a run directory (its ``model/``) or a model folder."""
     path = Path(path).expanduser()
+    task = str(_read_json(path / "run.json", missing_ok=True).get("task") or "") if (path / "run.json").is_file() else ""
+    if task and task != TEXT_GENERATION:
+        raise UsageError(f"{path}: a {task} run; GGUF export writes text-generation models (causal language models)")
     if (path / "model" / "config.json").is_file():
         return path / "model", path
     if (path / "config.json").is_file():
