@@ -76,15 +76,18 @@ def _in_sentence(title: str) -> str:
     return title
 
 
-def metric_title(name: str) -> str:
-    """A monitored metric's name for people (the run index stores its key)."""
+def metric_title(name: str, declared: Any = None) -> str:
+    """A monitored metric's name for people (the run index stores its key; a
+    metric the task declares brings its own title)."""
     titles = {
         "accuracy": QCoreApplication.translate("WelcomeView", "accuracy"),
         "macro_f1": QCoreApplication.translate("WelcomeView", "macro F1"),
         "top5_accuracy": QCoreApplication.translate("WelcomeView", "top-5 accuracy"),
         "loss": QCoreApplication.translate("WelcomeView", "validation loss"),
     }
-    return titles.get(name, name)
+    if name in titles:
+        return titles[name]
+    return getattr(declared, "title", "") or name
 
 
 def describe_run(row: dict[str, Any]) -> str:
@@ -107,6 +110,20 @@ def describe_run(row: dict[str, Any]) -> str:
         declared = run_metrics(row).metric(str(monitor))
         parts.append(f"{metric_title(str(monitor), declared)} {format_metric(str(monitor), best, declared)}")
     return "  \u00b7  ".join(p for p in parts if p)
+
+
+# A button wider than this would widen its column past the others' (the cards
+# share the width equally): a long task title is cut, whole in its tooltip.
+BUTTON_MAX_WIDTH = 240
+
+
+def _elide_long(button: QPushButton) -> None:
+    text = button.text()
+    metrics = button.fontMetrics()
+    if metrics.horizontalAdvance(text) <= BUTTON_MAX_WIDTH:
+        return
+    button.setText(metrics.elidedText(text, QtCore.Qt.TextElideMode.ElideRight, BUTTON_MAX_WIDTH))
+    button.setToolTip(f"{text}\n{button.toolTip()}")
 
 
 class _Card(QFrame):
@@ -214,6 +231,7 @@ class WelcomeView(QWidget):
                 self.tr("Start a short demo run on the sample data that comes with this task ({path})").format(path=offer.path)
             )
             button.clicked.connect(lambda _=False, task=offer.task_id: self.sampleRequested.emit(task))
+            _elide_long(button)
             text = offer.description or self.tr("A short demo run on the sample data that comes with this task.")
             self.sample_cards[offer.task_id] = _Card(offer.title, text, button, self)
         self._lay_out_cards()
