@@ -327,6 +327,24 @@ def test_a_run_that_kept_its_adapters_only_is_exported_merged(chat_folders, tmp_
     assert result.tensors == len(tensors) == len(_weights(base))
 
 
+def test_weights_past_float16s_range_are_refused_in_f16_and_fit_in_q8_0(chat_folders, tmp_path):
+    import shutil as files
+
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "model"
+    files.copytree(chat_folders["qwen2"], folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    weights["model.layers.1.mlp.up_proj.weight"][0, 0] = 1e5  # as a bf16 model may hold
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(UsageError, match=r"model.layers.1.mlp.up_proj.weight: weights beyond float16's range.*--quant q8_0"):
+        export_gguf(folder, out_dir=tmp_path / "f16")
+    assert not list((tmp_path / "f16").glob("*"))  # nothing half-written left
+    result = export_gguf(folder, quant="q8_0", out_dir=tmp_path / "q8_0")
+    tensor = next(t for t in gguf.GGUFReader(result.gguf).tensors if t.name == "blk.1.ffn_up.weight")
+    assert dequantize_q8_0(np.asarray(tensor.data))[0][0, 0] == pytest.approx(1e5, rel=1e-3)
+
+
 def test_a_modelfile_carries_the_system_prompt_and_leaves_unknown_templates_to_ollama():
     text, family = render_modelfile("model.gguf", templates.QWEN, ["<|im_end|>"])
     assert family == "chatml" and 'SYSTEM """You are a helpful assistant."""' in text  # Qwen's default system turn

@@ -253,6 +253,14 @@ def _write_gguf(gguf: Any, path: Path, planned, source: _Tensors, arch, hyper, v
         else:
             dtype = np.dtype(np.float16 if kind == "f16" else np.float32)
             writer.add_tensor_info(tensor.name, tensor.shape, dtype, int(np.prod(tensor.shape)) * dtype.itemsize)
+    try:
+        _write_data(writer, planned, kinds, source)
+    finally:
+        writer.close()
+    return counts
+
+
+def _write_data(writer: Any, planned, kinds: list[str], source: _Tensors) -> None:
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
@@ -262,11 +270,16 @@ def _write_gguf(gguf: Any, path: Path, planned, source: _Tensors, arch, hyper, v
             data = tensor.transform(data)
         if kind == "q8_0":
             data = quantize_q8_0(data)
+        elif kind == "f16":
+            wide = data
+            with np.errstate(over="ignore"):
+                data = np.ascontiguousarray(wide, dtype=np.float16)
+            if not np.isfinite(data).all() and np.isfinite(wide).all():
+                # bf16 weights reach past float16's largest number (65504); Q8_0 scales them into range
+                raise UsageError(f"{tensor.source}: weights beyond float16's range (largest {np.abs(wide).max():.4g}); export with --quant q8_0")
         else:
-            data = np.ascontiguousarray(data, dtype=np.float16 if kind == "f16" else np.float32)
+            data = np.ascontiguousarray(data, dtype=np.float32)
         writer.write_tensor_data(data)
-    writer.close()
-    return counts
 
 
 def _safe_name(name: str, tokens: list[str]) -> str:
