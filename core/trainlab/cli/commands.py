@@ -83,7 +83,9 @@ def _parser() -> ArgumentParser:
     new.add_argument("--out", metavar="DIR", help="the folder to create (default ./DIST)")
     new.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
-    add("tasks", "list tasks with their parameters and model presets")
+    p = add("tasks", "list the tasks; one task (or -v: every task) with its parameters and model presets")
+    p.add_argument("task_id", nargs="?", metavar="TASK_ID", help="show only this task, with its parameters and presets")
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="every task with its parameters and presets")
 
     p = add("train", "train a model; writes a run folder")
     p.add_argument("task", nargs="?", default="", help="task id, as `trainlab tasks` lists them (optional with --resume)")

@@ -14,7 +14,9 @@ from trainlab.api.errors import UsageError
 
 class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse exits 2 too, but we keep --json honest
-        raise UsageError(f"{self.prog}: {message}")
+        # main() prints "trainlab: error: ..." itself: name the subcommand (``train: ...``), never "trainlab" again
+        command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 class Output:

@@ -7,6 +7,7 @@ and print, through the ``Output`` that ``trainlab.cli.commands`` hands them.
 
 from __future__ import annotations
 
+import difflib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +25,29 @@ def cmd_tasks(args, out: Output) -> int:
     from trainlab.pluginhost.host import registry
 
     reg = registry()
+    wanted = getattr(args, "task_id", None)
+    if wanted and wanted not in reg.tasks:
+        raise UsageError(f"tasks: no task {wanted!r}{_did_you_mean(wanted, reg.tasks)} (installed: {', '.join(sorted(reg.tasks)) or 'none'})")
     tasks = []
     for task_id, entry in sorted(reg.tasks.items()):
+        if wanted and task_id != wanted:
+            continue
         data = task_json(entry.spec, ENGINE_PARAMS)
         data["parameters"] = [p for p in data["parameters"] if entry.spec.uses_param(p["name"])]  # no class_weighting without classes
         data["plugin"] = {"name": entry.plugin.name, "version": entry.plugin.version}
         sample = entry.spec.sample_path()  # in the plugin's own package, or TrainLab's resources
         data["sample_data"] = str(sample) if sample is not None else None
         tasks.append(data)
+    if not wanted and not getattr(args, "verbose", False):
+        # a line per task; its parameters and presets with `trainlab tasks TASK_ID` (or -v for all)
+        width = max((len(task["id"]) for task in tasks), default=0)
+        for task in tasks:
+            out.say(f"{task['id']:<{width}}  {task['title']} ({task['family']}; plugin {task['plugin']['name']})")
+        if tasks:
+            out.say()
+            out.say("a task's parameters, presets and sample data: trainlab tasks TASK_ID (every task's: trainlab tasks -v)")
+        out.result({"tasks": tasks})
+        return EXIT_OK
     # One set of column widths for every task, so that all the tables line up.
     rows = {task["id"]: [_param_row(param, task["defaults"]) for param in task["parameters"]] for task in tasks}
     every_row = [row for task_rows in rows.values() for row in task_rows]
@@ -54,6 +70,11 @@ def cmd_tasks(args, out: Output) -> int:
         out.say()
     out.result({"tasks": tasks})
     return EXIT_OK
+
+
+def _did_you_mean(word: str, names) -> str:
+    close = difflib.get_close_matches(word, list(names), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _task_declarations(task: dict[str, Any]) -> str:

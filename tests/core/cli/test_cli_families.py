@@ -160,7 +160,7 @@ def test_runs_shows_the_best_metric_by_its_name_and_display(cli, tmp_path):
 
 
 def test_tasks_lists_family_metrics_monitor_input_and_model_formats(cli):
-    text = cli("tasks", extra_path=[FIXTURE_PLUGINS]).stdout
+    text = cli("tasks", "-v", extra_path=[FIXTURE_PLUGINS]).stdout
     assert "  family regression; metrics r2 (monitor), mae (lower is better), rmse (lower is better); input row;" in text
     assert "  family multilabel; metrics micro_f1 (monitor), macro_f1; input row;" in text
     tasks = {t["id"]: t for t in one_json_line(cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS]))["tasks"]}

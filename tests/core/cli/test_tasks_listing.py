@@ -12,7 +12,7 @@ ROW = re.compile(r"^  (--set (\S+)=(\S*))\s+(\S+)")
 
 
 def _listing(cli):
-    text = cli("tasks", extra_path=[FIXTURE_PLUGINS])
+    text = cli("tasks", "-v", extra_path=[FIXTURE_PLUGINS])
     assert text.returncode == 0, text.stderr
     data = cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS])
     assert data.returncode == 0, data.stderr
@@ -68,3 +68,31 @@ def test_the_image_task_says_how_many_epochs_its_sample_needs(cli):
     assert image["defaults"]["model"] == "auto" and image["defaults"]["epochs"] == 20
     block = text.split("image-classification  (", 1)[1].split("\n\n", 1)[0]
     assert "sample needs the default model's 20 epochs" in block and "a few epochs stay far below it" in block
+
+
+def test_the_plain_listing_is_a_line_per_task(cli):
+    text, tasks = _listing(cli)
+    short = cli("tasks", extra_path=[FIXTURE_PLUGINS])
+    assert short.returncode == 0, short.stderr
+    lines = [line for line in short.stdout.splitlines() if line.strip()]
+    assert [line.split()[0] for line in lines[: len(tasks)]] == [t["id"] for t in tasks]
+    assert len(lines) == len(tasks) + 1 and "trainlab tasks TASK_ID" in lines[-1]
+    assert "--set" not in short.stdout and len(lines) * 5 < len(text.splitlines())
+
+
+def test_one_task_by_its_id(cli):
+    one = cli("tasks", "image-classification", extra_path=[FIXTURE_PLUGINS])
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.startswith("image-classification  (") and "  --set pretrained=false " in one.stdout
+    assert "text-classification" not in one.stdout and "presets: " in one.stdout
+    data = cli("tasks", "text-classification", "--json", extra_path=[FIXTURE_PLUGINS])
+    assert [t["id"] for t in json.loads(data.stdout)["tasks"]] == ["text-classification"]
+
+
+def test_a_mistyped_task_id_is_named_once_with_a_suggestion(cli):
+    wrong = cli("tasks", "image-clasification", extra_path=[FIXTURE_PLUGINS])
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().splitlines()[-1].startswith("trainlab: error: tasks: no task 'image-clasification'; did you mean image-classification?")
+    extra = cli("tasks", "image-classification", "more")
+    assert extra.returncode == 2 and "trainlab: error: unrecognized arguments: more" in extra.stderr
+    assert "trainlab: error: trainlab" not in extra.stderr
