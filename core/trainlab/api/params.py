@@ -42,6 +42,17 @@ ENGINE_PARAMS: tuple[Param, ...] = (
     Param("class_weighting", "bool", False, "Weight the loss by inverse class frequency (imbalanced data).", group="training"),
     Param("device", "choice", "auto", "auto (cuda, then mps, then cpu), cpu, cuda or cuda:N.", choices=("auto", "cpu", "cuda"), open_choices=True, group="hardware"),
     Param("precision", "choice", "auto", "auto: bf16 on GPUs of compute capability 8.0+, else fp16; on a CPU bf16 where it computes bfloat16 natively (AVX512-BF16, AMX), else fp32.", choices=("auto", "fp32", "bf16", "fp16"), group="hardware"),
+    Param(
+        "sharding",
+        "choice",
+        "none",
+        "Over several processes: none (every process holds the whole model, DDP) or fsdp (weights, gradients and "
+        "optimizer state split across the processes, FSDP2: a full fine-tune past one GPU's memory).",
+        choices=("none", "fsdp"),
+        group="hardware",
+        advanced=True,
+    ),
+    Param("fsdp_offload", "bool", False, "With sharding=fsdp: keep the weight shards, gradients and optimizer state in CPU memory (slower; less GPU memory).", group="hardware", advanced=True),
     Param("seed", "int", 42, "Seed for every random generator.", minimum=0, maximum=2**31 - 1, group="training"),
     Param("checkpoint_every_steps", "int", 0, "Also checkpoint every N optimizer steps (0: at epoch ends only).", minimum=0, maximum=10**9, group="output", advanced=True),
     Param("checkpoint_every_minutes", "float", 10.0, "Also checkpoint when this many minutes passed since the last checkpoint (0: off), so a long epoch is never all-or-nothing.", minimum=0.0, maximum=100_000.0, group="output", advanced=True),
@@ -88,6 +99,8 @@ class EngineParams:
     class_weighting: bool
     device: str
     precision: str
+    sharding: str
+    fsdp_offload: bool
     seed: int
     checkpoint_every_steps: int
     checkpoint_every_minutes: float

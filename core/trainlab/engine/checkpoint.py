@@ -38,11 +38,17 @@ class DamagedCheckpoint(DamagedFileError, CheckpointError):
 
 def _model_tensors(model: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """State dict with shared tensors stored once; returns (tensors, aliases)."""
+    return state_tensors(model.state_dict())
+
+
+def state_tensors(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A model's state dict with shared tensors stored once: (tensors, aliases)."""
     tensors: dict[str, Any] = {}
     aliases: dict[str, str] = {}
     seen: dict[tuple[int, int, tuple[int, ...]], str] = {}
-    for name, tensor in model.state_dict().items():
-        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
+    for name, tensor in state.items():
+        local = getattr(tensor, "_local_tensor", tensor)  # a sharded parameter (DTensor): its own shard's storage
+        key = (local.untyped_storage().data_ptr(), local.storage_offset(), tuple(tensor.shape))
         if tensor.numel() and key in seen:
             aliases[name] = seen[key]
             continue
@@ -92,9 +98,14 @@ def _restore_rng(tensors: dict[str, Any], plain: dict[str, Any]) -> None:
 
 
 def _split_optimizer(optimizer: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    return split_optimizer_state(optimizer.state_dict())
+
+
+def split_optimizer_state(state_dict: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An optimizer's state dict (parameters numbered, as ``Optimizer.state_dict``) as
+    (tensors named ``optim.<number>.<key>``, the rest as JSON)."""
     import torch
 
-    state_dict = optimizer.state_dict()
     tensors: dict[str, Any] = {}
     plain_state: dict[str, dict[str, Any]] = {}
     for param_id, values in state_dict["state"].items():
@@ -104,6 +115,11 @@ def _split_optimizer(optimizer: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             else:
                 plain_state.setdefault(str(param_id), {})[key] = value
     return tensors, {"param_groups": state_dict["param_groups"], "state": plain_state}
+
+
+def join_optimizer_state(tensors: dict[str, Any], plain: dict[str, Any]) -> dict[str, Any]:
+    """The optimizer's state dict back from ``split_optimizer_state``'s parts (parameters numbered)."""
+    return _join_optimizer(tensors, plain)
 
 
 def _join_optimizer(tensors: dict[str, Any], plain: dict[str, Any]) -> dict[str, Any]:
@@ -212,11 +228,29 @@ def save_checkpoint(
 ) -> None:
     """Write ``path`` atomically.  ``full=False`` keeps only the weights."""
     tensors, aliases = _model_tensors(model)
-    tensors = {f"model.{k}": v for k, v in tensors.items()}
+    parts = _split_optimizer(optimizer) if full and optimizer is not None else None
+    write_checkpoint(path, tensors, aliases, meta, optimizer_parts=parts, scheduler=scheduler, scaler=scaler, full=full)
+
+
+def write_checkpoint(
+    path: Path,
+    model_tensors: dict[str, Any],
+    aliases: dict[str, str],
+    meta: dict[str, Any],
+    *,
+    optimizer_parts: tuple[dict[str, Any], dict[str, Any]] | None = None,
+    scheduler: Any = None,
+    scaler: Any = None,
+    full: bool = True,
+) -> None:
+    """Write ``path`` atomically from a model's tensors (``state_tensors``) and an optimizer's
+    parts (``split_optimizer_state``): what ``save_checkpoint`` writes, for a caller that
+    gathered them itself (a sharded model's full state)."""
+    tensors = {f"model.{k}": v for k, v in model_tensors.items()}
     plain: dict[str, Any] = {"format": FORMAT, "aliases": aliases, "meta": meta}
     if full:
-        if optimizer is not None:
-            opt_tensors, plain["optimizer"] = _split_optimizer(optimizer)
+        if optimizer_parts is not None:
+            opt_tensors, plain["optimizer"] = optimizer_parts
             tensors.update(opt_tensors)
         if scheduler is not None:
             plain["scheduler"] = {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
@@ -287,15 +321,26 @@ def read_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return tensors, plain
 
 
+def read_checkpoint_header(path: Path) -> dict[str, Any]:
+    """The JSON part of a checkpoint (meta, optimizer groups, scheduler...), without its tensors or a checksum pass."""
+    return _check(Path(path), verify=False)[1]
+
+
+def model_state(tensors: dict[str, Any], plain: dict[str, Any]) -> dict[str, Any]:
+    """The model's state dict in a checkpoint's tensors, shared tensors under each of their names."""
+    state = {k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")}
+    for alias, target in plain.get("aliases", {}).items():
+        if target in state:
+            state[alias] = state[target]
+    return state
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def load_model_weights(model: Any, tensors: dict[str, Any], plain: dict[str, Any]) -> None:
-    state = {k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")}
-    for alias, target in plain.get("aliases", {}).items():
-        state[alias] = state[target]
-    model.load_state_dict(state)
+    model.load_state_dict(model_state(tensors, plain))
 
 
 def restore_training_state(

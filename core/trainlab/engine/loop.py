@@ -37,7 +37,6 @@ from trainlab.api.errors import RunFailed
 from trainlab.api.events import EvalResult, Log, Progress, TrainStep
 from trainlab.api.params import engine_params
 from trainlab.api.taskbase import RunContext, Task
-from trainlab.engine.checkpoint import load_model_weights, read_checkpoint, restore_training_state
 from trainlab.engine.device import autocast, is_out_of_memory
 from trainlab.engine.evaluation import Evaluator
 from trainlab.engine.loaders import SplitLoaders
@@ -120,7 +119,7 @@ class Trainer:
         self.device = ctx.device
         self.batch_size = self.params.batch_size
         self.grad_accum = self.params.grad_accum
-        self.strategy = strategy if strategy is not None else for_run()
+        self.strategy = strategy if strategy is not None else for_run(self.params, ctx.precision)
         # The task's train_step gets the strategy's wrapper (DDP's); evaluation,
         # checkpoints and the export use the model itself.  The optimizer is made
         # after the wrapping, as a sharding strategy needs.
@@ -180,10 +179,10 @@ class Trainer:
         """Continue from a checkpoint.  ``full=False`` (the best checkpoint,
         which holds only weights): its weights, a fresh optimizer state, the
         schedule at the position's step."""
-        tensors, plain = read_checkpoint(checkpoint_path)
-        load_model_weights(self.model, tensors, plain)
+        tensors, plain = self.strategy.read_checkpoint(checkpoint_path, self.model)
+        self.strategy.load_weights(self.model, tensors, plain)
         if full:
-            restore_training_state(tensors, plain, optimizer=self.optimizer, scheduler=self.scheduler, scaler=self.scaler)
+            self.strategy.restore_training_state(self.model, tensors, plain, optimizer=self.optimizer, scheduler=self.scheduler, scaler=self.scaler)
         else:
             self.scheduler.last_epoch = self.position.step
         note = self.strategy.restore_process_state(plain.get("meta", {}))
@@ -222,6 +221,9 @@ class Trainer:
         """Train to the last epoch (``StopRun`` when a stop came in the middle of one)."""
         with self.strategy.fitting(self.model):
             self._fit()
+        # a sharding strategy hands back the whole model, for the final evaluation and the export
+        self.model = self.strategy.final_model(self.model)
+        self.evaluator.model = self.model
 
     def _fit(self) -> None:
         pos, state = self.position, self.state
@@ -450,7 +452,7 @@ class Trainer:
         if self.scaler.is_enabled():
             self.scaler.unscale_(self.optimizer)
         if self.params.clip_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self._clip_params, self.params.clip_grad_norm)
+            self.strategy.clip_gradients(self._clip_params, self.params.clip_grad_norm)
         if self._optimizer_step():
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -558,8 +560,8 @@ class Trainer:
         path = self.state.run_dir / "checkpoints" / "best.safetensors"
         if not path.exists():
             return False
-        tensors, plain = read_checkpoint(path)
-        load_model_weights(self.model, tensors, plain)
+        tensors, plain = self.strategy.read_checkpoint(path, self.model)
+        self.strategy.load_weights(self.model, tensors, plain)
         return True
 
 

@@ -44,7 +44,7 @@ PROBE_BATCHES = (1, 2)
 NOT_SHAPING = {
     "epochs", "lr", "batch_size", "micro_batch_size", "grad_accum", "seed", "schedule", "warmup_ratio", "weight_decay",
     "clip_grad_norm", "early_stopping_patience", "monitor", "telemetry_every", "log_interval", "keep_checkpoints",
-    "final_weights", "checkpoint_every_steps", "class_weighting", "merged_model",
+    "final_weights", "checkpoint_every_steps", "class_weighting", "merged_model", "sharding", "fsdp_offload",
 }
 GiB = 1 << 30
 

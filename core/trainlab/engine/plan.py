@@ -30,6 +30,7 @@ from trainlab.engine.position import LoopPosition
 from trainlab.engine.prepare import PreparedTask, prepare, resolved_path
 from trainlab.engine.recorder import data_fingerprint
 from trainlab.engine.schedule import Segment, make_segment
+from trainlab.engine.strategy import sharding_problem
 from trainlab.engine.torchrun import effective_batch
 from trainlab.pluginhost.host import registry
 from trainlab.runfolder.index import RUN_SCHEMA_VERSION, RunDir, new_run_id
@@ -163,6 +164,11 @@ def plan_run(
     if target.source is not None and target.source.note:
         said(target.source.note, target.source.level)
     ctx = _run_context(target, said, mp_context, should_stop)
+    engine = target.params.engine
+    problem = sharding_problem(sharding=engine.sharding, world_size=distributed.world_size(), finetune=str(target.params.get("finetune", "full")),
+                               precision=ctx.precision, cuda=ctx.is_cuda, micro_batch_size=engine.micro_batch_size)  # fmt: skip
+    if problem:
+        raise UsageError(problem)
     prepared, reused = _preparation(target, prepared, ctx, said)
     record = _starting_record(target, run_id, prepared, said)
     steps_per_epoch = _steps_per_epoch(prepared.task, target, record, said)

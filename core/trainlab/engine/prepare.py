@@ -47,6 +47,8 @@ TRAINING_ONLY_PARAMS = frozenset(
         "monitor",
         "telemetry_every",
         "log_interval",
+        "sharding",
+        "fsdp_offload",
     }
 )
 

@@ -26,22 +26,32 @@ loop calls it at a few points, as Lightning's strategies are called:
 
 ``SingleProcess`` (``base``) is a run in one process (every method the plain
 case); ``DataParallel`` (``ddp``) is one rank of a torchrun group, through
-DDP.  ``for_run`` picks one.  A sharding strategy (FSDP2) is a third module
-here: it overrides ``setup_model``, ``make_optimizer`` and
-``save_checkpoint`` (gathering the full state on every rank, rank 0
-writing).
+DDP; ``FullySharded`` (``fsdp``, ``sharding=fsdp``) is one rank of a group
+whose model is sharded across the ranks (FSDP2): it keeps DDP's batches and
+agreements and overrides the model's side, checkpoints (the full state
+gathered to rank 0, which writes), their loading (``read_checkpoint``,
+``load_weights``, ``restore_training_state``) and ``final_model`` (the whole
+model back for the export).  ``for_run`` picks one.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainlab.engine import distributed
 from trainlab.engine.strategy.base import SingleProcess, Strategy
 from trainlab.engine.strategy.ddp import DataParallel
+from trainlab.engine.strategy.fsdp import FullySharded, sharding_problem
 
-__all__ = ["DataParallel", "SingleProcess", "Strategy", "for_run"]
+__all__ = ["DataParallel", "FullySharded", "SingleProcess", "Strategy", "for_run", "sharding_problem"]
 
 
-def for_run() -> Strategy:
-    """The strategy of this process's run: DDP in a torchrun group, else one process."""
+def for_run(engine: Any = None, precision: str = "fp32") -> Strategy:
+    """The strategy of this process's run (``engine``: its ``EngineParams``): in a torchrun group
+    FSDP2 under ``sharding=fsdp``, else DDP; one process alone otherwise."""
     group = distributed.current()
-    return DataParallel(group) if group is not None else SingleProcess()
+    if group is None:
+        return SingleProcess()
+    if engine is not None and engine.sharding == "fsdp":
+        return FullySharded(group, precision=precision, offload=engine.fsdp_offload)
+    return DataParallel(group)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from trainlab.engine.checkpoint import save_checkpoint
+from trainlab.engine.checkpoint import load_model_weights, read_checkpoint, restore_training_state, save_checkpoint
 
 
 class Strategy:
@@ -34,6 +34,11 @@ class Strategy:
         """Around ``Trainer.fit``."""
         yield
 
+    def final_model(self, model: Any) -> Any:
+        """After a completed ``fit``: the model the final evaluation, the best weights and the
+        export use, a plain module with every weight (collective in a group)."""
+        return model
+
     # -- batches -----------------------------------------------------------------
     def train_batches(self, order: list[list[int]]) -> list[list[int]]:
         """This process's batches of an epoch, from the group's order (batches of ``batch_size x world_size``)."""
@@ -55,6 +60,12 @@ class Strategy:
     def backward(self, loss: Any, scaler: Any, last: bool) -> None:
         """The backward of one micro-batch's (weighted) loss through the gradient scaler."""
         scaler.scale(loss).backward()
+
+    def clip_gradients(self, params: list[Any], max_norm: float) -> None:
+        """Scale the gradients of ``params`` so that their joint norm is at most ``max_norm``."""
+        import torch
+
+        torch.nn.utils.clip_grad_norm_(params, max_norm)
 
     def piece_out_of_memory(self, exc: BaseException, last: bool) -> None:
         """A micro-batch ran out of memory (``exc``): raise to redo the step alone, return to let the
@@ -109,6 +120,19 @@ class Strategy:
         if self.is_main:
             save_checkpoint(path, model, meta, **training_state)
         self.barrier()
+
+    def read_checkpoint(self, path: Any, model: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(tensors, plain) of a checkpoint, as this process needs them to load it into ``model``."""
+        return read_checkpoint(path)
+
+    def load_weights(self, model: Any, tensors: dict[str, Any], plain: dict[str, Any]) -> None:
+        """A checkpoint's weights into ``model`` (collective in a group that shards the model)."""
+        load_model_weights(model, tensors, plain)
+
+    def restore_training_state(self, model: Any, tensors: dict[str, Any], plain: dict[str, Any], **training_state: Any) -> None:
+        """A checkpoint's optimizer, schedule, gradient scaler and random state (``optimizer=``,
+        ``scheduler=``, ``scaler=``)."""
+        restore_training_state(tensors, plain, **training_state)
 
     def restore_process_state(self, meta: dict[str, Any]) -> str:
         """This process's own state (random generators) from a checkpoint's meta; a note when it has none."""
