@@ -16,7 +16,7 @@ from helpers import one_json_line, one_line_error, run_trainlab
 from trainlab import UsageError
 from trainlab.models.gguf import arch as archs
 from trainlab.models.gguf.export import export_gguf
-from trainlab.models.gguf.modelfile import render_modelfile
+from trainlab.models.gguf.modelfile import render_modelfile, template_family
 from trainlab.models.gguf.quant import dequantize_q8_0, quantize_q8_0
 from trainlab_plugins.text import models as text_models
 from trainlab_plugins.textgen import templates
@@ -343,6 +343,38 @@ def test_weights_past_float16s_range_are_refused_in_f16_and_fit_in_q8_0(chat_fol
     result = export_gguf(folder, quant="q8_0", out_dir=tmp_path / "q8_0")
     tensor = next(t for t in gguf.GGUFReader(result.gguf).tensors if t.name == "blk.1.ffn_up.weight")
     assert dequantize_q8_0(np.asarray(tensor.data))[0][0, 0] == pytest.approx(1e5, rel=1e-3)
+
+
+CONVERSATIONS = (
+    [{"role": "user", "content": "Hi there"}],
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4."},
+     {"role": "user", "content": "And 3+3?"}],
+    [{"role": "user", "content": "One"}, {"role": "assistant", "content": "Two"}, {"role": "user", "content": "Three"}],
+)
+
+
+def test_the_modelfile_templates_render_conversations_as_the_chat_templates_do(tmp_path):
+    """Each translated TEMPLATE, run by Go's text/template as Ollama runs it, writes the prompt the Jinja template writes."""
+    if shutil.which("go") is None:
+        pytest.skip("Go is not installed here (Ollama's template language is Go's text/template)")
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    jinja = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)  # as transformers renders chat templates
+    cases, expected = [], []
+    for name, source in {"chatml": templates.CHATML, "llama3": templates.LLAMA3, "gemma": templates.GEMMA,
+                         "phi3": templates.PHI, "mistral": templates.MISTRAL}.items():
+        family = template_family(source)
+        assert family is not None and family.name == name
+        for chat in CONVERSATIONS:
+            # BOS is the tokenizer's to add in llama.cpp (tokenizer.ggml.add_bos_token), not the template's
+            expected.append(jinja.from_string(source).render(messages=chat, add_generation_prompt=True, bos_token="", eos_token="</s>"))
+            cases.append({"Template": family.ollama.replace("EOS_TOKEN", "</s>"), "Messages": [{"Role": m["role"], "Content": m["content"]} for m in chat]})
+    (tmp_path / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
+    script = Path(__file__).with_name("ollama_template_check.go")
+    done = subprocess.run(["go", "run", str(script), str(tmp_path / "cases.json")], check=False, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "GOCACHE": str(tmp_path / "gocache"), "GO111MODULE": "off"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == expected
 
 
 def test_a_modelfile_carries_the_system_prompt_and_leaves_unknown_templates_to_ollama():
