@@ -13,6 +13,7 @@ reads (attributes, no string keys, no conversions).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from typing import Any, Iterable, Mapping, Sequence
 
 from trainlab.api.descriptors import Param, TaskSpec
@@ -195,6 +196,17 @@ def preset_for(spec: TaskSpec, model: Any):
     return None
 
 
+def did_you_mean(word: str, names: Iterable[str]) -> str:
+    """``"; did you mean epochs?"`` for the closest of ``names`` to a mistyped ``word``, or ``""``."""
+    close = difflib.get_close_matches(word, list(names), n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
+def unknown_name_hint(key: str, schema: Iterable[str], task_id: str) -> str:
+    """What follows "unknown parameter KEY": the close names, or where the task's parameters are listed (not all of them)."""
+    return did_you_mean(key, schema) or f"; `trainlab tasks {task_id}` lists its parameters"
+
+
 def resolve(
     spec: TaskSpec,
     engine_params: Sequence[Param] = ENGINE_PARAMS,
@@ -212,7 +224,7 @@ def resolve(
     for source in (remembered, explicit):
         for key in source:
             if key not in schema:
-                raise UsageError(f"unknown parameter {key!r} for task {spec.id} (known: {', '.join(sorted(schema))})")
+                raise UsageError(f"unknown parameter {key!r} for task {spec.id}{unknown_name_hint(key, schema, spec.id)}")
     values: dict[str, Any] = {name: p.default for name, p in schema.items()}
     values.update(spec.defaults)
     # The model decides the preset, so look at the highest-precedence value.

@@ -7,12 +7,12 @@ and print, through the ``Output`` that ``trainlab.cli.commands`` hands them.
 
 from __future__ import annotations
 
-import difflib
 import time
 from typing import TYPE_CHECKING, Any
 
 from trainlab.api.assignments import format_value
 from trainlab.api.errors import UsageError
+from trainlab.api.params import did_you_mean
 from trainlab.engine.outcome import EXIT_OK
 from trainlab.runfolder.status import RunStatus, status_word
 
@@ -27,7 +27,7 @@ def cmd_tasks(args, out: Output) -> int:
     reg = registry()
     wanted = getattr(args, "task_id", None)
     if wanted and wanted not in reg.tasks:
-        raise UsageError(f"tasks: no task {wanted!r}{_did_you_mean(wanted, reg.tasks)} (installed: {', '.join(sorted(reg.tasks)) or 'none'})")
+        raise UsageError(f"tasks: no task {wanted!r}{did_you_mean(wanted, reg.tasks)} (installed: {', '.join(sorted(reg.tasks)) or 'none'})")
     tasks = []
     for task_id, entry in sorted(reg.tasks.items()):
         if wanted and task_id != wanted:
@@ -70,11 +70,6 @@ def cmd_tasks(args, out: Output) -> int:
         out.say()
     out.result({"tasks": tasks})
     return EXIT_OK
-
-
-def _did_you_mean(word: str, names) -> str:
-    close = difflib.get_close_matches(word, list(names), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _task_declarations(task: dict[str, Any]) -> str:

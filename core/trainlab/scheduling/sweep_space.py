@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 from trainlab.api.assignments import format_value
 from trainlab.api.descriptors import Param
 from trainlab.api.errors import UsageError
+from trainlab.api.params import did_you_mean
 
 GRID_INTEGERS_MAX = 64  # an integer range listed whole in a grid, up to this many values
 NOT_SWEPT = ("device",)  # the queue and the sweep choose the device
@@ -117,7 +118,8 @@ def parse_item(item: str, schema: Mapping[str, Param]) -> Dimension:
         raise UsageError(f"--space {item!r}: expected KEY=LOW:HIGH[:log][:POINTS] or KEY=A,B,...")
     param = schema.get(name)
     if param is None:
-        raise UsageError(f"--space {item}: unknown parameter {name!r} (known: {', '.join(sorted(schema))})")
+        hint = did_you_mean(name, schema) or "; `trainlab tasks TASK_ID` lists the task's parameters"
+        raise UsageError(f"--space {item}: unknown parameter {name!r}{hint}")
     if name in NOT_SWEPT:
         raise UsageError(f"--space {item}: {name} is chosen by the sweep and the queue, not swept")
     if ":" in spec and param.type in ("int", "float"):

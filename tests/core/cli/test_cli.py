@@ -189,3 +189,14 @@ def test_runs_shows_the_time_trained_not_the_time_between_sessions(cli, toy_csv,
     assert row["duration"] == timings["train_seconds"] and row["wall_seconds"] == timings["duration"]
     (line,) = [l for l in cli("runs").stdout.splitlines() if str(out) in l]
     assert f" {format_duration(timings['train_seconds'])}  " in line
+
+
+def test_an_unknown_parameter_suggests_the_close_one_not_every_key(cli, toy_csv):
+    result = cli("train", "toy-classification", "--data", toy_csv, "--set", "epoch=2", extra_path=[FIXTURE_PLUGINS])
+    assert result.returncode == 2
+    line = result.stderr.strip().splitlines()[-1]
+    assert line == "trainlab: error: unknown parameter 'epoch' for task toy-classification; did you mean epochs?", line
+    far = cli("train", "toy-classification", "--data", toy_csv, "--set", "zzzz=2", extra_path=[FIXTURE_PLUGINS])
+    line = far.stderr.strip().splitlines()[-1]
+    assert far.returncode == 2 and "`trainlab tasks toy-classification` lists its parameters" in line
+    assert "batch_size" not in line and "weight_decay" not in line
