@@ -170,14 +170,34 @@ def cmd_plugins(args, out: Output) -> int:
     for p in plugins:
         line = f"{p['name']:<24} {p['status']:<12} {p['version'] or '-':<8} {p['distribution'] or '-':<24} {', '.join(p['tasks']) or '-'}"
         out.say(line)
+        if args.verbose:
+            for detail in _plugin_details(p):
+                out.say(f"    {detail}")
         if p["message"]:
-            out.say(f"    {p['message']}")
+            out.say(f"    {p['message'] if args.verbose else p['message'].splitlines()[0]}")
         for w in p["warnings"]:
             out.say(f"    warning: {w}")
         if p["traceback"] and args.verbose:
-            out.say("    " + p["traceback"].replace("\n", "\n    "))
+            out.say("    " + p["traceback"].rstrip().replace("\n", "\n    "))
+    if plugins and not args.verbose:
+        out.say("entry points, paths, load times and full errors: trainlab plugins -v")
     out.result({"plugins": plugins})
     return EXIT_OK
+
+
+def _plugin_details(plugin: dict) -> list[str]:
+    """What ``trainlab plugins -v`` adds under a plugin's line: where it comes from and how its loading went."""
+    lines = [f"entry point: {plugin['name']} = {plugin['entry_point']}" + (" (built in)" if plugin["builtin"] else "")]
+    if plugin.get("path"):
+        lines.append(f"path: {plugin['path']}")
+    if plugin.get("api_version"):
+        lines.append(f"plugin API: {plugin['api_version']}")
+    if plugin.get("load_seconds") is not None:
+        lines.append(f"import took {plugin['load_seconds'] * 1000:.1f} ms")
+    probe = plugin.get("probe") or {}
+    if probe.get("result"):
+        lines.append(f"checked in a child process: {probe['result']}" + (" (cached)" if probe.get("cached") else ""))
+    return lines
 
 
 def cmd_train(args, out: Output) -> int:

@@ -34,6 +34,7 @@ import importlib.metadata as md
 import logging
 import os
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
@@ -74,6 +75,12 @@ class PluginRecord:
     api_version: str = ""
     module: Any = None
     probe: dict[str, Any] = field(default_factory=dict)  # how loading it in a child process went, if it was tried
+    load_seconds: float | None = None  # how long importing its module took here (None: not imported)
+
+    @property
+    def path(self) -> str:
+        """The file of the plugin's module ("" until it is imported)."""
+        return str(getattr(self.module, "__file__", "") or "")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +96,8 @@ class PluginRecord:
             "warnings": list(self.warnings),
             "traceback": self.traceback,
             "probe": dict(self.probe),
+            "path": self.path,
+            "load_seconds": self.load_seconds,
         }
 
 
@@ -208,6 +217,7 @@ class PluginRegistry:
                 if not verdict.cached:
                     log.warning("plugin %s %s", name, verdict.message)
                 return record
+        started = time.perf_counter()
         try:
             module = load()
         except BaseException as exc:  # noqa: BLE001 - a broken plugin must never be fatal
@@ -215,6 +225,8 @@ class PluginRegistry:
                 raise
             self._fail(record, f"could not be imported: {type(exc).__name__}: {exc}")
             return record
+        finally:
+            record.load_seconds = time.perf_counter() - started
         record.module = module
         version_text = self._call(record, "trainlab_api_version", {})
         if record.status != PluginStatus.OK:

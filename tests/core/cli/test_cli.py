@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 
-from helpers import FIXTURE_PLUGINS, one_json_line, subprocess_env
+from helpers import BROKEN_PLUGINS, FIXTURE_PLUGINS, one_json_line, subprocess_env
 
 
 def test_version(cli):
@@ -200,3 +200,19 @@ def test_an_unknown_parameter_suggests_the_close_one_not_every_key(cli, toy_csv)
     line = far.stderr.strip().splitlines()[-1]
     assert far.returncode == 2 and "`trainlab tasks toy-classification` lists its parameters" in line
     assert "batch_size" not in line and "weight_decay" not in line
+
+
+def test_plugins_verbose_adds_entry_points_paths_load_times_and_full_errors(cli):
+    plain = cli("plugins", extra_path=[BROKEN_PLUGINS, FIXTURE_PLUGINS])
+    verbose = cli("plugins", "-v", extra_path=[BROKEN_PLUGINS, FIXTURE_PLUGINS])
+    assert plain.returncode == 0 and verbose.returncode == 0, verbose.stderr
+    assert len(verbose.stdout.splitlines()) > len(plain.stdout.splitlines()) + 8
+    assert "trainlab plugins -v" in plain.stdout.splitlines()[-1]
+    assert "    entry point: image-classification = trainlab_plugins.image (built in)" in verbose.stdout
+    assert "    path: " + str(FIXTURE_PLUGINS / "toy_plugin.py") + "\n" in verbose.stdout
+    assert "import took " in verbose.stdout and "import took " not in plain.stdout
+    assert "Traceback (most recent call last)" in verbose.stdout and "Traceback" not in plain.stdout
+    assert "ModuleNotFoundError: No module named 'trainlab_this_module_does_not_exist'" in plain.stdout
+    listed = {p["name"]: p for p in one_json_line(cli("plugins", "--json", extra_path=[BROKEN_PLUGINS, FIXTURE_PLUGINS]))["plugins"]}
+    assert listed["image-classification"]["load_seconds"] >= 0 and listed["image-classification"]["path"].endswith("__init__.py")
+    assert listed["broken-import"]["path"] == ""
