@@ -246,11 +246,37 @@ def _resolve_target(request: RunRequest) -> _Target:
         params = resolve(entry.spec, ENGINE_PARAMS, {}, explicit)
     else:
         params = resolve(entry.spec, ENGINE_PARAMS, request.remembered, request.params)
+        problem = _preset_of_other_tasks(entry.spec, params.get("model"))
+        if problem:
+            raise UsageError(problem)
     if not Path(data).exists():
         raise UsageError(f"--data {data}: no such file or folder")
     if 0 < params.engine.telemetry_every < 0.5:
         raise UsageError("bad value for parameter telemetry_every: must be 0 (off) or at least 0.5 seconds")
     return _Target(task_id, str(data), entry, params, prior_dir, prior, source)
+
+
+def _preset_of_other_tasks(spec, model: Any) -> str:
+    """Why ``model`` names another task's preset, not one of this task's ("" when it does not).
+
+    Said before the task looks the name up as a model to download, which
+    would send an image preset's user to a text model hub.
+    """
+    if not isinstance(model, str) or not model or any(p.name == model for p in spec.presets):
+        return ""
+    if "/" in model or os.sep in model or Path(model).expanduser().exists():
+        return ""
+    others = [(task_id, entry.spec) for task_id, entry in sorted(registry().tasks.items()) if task_id != spec.id]
+    owners = [(task_id, other) for task_id, other in others if any(p.name == model for p in other.presets)]
+    if not owners:
+        return ""
+    kinds = sorted({other.input.kind for _, other in owners if other.input.kind})
+    kind = f"an {kinds[0]} preset" if len(kinds) == 1 and kinds[0][:1] in "aeiou" else f"a {'/'.join(kinds)} preset" if kinds else "a preset"
+    own = ", ".join(p.name for p in spec.presets) or "none"
+    return (
+        f"--model {model}: {model} is {kind} (of {', '.join(task_id for task_id, _ in owners)}), not a model for {spec.id}; "
+        f"{spec.id}'s presets: {own} (or a model folder, or a model `trainlab models` lists for it)"
+    )
 
 
 def _run_folder(request: RunRequest, target: _Target) -> tuple[str, RunDir]:

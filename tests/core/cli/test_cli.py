@@ -216,3 +216,13 @@ def test_plugins_verbose_adds_entry_points_paths_load_times_and_full_errors(cli)
     listed = {p["name"]: p for p in one_json_line(cli("plugins", "--json", extra_path=[BROKEN_PLUGINS, FIXTURE_PLUGINS]))["plugins"]}
     assert listed["image-classification"]["load_seconds"] >= 0 and listed["image-classification"]["path"].endswith("__init__.py")
     assert listed["broken-import"]["path"] == ""
+
+
+def test_another_tasks_preset_is_named_as_such_with_this_tasks_presets(cli, tmp_path):
+    data = tmp_path / "texts.csv"
+    data.write_text("text,label\n" + "".join(f"words {i},{'ab'[i % 2]}\n" for i in range(20)))
+    result = cli("train", "text-classification", "--data", data, "--model", "resnet18", "--json")
+    assert result.returncode == 2
+    error = one_json_line(result)["error"]
+    assert "resnet18 is an image preset (of image-classification" in error and "not a model for text-classification" in error
+    assert "text-classification's presets: tiny-bert" in error and "hf download" not in error
