@@ -327,6 +327,17 @@ def test_a_run_that_kept_its_adapters_only_is_exported_merged(chat_folders, tmp_
     assert result.tensors == len(tensors) == len(_weights(base))
 
 
+def test_a_model_folder_trainlab_did_not_train_stops_at_its_templates_end_of_turn_too(chat_folders, tmp_path):
+    import shutil as files
+
+    folder = tmp_path / "model"
+    files.copytree(chat_folders["qwen2"], folder)
+    (folder / "trainlab.json").unlink()  # no run's stop tokens: the EOS, and the template's end-of-turn marker
+    result = export_gguf(folder)
+    assert result.stop_tokens == ["<|endoftext|>", "<|im_end|>"]
+    assert 'PARAMETER stop "<|im_end|>"' in Path(result.modelfile).read_text(encoding="utf-8")
+
+
 def test_weights_past_float16s_range_are_refused_in_f16_and_fit_in_q8_0(chat_folders, tmp_path):
     import shutil as files
 

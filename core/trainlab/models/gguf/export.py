@@ -121,6 +121,9 @@ def export_gguf(
 
         log(f"writing {gguf_path} ({arch.name}, {quant}, {len(planned)} tensors)")
         atomic_write(gguf_path, write)
+    eot = vocab.special.get("eot")
+    if eot is not None and eot not in stop_ids:  # a model folder TrainLab did not train: its template's end of turn stops too
+        stop_ids.append(eot)
     stop_tokens = [tokenizer.convert_ids_to_tokens(i) for i in stop_ids if i is not None]
     context = hyper.context_length if hyper.context_length < OLLAMA_DEFAULT_CONTEXT else 0
     text, family = render_modelfile(
