@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -310,7 +311,9 @@ def test_a_run_that_kept_its_adapters_only_is_exported_merged(chat_folders, tmp_
 
     base = chat_folders["qwen2"]
     lm = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
-    peft_lm = get_peft_model(lm, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # peft on transformers' deprecated names
+        peft_lm = get_peft_model(lm, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
     run = tmp_path / "run"
     peft_lm.save_pretrained(str(run / "adapter"))
     merged = peft_lm.merge_and_unload().state_dict()

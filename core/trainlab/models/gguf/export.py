@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -227,7 +228,9 @@ def _merged_adapters(model_dir: Path, info: Mapping[str, Any], tokenizer: Any, l
     lm = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype=torch.float32)
     if len(tokenizer) > lm.get_input_embeddings().weight.shape[0]:
         lm.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    merged = PeftModel.from_pretrained(lm, str(adapter)).merge_and_unload()
+    with warnings.catch_warnings():  # peft calls transformers' deprecated names: not the user's to see
+        warnings.simplefilter("ignore", FutureWarning)
+        merged = PeftModel.from_pretrained(lm, str(adapter)).merge_and_unload()
     state = {k: v for k, v in merged.state_dict().items()}
     if getattr(merged.config, "tie_word_embeddings", False):
         state.pop("lm_head.weight", None)
