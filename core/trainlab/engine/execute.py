@@ -48,6 +48,9 @@ from trainlab.system.fileio import (
     disk_full_message,
     folder_write_problem,
     is_disk_full,
+    is_out_of_room,
+    newest_file,
+    out_of_room_line,
     remove_stale_temporaries,
 )
 from trainlab.telemetry import TelemetryCallback
@@ -187,7 +190,7 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
     except BaseException as exc:  # noqa: BLE001 - reported in run.json and the Finished event
         exc, failure = attributed(calls, exc)  # the plugin and its method, when the task's code raised it
         status = RunStatus.FAILED
-        if is_disk_full(exc) and not isinstance(exc, RunFailed):
+        if is_out_of_room(exc) and not isinstance(exc, RunFailed):
             error = _write_failure(exc, plan.run_dir.path, "")
         else:
             error = str(exc) if isinstance(exc, (RunFailed, UsageError)) else f"{type(exc).__name__}: {exc}"
@@ -249,6 +252,10 @@ def _abort_error(plan: RunPlan, position: Any) -> str:
 def _write_failure(exc: BaseException, folder: Path, what: str) -> str:
     """One line for a file the run could not write: a full disk names the folder and its free space."""
     filename = getattr(exc, "filename", None)
+    if not what:
+        line = out_of_room_line(exc, folder)
+        if line is not None:
+            return line
     what = what or (f"writing {Path(filename).name}" if filename else "")
     if is_disk_full(exc):
         return disk_full_message(folder, what)
@@ -300,7 +307,16 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
     # safetensors, torch.export and ONNX: up to three copies of the weights.
     # Checked first, because a writer that fails half-way may not fail cleanly.
     require_free_space(model_dir, 3 * tensor_bytes(trainer.model), "to export the model")
-    task.save_model(trainer.model, model_dir, ctx)
+    began = time.time() - 1
+    try:
+        task.save_model(trainer.model, model_dir, ctx)
+    except Exception as exc:
+        # The disk filled, or a file-size limit was met, in the plugin's writer: a
+        # native one (safetensors) names no file, the one it left last does.
+        line = out_of_room_line(exc, run_dir.path, newest_file(model_dir, since=began))
+        if line is None:
+            raise
+        raise RunFailed(line) from exc
     save_fitted_state(task, run_dir.path, model_dir)
     keep = params.keep_checkpoints
     if keep in ("last", "none"):

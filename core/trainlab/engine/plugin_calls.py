@@ -26,6 +26,9 @@ What the user then sees:
   the input (exit 2): it keeps its type and message, and a third-party
   plugin's gets `` (plugin 'toy', in prepare)`` appended, so the user knows
   whose check said it;
+* a full disk or quota, or a file-size limit (ENOSPC, EDQUOT, EFBIG, or a
+  native writer's error saying so) is never the plugin's: it passes through
+  unattributed, and the engine says which disk or file;
 * either way ``failure_of(exc)`` gives the ``PluginFailure`` (plugin, task,
   method, exception), which run.json, the Finished event, ``RunOutcome`` and
   ``--json`` carry as ``failure``.
@@ -43,6 +46,7 @@ from typing import Any, Iterator
 from trainlab.api.errors import RunFailed, UsageError
 from trainlab.api.taskbase import Task
 from trainlab.pluginhost.host import discovered
+from trainlab.system.fileio import is_out_of_room
 
 log = logging.getLogger("trainlab.plugins")
 
@@ -188,6 +192,8 @@ class PluginCalls:
         comes back as itself, annotated; anything else as a PluginCallError.
         """
         if failure_of(exc) is not None or isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
+            return exc
+        if is_out_of_room(exc):  # a full disk or a file-size limit is the storage's, whoever's code wrote
             return exc
         if method is None:
             if isinstance(exc, SystemExit):

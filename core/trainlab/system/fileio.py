@@ -30,6 +30,7 @@ tick would keep the identity (git's "racily clean" entries, same remedy).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -165,7 +166,12 @@ _PSEUDO_FILESYSTEMS = frozenset(
      "configfs", "fusectl", "efivarfs", "binfmt_misc", "mqueue", "nsfs", "hugetlbfs", "autofs", "rpc_pipefs"}
 )
 _DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
-_DISK_FULL_WORDS = ("No space left on device", "Disk quota exceeded", "database or disk is full", "StorageFull", "os error 28")
+_DISK_FULL_WORDS = ("No space left on device", "Disk quota exceeded", "database or disk is full", "StorageFull", "os error 28",
+                    "os error 122")
+# EFBIG: a write past the process's file-size limit (ulimit -f, with SIGXFSZ
+# ignored) or past the largest file its file system holds.  Native writers
+# (safetensors) raise their own error type with the OS error in its text.
+_FILE_TOO_LARGE_WORDS = ("File too large", "os error 27")
 
 
 def free_bytes(folder: Path) -> int | None:
@@ -250,11 +256,82 @@ def is_disk_full(exc: BaseException | None) -> bool:
     return False
 
 
+def is_file_too_large(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what caused it) is a write past a file-size limit (EFBIG)."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+            return True
+        if any(word in str(exc) for word in _FILE_TOO_LARGE_WORDS):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def is_out_of_room(exc: BaseException | None) -> bool:
+    """A full disk, a full quota or a file-size limit: the storage's verdict, never the code's that wrote."""
+    return is_disk_full(exc) or is_file_too_large(exc)
+
+
+def file_size_limit_message(path: Path | str | None) -> str:
+    """One line for a write that hit a file-size limit: the file, and the limit when it is this process's."""
+    what = f"writing {path}" if path else "writing a file"
+    limit = None
+    with contextlib.suppress(ImportError, OSError, ValueError):
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        limit = None if soft == resource.RLIM_INFINITY else soft
+    if limit is not None:
+        return (
+            f"{what} hit the file-size limit of this process ({format_bytes(limit)}, ulimit -f); "
+            "raise the limit (ulimit -f unlimited) and resume the run"
+        )
+    return f"{what} hit the file-size limit of its file system (the largest file it holds); train with --out on another file system"
+
+
+def out_of_room_line(exc: BaseException, folder: Path, filename: Path | str | None = None) -> str | None:
+    """The one line for a full disk or quota (the folder, its free space, the file) or a
+    file-size limit (the file); None for any other error.  ``filename`` is the
+    file being written when the error does not say (a native writer's)."""
+    filename = getattr(exc, "filename", None) or filename
+    if is_disk_full(exc):
+        return disk_full_message(folder, f"writing {_within(filename, folder)}" if filename else "")
+    if is_file_too_large(exc):
+        return file_size_limit_message(filename)
+    return None
+
+
+def _within(path: Path | str, folder: Path) -> str:
+    """``path`` relative to ``folder`` when inside it (``model/model.safetensors``), else as given."""
+    try:
+        return str(Path(path).relative_to(folder))
+    except ValueError:
+        return str(path)
+
+
+def newest_file(folder: Path, *, since: float = 0.0) -> Path | None:
+    """The most recently written file in ``folder`` (not below it) changed after ``since``: what a
+    writer that failed without naming its file was writing."""
+    best: tuple[float, Path] | None = None
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(OSError):
+                if entry.is_file(follow_symlinks=False):
+                    mtime = entry.stat(follow_symlinks=False).st_mtime
+                    if mtime >= since and (best is None or mtime > best[0]):
+                        best = (mtime, Path(entry.path))
+    return best[1] if best else None
+
+
 def os_error_line(exc: OSError) -> str:
     """One line for an OSError a command met: the file and the reason (a full disk: its folder and free space)."""
     filename = getattr(exc, "filename", None)
     if filename and is_disk_full(exc):
         return disk_full_message(Path(filename).parent, f"writing {filename}")
+    if filename and is_file_too_large(exc):
+        return file_size_limit_message(filename)
     reason = exc.strerror or str(exc)
     return f"{filename}: {reason}" if filename else reason
 

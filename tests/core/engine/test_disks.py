@@ -250,3 +250,53 @@ def test_eval_of_a_run_on_a_read_only_disk_is_one_line_naming_the_file(toy_csv, 
         result = cli("eval", disk / "run", "--json")
         error = one_line_error(result, code=1)
         assert error.startswith(f"{disk / 'run'}/eval-") and error.endswith(".json: Read-only file system")
+
+
+# -- a full disk or a file-size limit met in the plugin's own code -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error, words",
+    [
+        ("safetensors-ENOSPC", "is full ("),
+        ("python-EDQUOT", "is full ("),
+        ("safetensors-EFBIG", "hit the file-size limit"),
+    ],
+)
+def test_a_full_disk_in_the_plugins_export_is_the_disk_not_the_plugin(toy_plugin, toy_csv, tmp_path, monkeypatch, error, words):
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    kind, code = error.split("-")
+    real_save, real_write_text = safetensors.torch.save_file, Path.write_text
+
+    def save_file(tensors, filename, metadata=None):
+        if Path(filename).parent.name != "model":  # the checkpoints are written as before
+            return real_save(tensors, filename, metadata=metadata)
+        Path(filename).write_bytes(b"\0" * 64)  # what the writer got onto the disk before it failed
+        reason = "No space left on device (os error 28)" if code == "ENOSPC" else "File too large (os error 27)"
+        raise SafetensorError(f"Error while serializing: I/O error: {reason}")
+
+    def write_text(self, *args, **kwargs):
+        if self.name == "config.json" and self.parent.name == "model":
+            raise OSError(errno.EDQUOT, "Disk quota exceeded", str(self))
+        return real_write_text(self, *args, **kwargs)
+
+    if kind == "safetensors":
+        monkeypatch.setattr(safetensors.torch, "save_file", save_file)
+        written = "model.safetensors"
+    else:
+        monkeypatch.setattr(Path, "write_text", write_text)
+        written = "config.json"
+    out = tmp_path / "run"
+    result = run_training(RunRequest(task="toy-classification", data=str(toy_csv), out=str(out), params={"epochs": "1"}))
+    assert result.status == "failed" and result.exit_code == 1
+    assert "failed in save_model" not in result.error and not result.failure, result.error
+    assert words in result.error and "\n" not in result.error
+    if words.startswith("is full"):
+        assert result.error.startswith(f"the disk holding {out} is full (")
+        assert f"while writing {Path('model') / written}" in result.error
+    else:
+        assert result.error.startswith(f"writing {out / 'model' / written} hit the file-size limit")
+    assert RunDir(out).read()["error"] == result.error
+
