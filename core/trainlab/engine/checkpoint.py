@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from trainlab.api.errors import DataError, RunFailed
-from trainlab.system.fileio import DamagedFileError, disk_full_message, is_disk_full, save_safetensors, verify_safetensors
+from trainlab.system.fileio import (
+    DamagedFileError,
+    disk_full_message,
+    file_size_limit_message,
+    is_disk_full,
+    is_file_too_large,
+    save_safetensors,
+    verify_safetensors,
+)
 
 FORMAT = "trainlab-checkpoint/1"
 META_KEY = "trainlab"
@@ -266,6 +274,8 @@ def write_checkpoint(
     except Exception as exc:
         if is_disk_full(exc):  # the disk filled while writing (another program), despite the check
             raise CheckpointError(disk_full_message(path.parent, f"writing {path.name}")) from None
+        if is_file_too_large(exc):  # ulimit -f, or the largest file the file system holds
+            raise CheckpointError(file_size_limit_message(path)) from None
         raise
 
 

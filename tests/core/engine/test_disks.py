@@ -300,3 +300,29 @@ def test_a_full_disk_in_the_plugins_export_is_the_disk_not_the_plugin(toy_plugin
         assert result.error.startswith(f"writing {out / 'model' / written} hit the file-size limit")
     assert RunDir(out).read()["error"] == result.error
 
+
+def _file_size_limit(limit: int):
+    """For ``preexec_fn``: a file-size limit, with SIGXFSZ ignored so a write past it fails with EFBIG (as ``ulimit -f`` in a shell)."""
+
+    def apply():
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no RLIMIT_FSIZE")
+def test_a_file_size_limit_names_the_file_and_the_limit(toy_csv, tmp_path):
+    out = tmp_path / "run"
+    # a checkpoint (weights and the optimizer's moments) of about 270 kB, the model 90 kB: the checkpoint meets the limit
+    result = cli("train", "toy-classification", "--data", toy_csv, "--out", out, "--set", "hidden=2048", "--epochs", "1", "--json",
+                 preexec_fn=_file_size_limit(150_000))  # fmt: skip
+    error = one_line_error(result, code=1)
+    assert "SafetensorError" not in error and "failed in" not in error
+    assert error.startswith(f"writing {out / 'checkpoints'}/") and ".safetensors" in error
+    assert "hit the file-size limit of this process (150.0 kB" in error and "ulimit -f" in error
+    assert RunDir(out).read()["status"] == "failed"
+    assert list(out.rglob("*.tmp")) == []
