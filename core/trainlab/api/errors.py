@@ -5,6 +5,9 @@ A leaf: it imports nothing of TrainLab's, so every layer can raise them.
 
 from __future__ import annotations
 
+import difflib
+from typing import Iterable
+
 
 class UsageError(Exception):
     """Bad usage or bad input: exit code 2, message names what is at fault."""
@@ -30,3 +33,9 @@ class StopRequested(KeyboardInterrupt):
     """
 
     exit_code = 130
+
+
+def did_you_mean(word: str, names: Iterable[str]) -> str:
+    """``"; did you mean epochs?"`` for the closest of ``names`` to a mistyped ``word``, or ``""``."""
+    close = difflib.get_close_matches(word, list(names), n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else ""

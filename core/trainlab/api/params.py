@@ -13,11 +13,10 @@ reads (attributes, no string keys, no conversions).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from typing import Any, Iterable, Mapping, Sequence
 
 from trainlab.api.descriptors import Param, TaskSpec
-from trainlab.api.errors import UsageError
+from trainlab.api.errors import UsageError, did_you_mean
 from trainlab.api.finetune import FINETUNE_PARAM
 
 ENGINE_PARAMS: tuple[Param, ...] = (
@@ -194,12 +193,6 @@ def preset_for(spec: TaskSpec, model: Any):
         if preset.name == model:
             return preset
     return None
-
-
-def did_you_mean(word: str, names: Iterable[str]) -> str:
-    """``"; did you mean epochs?"`` for the closest of ``names`` to a mistyped ``word``, or ``""``."""
-    close = difflib.get_close_matches(word, list(names), n=3, cutoff=0.6)
-    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def unknown_name_hint(key: str, schema: Iterable[str], task_id: str) -> str:

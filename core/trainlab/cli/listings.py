@@ -11,8 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from trainlab.api.assignments import format_value
-from trainlab.api.errors import UsageError
-from trainlab.api.params import did_you_mean
+from trainlab.api.errors import UsageError, did_you_mean
 from trainlab.engine.outcome import EXIT_OK
 from trainlab.runfolder.status import RunStatus, status_word
 

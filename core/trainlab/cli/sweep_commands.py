@@ -98,6 +98,7 @@ def _to_queue(args: Any, out: Any, study: Any) -> int:
 
 def _foreground(args: Any, out: Any, study: Any) -> int:
     from trainlab.scheduling.sweep_foreground import SweepControl, place, run_sweep
+    from trainlab.scheduling.sweep_study import monitor_text, params_text
 
     control = SweepControl()
     device = str(args.device) if args.device else None
@@ -112,7 +113,8 @@ def _foreground(args: Any, out: Any, study: Any) -> int:
             lease.release()
     best = summary["best"]
     if best:
-        out.say(f"best: trial {best['number']} {summary['monitor']} {best['value']:.4g} {best['params']}; run folder {best['run_dir']}")
+        found = monitor_text(study.spec.task, summary["monitor"], best["value"])
+        out.say(f"best trial: {best['number']}, {found} with {params_text(best['params'])}; run folder {best['run_dir']}")
     counts: dict[str, int] = {}
     for trial in summary["trials"]:
         counts[trial["state"]] = counts.get(trial["state"], 0) + 1

@@ -267,8 +267,10 @@ class Scheduler:
             self._start(trial, devices)
         active = [t for t in self.store.trials_of(sweep.id) if t.state in (QUEUED, RUNNING, PAUSED)]
         if not active and not study.running() and len(study.trials()) >= target:
+            from trainlab.scheduling.sweep_study import monitor_text
+
             best = study.summary()["best"]
-            reason = f"best trial {best['number']}: {study.spec.monitor} {best['value']:.4g}" if best else "no trial completed"
+            reason = f"best trial {best['number']}: {monitor_text(study.spec.task, study.spec.monitor, best['value'])}" if best else "no trial completed"
             self.store.finish(sweep.id, None, DONE if best else FAILED, reason)
             self._release_study(sweep.study)
             self.say(f"{sweep.id}: sweep {sweep.study} finished; {reason}")

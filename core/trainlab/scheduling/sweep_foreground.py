@@ -27,7 +27,7 @@ from trainlab.scheduling.execution import (
     start_point,
     visible_devices_env,
 )
-from trainlab.scheduling.sweep_study import SweepStudy
+from trainlab.scheduling.sweep_study import SweepStudy, monitor_text, params_text
 
 
 @dataclass
@@ -137,17 +137,13 @@ def _run_trial(
         say(f"trial {number}: stopped; run the same command again to resume it ({outcome.run_dir})")
         return  # still running in the study: resumed next time
     state = study.tell_outcome(number, outcome) or outcome.status
-    shown = ", ".join(f"{k}={_short(v)}" for k, v in params.items())
     if state == TrialState.PRUNED:
         result = f"pruned after epoch {pruning.pruned_at or outcome.epochs}"
     elif state == TrialState.COMPLETED:
-        result = f"{spec.monitor} {outcome.best.get('value', outcome.metrics.get(spec.monitor, float('nan'))):.4g}"
+        result = monitor_text(spec.task, spec.monitor, outcome.best.get("value", outcome.metrics.get(spec.monitor)))
     else:
         result = f"{state}: {outcome.error}"
     best = study.summary()["best"]
-    best_text = f"; best so far: trial {best['number']} ({best['value']:.4g})" if best else ""
-    say(f"trial {number + 1}/{trials} {shown}: {result}{best_text}; run folder {outcome.run_dir}")
-
-
-def _short(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    # trials are numbered as the study and the queue number them (from 0); the count beside says how far the sweep is
+    best_text = f"; best so far: trial {best['number']}, {monitor_text(spec.task, spec.monitor, best['value'])}" if best else ""
+    say(f"trial {number} ({len(study.trials())} of {trials}) {params_text(params)}: {result}{best_text}; run folder {outcome.run_dir}")

@@ -22,8 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from trainlab.api.assignments import format_value
 from trainlab.api.descriptors import Param
-from trainlab.api.errors import UsageError
-from trainlab.api.params import did_you_mean
+from trainlab.api.errors import UsageError, did_you_mean
 
 GRID_INTEGERS_MAX = 64  # an integer range listed whole in a grid, up to this many values
 NOT_SWEPT = ("device",)  # the queue and the sweep choose the device

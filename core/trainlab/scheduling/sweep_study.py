@@ -26,10 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from trainlab.api.assignments import format_value
 from trainlab.api.callbacks import Callback, RunControl, RunState
 from trainlab.api.errors import UsageError
 from trainlab.api.params import full_schema
 from trainlab.pluginhost.host import registry
+from trainlab.runfolder.display import format_metric
 from trainlab.runfolder.status import TrialState, trial_state_of_run
 from trainlab.scheduling.execution import PRUNED_REASON
 from trainlab.scheduling.sweep_space import Dimension, parse_space
@@ -298,6 +300,18 @@ _STATE_WORDS = {
     "RUNNING": TrialState.RUNNING,
     "WAITING": TrialState.WAITING,
 }
+
+
+def monitor_text(task: str, monitor: str, value: Any) -> str:
+    """``accuracy 51.7%``: a trial's monitored value as ``trainlab train`` and ``runs`` print it."""
+    entry = registry().tasks.get(task)
+    declared = entry.spec.metric(monitor) if entry is not None else None
+    return f"{monitor} {format_metric(monitor, value, declared)}"
+
+
+def params_text(params: Mapping[str, Any]) -> str:
+    """``lr=0.0023688639503640775, batch_size=16``: a trial's values as ``--set`` takes them."""
+    return ", ".join(f"{name}={format_value(value)}" for name, value in params.items())
 
 
 def trial_json(trial: Any) -> dict[str, Any]:

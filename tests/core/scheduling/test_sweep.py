@@ -12,6 +12,7 @@ import pytest
 
 from fixtures.waiting import wait_until
 from helpers import FIXTURE_PLUGINS, one_json_line, subprocess_env
+from trainlab.api.assignments import format_value
 from trainlab.api.errors import UsageError
 
 SPACE = ["--space", "lr=1e-4:0.5:log", "--space", "hidden=4,16"]
@@ -46,6 +47,12 @@ def test_six_seeded_trials_prune_the_weak_ones_and_report_the_best(cli, toy_csv,
     assert record["status"] == "completed" and record["study"] == {"name": "lr-hidden", "trial": best["number"]}
     assert record["best"]["value"] == best["value"]
     assert float(record["parameters"]["lr"]) == pytest.approx(best["params"]["lr"])
+    # the terminal's lines: values as --set takes them, the metric as `train` prints it, one numbering of trials
+    first = next(line for line in result.stderr.splitlines() if line.startswith("trial 0 "))
+    assert first.startswith(f"trial 0 (1 of 6) lr={format_value(trials[0]['params']['lr'])}, hidden={trials[0]['params']['hidden']}: "), first
+    best_line = f"best trial: {best['number']}, accuracy {best['value']:.1%} with lr={format_value(best['params']['lr'])}, hidden={best['params']['hidden']};"
+    assert best_line in result.stderr and f"best so far: trial {best['number']}, accuracy {best['value']:.1%}" in result.stderr
+    assert "{'" not in result.stderr
     # each trial is an ordinary run in the history
     history = one_json_line(cli("runs", "--json", extra_path=[FIXTURE_PLUGINS]))["runs"]
     assert sorted(r["run_dir"] for r in history) == sorted(str(Path(t["run_dir"]).resolve()) for t in trials)
