@@ -19,7 +19,7 @@ def detection_run(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("detection")
     data = write_coco(root / "shapes", {"train": 12, "val": 6}, size=64, seed=2)
-    params = {"epochs": "1", "image_size": "64", "batch_size": "6", "model": "small-fcos", "score_threshold": "0.0"}
+    params = {"epochs": "1", "image_size": "64", "batch_size": "6", "model": "small-fcos", "score_threshold": "0.0", "export": "off"}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRAINLAB_HOME", str(root / "home"))
         result = run_training(RunRequest(task="object-detection", data=str(data), params=params, out=str(root / "run")))

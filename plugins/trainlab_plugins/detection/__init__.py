@@ -68,6 +68,10 @@ PARAMS = (
           minimum=0.01, maximum=0.9, title="Validation fraction", group="data"),
     Param("score_threshold", "float", 0.3, "Predictions: boxes from this score are reported (evaluation scores every box).",
           minimum=0.0, maximum=1.0, title="Score threshold", group="task"),
+    Param("export", "choice", "auto",
+          "Exported graph beside the weights: auto (torch.export of the backbone and head for FCOS, RetinaNet and SSDlite, "
+          "model.pt2; ONNX of the whole Faster R-CNN, model.onnx, when the onnx extra is installed), torch, onnx, or off.",
+          choices=("auto", "torch", "onnx", "off"), title="Exported graph", group="task", advanced=True),
     Param("memory_cache_mb", "int", 1024, "Decoded, resized images kept in memory (MB) so later epochs skip decoding (0: off).",
           minimum=0, maximum=1 << 20, title="Decoded images in memory (MB)", group="hardware", advanced=True),
     Param("num_workers", "choice", "0", "Data-loading processes (0: in the training thread).",

@@ -5,9 +5,12 @@
 threshold) and, from here, ``detector_networks.py`` (the network builders,
 torch and torchvision only) and ``predict.py``:
 
-    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--out boxes.json]
+    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--out boxes.json] [--graph]
 
-prints (or writes) COCO-style results, one entry per box.
+prints (or writes) COCO-style results, one entry per box.  ``--graph`` runs
+the exported graph instead of the rebuilt network: ``model.pt2``
+(torch.export of the backbone and head; decoding and NMS in the program) or
+``model.onnx`` (the whole Faster R-CNN, run by onnxruntime).
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from trainlab import atomic_write_text
 
 PROGRAM = '''"""Boxes for images with the detector in this folder; needs torch, torchvision, safetensors and Pillow, not TrainLab.
 
-    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--out boxes.json]
+    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--out boxes.json] [--graph]
+
+--graph runs the exported graph (model.pt2 with torch.export, or model.onnx with onnxruntime) instead of
+the network rebuilt from model.safetensors.
 """
 
 import argparse
@@ -34,7 +40,7 @@ from torchvision.transforms.v2 import functional as F
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from detector_networks import build_detector  # noqa: E402
+from detector_networks import GRAPH_FILE, ONNX_FILE, build_detector, detect_with_graph  # noqa: E402
 
 
 def load(folder=HERE, device="cpu"):
@@ -44,6 +50,34 @@ def load(folder=HERE, device="cpu"):
                            score_thresh=0.05, detections_per_img=100)
     model.load_state_dict(load_file(str(Path(folder) / "model.safetensors")))
     return model.to(device).eval(), meta
+
+
+def load_graph(folder=HERE):
+    """(a callable like the detector, list of images in, their detections out, running the exported graph; model.json)."""
+    folder = Path(folder)
+    meta = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+    # the rebuilt detector's weights are never used here: only its resizing, anchors, box decoding and NMS
+    skeleton = build_detector(meta["architecture"], len(meta["classes"]), int(meta["image_size"]),
+                              score_thresh=0.05, detections_per_img=100).eval()
+    if (folder / GRAPH_FILE).is_file():
+        network = torch.export.load(str(folder / GRAPH_FILE)).module()
+        return (lambda images: detect_with_graph(network, skeleton, images)), meta
+    if (folder / ONNX_FILE).is_file():
+        try:
+            import onnxruntime
+        except ImportError:
+            sys.exit("model.onnx needs onnxruntime: pip install onnxruntime")
+        session = onnxruntime.InferenceSession(str(folder / ONNX_FILE), providers=["CPUExecutionProvider"])
+
+        def run(images):
+            outs = []
+            for image in images:
+                boxes, labels, scores = session.run(None, {"image": image.numpy()})
+                outs.append({"boxes": torch.from_numpy(boxes), "labels": torch.from_numpy(labels), "scores": torch.from_numpy(scores)})
+            return outs
+
+        return run, meta
+    sys.exit(f"no exported graph in {folder} ({GRAPH_FILE} or {ONNX_FILE}): run without --graph")
 
 
 def read_image(path):
@@ -75,8 +109,9 @@ def main():
     parser.add_argument("images", nargs="+")
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--out", default="")
+    parser.add_argument("--graph", action="store_true", help="run the exported graph (model.pt2 or model.onnx)")
     args = parser.parse_args()
-    model, meta = load()
+    model, meta = load_graph() if args.graph else load()
     results = detect(model, meta, args.images, args.threshold)
     text = json.dumps(results, indent=1)
     if args.out:

@@ -125,3 +125,95 @@ def load_weights(model: nn.Module, state: dict[str, torch.Tensor], arch: str) ->
     skipped = sorted(set(best) - set(fits))
     model.load_state_dict(fits, strict=False)
     return len(fits), skipped
+
+
+# -- the exported graph -------------------------------------------------------
+# torchvision's detectors end in box decoding and non-maximum suppression, whose
+# number of boxes depends on the data: torch.export cannot trace that.  The
+# one-stage detectors (FCOS, RetinaNet, SSDlite) are exported up to their raw
+# head outputs, which have fixed shapes; resizing, normalization, anchors,
+# decoding and NMS stay in Python (``detect_with_graph``), run by the same
+# torchvision code as in training.  Faster R-CNN runs NMS between its two
+# stages, so no graph before it holds the whole network: it goes to ONNX whole
+# (torchvision's detectors are written to export to ONNX), which needs the
+# onnx extra.
+GRAPH_FILE, ONNX_FILE = "model.pt2", "model.onnx"
+ONNX_EXTRA = "pip install 'trainlab[onnx]'"
+
+
+def graph_kind(arch: str) -> str:
+    """How ``arch`` exports: "torch" (torch.export, up to the head outputs) or "onnx" (the whole detector)."""
+    return "onnx" if arch.startswith("fasterrcnn") else "torch"
+
+
+class RawNetwork(nn.Module):
+    """A detector's backbone and head: a padded, normalized batch in; its feature maps and raw head outputs out."""
+
+    def __init__(self, detector: nn.Module) -> None:
+        super().__init__()
+        self.backbone, self.head = detector.backbone, detector.head
+
+    def forward(self, images: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor]]:
+        features = self.backbone(images)
+        if isinstance(features, torch.Tensor):
+            features = OrderedDict([("0", features)])
+        maps = list(features.values())
+        return tuple(maps), self.head(maps)
+
+
+def export_graph(detector: nn.Module, arch: str, image_size: int, path: Any) -> None:
+    """``RawNetwork(detector)`` through torch.export to ``path`` (a .pt2 file), batch and padded size dynamic.
+
+    The detector pads its batch to a multiple of 32 (SSDlite: always 320 x 320), so those are the shapes exported.
+    """
+    from torch.export import Dim, export, save
+
+    network = RawNetwork(detector).eval()
+    batch = Dim("batch", min=1, max=64)
+    if arch.startswith("ssdlite"):
+        example = torch.zeros(2, 3, 320, 320)
+        shapes = {"images": {0: batch}}
+    else:
+        # an example of sizes 1 would fix them at 1 (torch.export specializes 0 and 1): the example is at least 3 x 2
+        steps = max(3, -(-int(image_size) // 32))
+        h, w = Dim("h", min=1, max=steps), Dim("w", min=1, max=steps)
+        example = torch.zeros(2, 3, 32 * steps, 32 * (steps - 1))
+        shapes = {"images": {0: batch, 2: 32 * h, 3: 32 * w}}
+    with torch.no_grad():
+        program = export(network, (example,), dynamic_shapes=shapes)
+    save(program, str(path))
+
+
+def detect_with_graph(network: Any, detector: nn.Module, images: list[torch.Tensor]) -> list[dict[str, torch.Tensor]]:
+    """What ``detector(images)`` gives in evaluation mode, with ``network`` (the exported RawNetwork) for its backbone and head.
+
+    ``detector`` supplies the pre- and post-processing only (none of it has weights).
+    """
+    from torchvision.models.detection.ssd import SSD
+
+    original_sizes = [(int(image.shape[-2]), int(image.shape[-1])) for image in images]
+    image_list, _ = detector.transform(images)
+    maps, head_outputs = network(image_list.tensors)
+    maps = list(maps)
+    anchors = detector.anchor_generator(image_list, maps)
+    if isinstance(detector, SSD):
+        detections = detector.postprocess_detections(head_outputs, anchors, image_list.image_sizes)
+    else:  # FCOS and RetinaNet: outputs split by feature level, as their forward does
+        per_level = [m.size(2) * m.size(3) for m in maps]
+        per_location = head_outputs["cls_logits"].size(1) // sum(per_level)
+        per_level = [n * per_location for n in per_level]
+        split_outputs = {k: list(v.split(per_level, dim=1)) for k, v in head_outputs.items()}
+        split_anchors = [list(a.split(per_level)) for a in anchors]
+        detections = detector.postprocess_detections(split_outputs, split_anchors, image_list.image_sizes)
+    return detector.transform.postprocess(detections, image_list.image_sizes, original_sizes)
+
+
+def export_onnx(detector: nn.Module, image_size: int, path: Any) -> None:
+    """The whole detector (one image in; boxes, labels, scores out) as ONNX; ImportError without the onnx extra."""
+    import onnx  # noqa: F401  (the exporter writes through it)
+
+    example = [torch.rand(3, int(image_size), int(image_size))]
+    with torch.no_grad():
+        torch.onnx.export(detector.eval(), (example,), str(path), opset_version=17, dynamo=False,
+                          input_names=["image"], output_names=["boxes", "labels", "scores"],
+                          dynamic_axes={"image": [1, 2], "boxes": [0], "labels": [0], "scores": [0]})  # fmt: skip

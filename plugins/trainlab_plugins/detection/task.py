@@ -43,7 +43,13 @@ from trainlab_plugins.detection.dataset import (
 from trainlab_plugins.detection.export import write_program
 from trainlab_plugins.detection.networks import (
     ARCHITECTURES,
+    GRAPH_FILE,
+    ONNX_EXTRA,
+    ONNX_FILE,
     build_detector,
+    export_graph,
+    export_onnx,
+    graph_kind,
     load_weights,
 )
 from trainlab_plugins.detection.predictor import make_predictor
@@ -206,7 +212,16 @@ class ObjectDetectionTask(Task):
             ctx.log(f"... and {len(found.problems) - 10} more skipped (listed in the data summary)")
         if not self._trained_run:
             self._check_weights()
+            self._check_export()
         return summary
+
+    def _check_export(self) -> None:
+        """export=onnx without the onnx extra fails before training, not at its end."""
+        if self.export_kind() == "onnx" and str(self.params.get("export", "auto")) == "onnx":
+            import importlib.util
+
+            if importlib.util.find_spec("onnx") is None:
+                raise UsageError(f"export=onnx needs the onnx extra, which is not installed: {ONNX_EXTRA}")
 
     def _check_weights(self) -> None:
         weights = str(self.params.get("weights") or "")
@@ -332,6 +347,33 @@ class ObjectDetectionTask(Task):
         atomic_write_text(out_dir / META_FILE, json.dumps(self.model_description(), indent=2))
         write_program(out_dir)
         ctx.log(f"model saved: {out_dir / MODEL_FILE} with {META_FILE} and predict.py (runs without TrainLab)")
+        self._export_graph(state, out_dir, ctx)
+
+    def export_kind(self) -> str:
+        """"torch", "onnx" or "off": what save_model exports for this run's detector and ``export``."""
+        wanted = str(self.params.get("export", "auto"))
+        return graph_kind(self.arch) if wanted == "auto" else wanted
+
+    def _export_graph(self, state: dict[str, torch.Tensor], out_dir: Path, ctx: RunContext) -> None:
+        kind = self.export_kind()
+        if kind == "off":
+            return
+        detector = self._detector()
+        detector.load_state_dict(state)
+        detector.eval()
+        try:
+            if kind == "onnx":
+                export_onnx(detector, self.image_size, out_dir / ONNX_FILE)
+            else:
+                export_graph(detector, self.arch, self.image_size, out_dir / GRAPH_FILE)
+        except ImportError:
+            ctx.log(f"{ONNX_FILE} not written: {self.arch} exports through ONNX, which needs the onnx extra: {ONNX_EXTRA}")
+            return
+        except Exception as exc:  # noqa: BLE001  an export that fails leaves the trained model and predict.py usable
+            ctx.log(f"exported graph not written: {self.arch} does not export with {kind}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            return
+        name = ONNX_FILE if kind == "onnx" else GRAPH_FILE
+        ctx.log(f"exported graph: {out_dir / name} (python predict.py --graph IMAGE runs it without TrainLab)")
 
     def load_trained_model(self, model_dir: Path, ctx: RunContext) -> torch.nn.Module:
         from safetensors.torch import load_file

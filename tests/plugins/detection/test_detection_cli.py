@@ -66,6 +66,16 @@ def test_train_eval_predict_and_the_exported_program(cli, tmp_path):
     for t, o in zip(theirs, ours):
         assert t["bbox"] == pytest.approx(o["bbox"], abs=0.02)
 
+    # the graph torch.export wrote (backbone and head; decoding and NMS in predict.py), loaded back without TrainLab
+    assert (out / "model" / "model.pt2").is_file() and "exported graph:" in result.stderr
+    run = run.replace("[" + repr(str(program)) + ",", "[" + repr(str(program)) + ", '--graph',")
+    graph = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=180, cwd=tmp_path, check=False)
+    assert graph.returncode == 0, graph.stderr
+    exported = json.loads(graph.stdout)
+    assert [(t["label"], t["category_id"]) for t in exported] == [(o["label"], o["category_id"]) for o in ours]
+    for t, o in zip(exported, ours):
+        assert t["score"] == pytest.approx(o["score"], abs=1e-4) and t["bbox"] == pytest.approx(o["bbox"], abs=0.02)
+
 
 @pytest.mark.slow
 def test_resume_and_predict_as_json_lines(cli, tmp_path):

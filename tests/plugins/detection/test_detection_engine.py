@@ -19,7 +19,7 @@ def test_micro_batches_hold_whole_images(tmp_path, monkeypatch):
 
     monkeypatch.setattr(detection.ObjectDetectionTask, "train_step", spy)
     data = write_coco(tmp_path / "shapes", {"train": 12, "val": 4}, size=48, seed=2)
-    params = {"epochs": "1", "image_size": "48", "batch_size": "6", "model": "small-fcos", "micro_batch_size": "2"}
+    params = {"epochs": "1", "image_size": "48", "batch_size": "6", "model": "small-fcos", "micro_batch_size": "2", "export": "off"}
     result = run_training(RunRequest(task="object-detection", data=str(data), params=params, out=str(tmp_path / "run")))
     assert result.status == "completed", result.error
     # two steps of 6 images, each in three micro-batches of two whole (3, 48, 48) images, not of sliced channels

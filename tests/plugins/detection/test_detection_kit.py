@@ -13,7 +13,7 @@ from trainlab.testing import PluginConformance
 class TestDetectionPlugin(PluginConformance):
     plugin = "object-detection"
     supports_window = True
-    run_params: ClassVar[dict] = {"image_size": 48, "batch_size": 4, "epochs": 3, "model": "small-fcos", "num_workers": "0"}
+    run_params: ClassVar[dict] = {"image_size": 48, "batch_size": 4, "epochs": 3, "model": "small-fcos", "num_workers": "0", "export": "off"}
 
     def make_tiny_data(self, task_id, folder):
         from trainlab_dev.detection_samples import write_coco
