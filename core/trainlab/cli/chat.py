@@ -1,10 +1,15 @@
 """``trainlab chat RUN_DIR|MODEL_DIR``: talk to a causal language model in the terminal.
 
-The model is a plain transformers folder (a text-generation run's
+The model is loaded through its task's predictor (``trainlab.engine.chat``,
+which the window's chat shares), from a plain transformers folder (a text-generation run's
 ``model/``, or any chat model folder): its tokenizer's chat template renders
 the conversation, the answer streams as it is generated, and the
 conversation goes on turn after turn (``/reset`` starts again, ``/exit`` or
-an empty line or end of input ends it).  Greedy by default; ``--temperature``
+an empty line or end of input ends it).  ``--compare RUN_DIR|MODEL_DIR``
+gives every prompt to a second model too (the base model, another run):
+both answers, one after the other, each labelled with its run or folder;
+the models are held at once when ``trainlab.engine.chat`` finds memory for
+both, else each is loaded only while it answers.  Greedy by default; ``--temperature``
 (or ``--set temperature=..``) samples.  A run's ``trainlab.json`` names the tokens an answer stops at (the
 end-of-turn token as well as EOS).
 
@@ -15,9 +20,7 @@ loads neither.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +28,15 @@ from trainlab.api.errors import UsageError
 from trainlab.cli.common import Output
 from trainlab.engine.outcome import EXIT_OK
 
-RUN_INFO = "trainlab.json"
-
 
 def add_chat_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model_dir", metavar="RUN_DIR|MODEL_DIR", help="a text-generation run folder, or a transformers chat model folder")
+    p.add_argument(
+        "--compare",
+        metavar="RUN_DIR|MODEL_DIR",
+        default="",
+        help="a second model (the base model, another run) that answers each prompt too, after the first, labelled",
+    )
     p.add_argument("--system", default="", help="a system prompt for the conversation")
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=512, help="longest answer, in tokens")
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (0: greedy)")
@@ -56,51 +63,37 @@ def apply_sets(args: argparse.Namespace) -> None:
 
 def model_folder(given: str) -> Path:
     """The model folder ``given`` names: a run's ``model/``, or the folder itself."""
-    path = Path(given).expanduser()
-    for candidate in (path / "model", path):
-        if (candidate / "config.json").is_file():
-            info = _run_info(candidate)
-            if info.get("adapters_only"):
-                raise UsageError(f"{candidate} holds LoRA adapters only (no merged model); load {candidate.parent / 'adapter'} with PEFT")
-            return candidate
-    raise UsageError(f"{path}: neither a run folder with model/ nor a model folder (no config.json)")
+    from trainlab.engine.chat import chat_source
 
-
-def _run_info(folder: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((folder / RUN_INFO).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return chat_source(given).folder
 
 
 def cmd_chat(args: argparse.Namespace, out: Output) -> int:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TextIteratorStreamer
     from transformers.utils import logging as hf_logging
+
+    from trainlab.engine.chat import ChatSettings, chat_source, compare_plan, load_chat_model, resolve_chat_device
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     apply_sets(args)
-    folder = model_folder(args.model_dir)
     if args.max_new_tokens < 1:
         raise UsageError("--max-new-tokens must be at least 1")
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    if not getattr(tokenizer, "chat_template", None):
-        raise UsageError(f"the tokenizer in {folder} has no chat template; chat needs a chat model (train one with text-generation)")
-    model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True).to(device).eval()
-    stops = list(_run_info(folder).get("stop_token_ids") or [])
-    configured = model.generation_config.eos_token_id
-    for token in configured if isinstance(configured, list) else [configured]:
-        if token is not None and token not in stops:
-            stops.append(token)
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in stops:
-        stops.append(tokenizer.eos_token_id)
-    sampling = {"do_sample": True, "temperature": args.temperature, "top_p": args.top_p} if args.temperature > 0 else {"do_sample": False}
-    history: list[dict[str, str]] = [{"role": "system", "content": args.system}] if args.system else []
+    sources = [chat_source(args.model_dir)]
+    if args.compare:
+        sources.append(chat_source(args.compare))
+    device = resolve_chat_device(args.device)
+    settings = ChatSettings(system=args.system, temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens)
+    labels = _labels(sources)
+    together = True
+    if len(sources) == 2:
+        plan = compare_plan(sources[0], sources[1], device)
+        together = plan.together
+        out.note(f"comparing {labels[0]} ({sources[0].describe()}) with {labels[1]} ({sources[1].describe()}): {plan.line()}")
+    loaded = [load_chat_model(s, args.device) for s in sources] if together else []
+    histories: list[list[dict[str, str]]] = [[] for _ in sources]
     interactive = sys.stdin.isatty()
-    out.note(f"chatting with {folder} on {device} (/reset starts again, /exit or an empty line ends)")
+    what = " and ".join(s.describe() for s in sources)
+    out.note(f"chatting with {what} on {device} (/reset starts again, /exit or an empty line ends)")
     turns = 0
     while True:
         if interactive:
@@ -109,37 +102,32 @@ def cmd_chat(args: argparse.Namespace, out: Output) -> int:
         if not line or not line.strip() or line.strip() == "/exit":
             break
         if line.strip() == "/reset":
-            history = history[:1] if args.system else []
+            histories = [[] for _ in sources]
             continue
-        history.append({"role": "user", "content": line.strip()})
-        ids = tokenizer.apply_chat_template(history, add_generation_prompt=True, return_tensors="pt", return_dict=True)
-        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
-        kwargs = dict(
-            input_ids=ids["input_ids"].to(device),
-            attention_mask=ids["attention_mask"].to(device),
-            max_new_tokens=args.max_new_tokens,
-            eos_token_id=stops,
-            pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0],
-            streamer=streamer,
-            **sampling,
-        )
-        worker = threading.Thread(target=_generate, args=(model, kwargs), daemon=True)
-        worker.start()
-        print("assistant> ", end="", flush=True)
-        answer = []
-        for piece in streamer:
-            answer.append(piece)
-            print(piece, end="", flush=True)
-        worker.join()
-        print(flush=True)
-        history.append({"role": "assistant", "content": "".join(answer).strip()})
+        for i, source in enumerate(sources):
+            model = loaded[i] if together else load_chat_model(source, args.device)
+            histories[i].append({"role": "user", "content": line.strip()})
+            print("assistant> " if len(sources) == 1 else f"{labels[i]}> ", end="", flush=True)
+            answer = []
+            try:
+                for piece in model.stream(settings.messages(histories[i]), settings):
+                    answer.append(piece)
+                    print(piece, end="", flush=True)
+            finally:
+                if not together:
+                    model.close()
+            print(flush=True)
+            histories[i].append({"role": "assistant", "content": "".join(answer).strip()})
         turns += 1
-    out.result({"model_dir": str(folder), "turns": turns})
+    result: dict[str, Any] = {"model_dir": str(sources[0].folder), "turns": turns}
+    if len(sources) == 2:
+        result.update(compare_dir=str(sources[1].folder), together=together)
+    out.result(result)
     return EXIT_OK
 
 
-def _generate(model: Any, kwargs: dict[str, Any]) -> None:
-    import torch
-
-    with torch.no_grad():
-        model.generate(**kwargs)
+def _labels(sources: list[Any]) -> list[str]:
+    labels = [s.label for s in sources]
+    if len(labels) == 2 and labels[0] == labels[1]:
+        labels = [f"{labels[0]} (1)", f"{labels[1]} (2)"]
+    return labels

@@ -38,7 +38,7 @@ from trainlab_plugins.textgen import TINY_CHAT
 from trainlab_plugins.textgen import data as chat_data
 from trainlab_plugins.textgen import memory as sft_memory
 from trainlab_plugins.textgen import templates
-from trainlab_plugins.textgen.generate import GeneratedText, generate_answers
+from trainlab_plugins.textgen.generate import ChatPredictor, GeneratedText, generate_answers
 from trainlab_plugins.textgen.metrics import GenerationMetrics
 from trainlab_plugins.textgen.model import IGNORE, SFTModel, base_lm
 
@@ -570,18 +570,22 @@ class TextGenerationTask(Task):
             raise UsageError(f"{model_dir} holds no merged model (QLoRA keeps adapters only); merge it first or load adapter/ with PEFT")
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
         lm = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True).to(device).eval()
-        stops = tuple(info.get("stop_token_ids") or [tokenizer.eos_token_id])
-        max_new = int(self.params.get("max_new_tokens") or 256)
-        temperature = float(self.params.get("temperature") or 0.0)
-        top_p = float(self.params.get("top_p") or 1.0)
-        limit = int(info.get("max_length") or self.max_length)
-
-        def predict(inputs: list[Any], top_k: int = 1) -> list[Any]:
-            conversations = [_as_messages(x) for x in inputs]
-            answers = generate_answers(lm, tokenizer, conversations, stops, max_new_tokens=max_new, max_length=limit, temperature=temperature, top_p=top_p)
-            return list(answers)
-
-        return predict
+        stops = list(info.get("stop_token_ids") or [])
+        # a model folder TrainLab did not write: the stop tokens its generation config names, and EOS
+        configured = lm.generation_config.eos_token_id
+        for token in [*(configured if isinstance(configured, list) else [configured]), tokenizer.eos_token_id]:
+            if token is not None and token not in stops:
+                stops.append(token)
+        return ChatPredictor(
+            lm,
+            tokenizer,
+            stops,
+            max_new_tokens=int(self.params.get("max_new_tokens") or 256),
+            max_length=int(info.get("max_length") or self.max_length),
+            temperature=float(self.params.get("temperature") or 0.0),
+            top_p=float(self.params.get("top_p") or 1.0),
+            as_messages=_as_messages,
+        )
 
     def expand_inputs(self, inputs: Iterable[str]) -> list[Any]:
         """Prompts from the command line: strings, or files of records (JSONL/JSON/CSV/TSV; .txt a prompt per line)."""
