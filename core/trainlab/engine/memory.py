@@ -19,6 +19,12 @@ Three parts, each measured where it can be and computed where it must be:
   in use that the allocator does not own), or on a CPU the process's
   resident memory before the model is built.
 
+Under ``sharding=fsdp`` the estimate is per process: the weights, gradients
+and optimizer state divided by the number of processes, plus the weights
+gathered at once (``sharded_static``); with ``fsdp_offload`` those slices
+are in CPU memory and only the gathered weights count on the GPU.  The
+activations are not split.
+
 The total is for the run's micro-batch; ``micro_batch_size=auto`` picks the
 largest that leaves ``HEADROOM`` of the device free.
 """
@@ -35,6 +41,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from trainlab.api.errors import UsageError
+from trainlab.engine import distributed
+from trainlab.engine.strategy.fsdp import transformer_blocks
 from trainlab.system import paths
 from trainlab.system.fileio import atomic_write_json
 
@@ -101,6 +109,23 @@ def static_bytes(model: Any, optimizer: str = "adamw") -> StaticBytes:
     else:
         states = 2 * gradients + 4 * len(trainable)  # exp_avg, exp_avg_sq, a float32 step
     return StaticBytes(weights, gradients, states, sum(p.numel() for p in params), sum(p.numel() for p in trainable))
+
+
+def sharded_static(static: StaticBytes, model: Any, shards: int, *, offload: bool = False) -> StaticBytes:
+    """What one of ``shards`` processes holds under ``sharding=fsdp``: a 1/shards slice of the
+    weights, gradients and optimizer state, plus the weights gathered at once (the model's own
+    outside its blocks, and two blocks: the one computing and the next, prefetched).  With
+    ``offload`` the slices live in CPU memory: on the device only the gathered weights."""
+    blocks = transformer_blocks(model)
+    in_blocks = {id(p) for block in blocks for p in block.parameters()}
+    own = sum(p.numel() * p.element_size() for p in _unique_tensors(model.parameters()) if id(p) not in in_blocks)
+    largest = max((sum(p.numel() * p.element_size() for p in block.parameters()) for block in blocks), default=0)
+    gathered = own + 2 * largest
+    if offload:
+        return StaticBytes(gathered, 0, 0, static.parameters, static.trainable)
+    return StaticBytes(
+        -(-static.weights // shards) + gathered, -(-static.gradients // shards), -(-static.optimizer // shards), static.parameters, static.trainable
+    )
 
 
 def meta_model(task: Any, ctx: Any) -> Any:
@@ -213,6 +238,8 @@ class MemoryEstimate:
     parameters: int
     trainable: int
     probe: dict[str, Any] = field(default_factory=dict)
+    shards: int = 1  # sharding=fsdp: weights, gradients and optimizer state are per process, split this many ways
+    offload: bool = False  # fsdp_offload: the shards and optimizer state are in CPU memory, not the GPU's
 
     @property
     def total(self) -> int:
@@ -225,7 +252,8 @@ class MemoryEstimate:
     def summary_line(self) -> str:
         """What the window shows next to Start: "needs about 14 GB of your 24 GB"."""
         where = "GPU memory" if self.kind == "gpu" else "free RAM"
-        return f"needs about {_gb(self.total)} of your {_gb(self.capacity)} {where}"
+        sharded = f" per process (weights, gradients and optimizer state split {self.shards} ways{', in CPU memory' if self.offload else ''})" if self.shards > 1 else ""
+        return f"needs about {_gb(self.total)} of your {_gb(self.capacity)} {where}{sharded}"
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -288,6 +316,10 @@ def estimate_memory(plan: Any, *, micro_batch: int | None = None, use_cache: boo
     """The memory ``plan``'s run needs at ``micro_batch`` (default: the plan's own)."""
     model = meta_model(plan.task, plan.ctx)
     static = static_bytes(model, plan.engine.optimizer)
+    shards = distributed.world_size() if plan.engine.sharding == "fsdp" else 1
+    offload = shards > 1 and plan.engine.fsdp_offload
+    if shards > 1:
+        static = sharded_static(static, model, shards, offload=offload)
     del model
     probe = run_probe(plan, use_cache=use_cache)
     fit = ActivationFit(
@@ -313,6 +345,8 @@ def estimate_memory(plan: Any, *, micro_batch: int | None = None, use_cache: boo
         parameters=static.parameters,
         trainable=static.trainable,
         probe={"method": fit.method, "measured": {str(k): v for k, v in fit.measured.items()}, "cached": bool(probe.get("cached"))},
+        shards=shards,
+        offload=offload,
     )
 
 

@@ -106,10 +106,12 @@ def _rank(rank: int, port: int, folder: str, queue) -> None:
     path = os.path.join(folder, "last.safetensors")
     sharded.save_checkpoint(path, model, {"kind": "last"}, optimizer=optimizer)
     # an evaluation with the weights gathered: the ranks run different numbers of forwards, no collective among them
-    sharded.before_evaluation(model)
-    with torch.no_grad():
+    evaluated = sharded.evaluation_model(model)
+    with torch.inference_mode():
         for _ in range(1 + rank):
-            model(data[0][:4])
+            evaluated(data[0][:4])
+    results["evaluated plain"] = all(type(p).__name__ == "Parameter" for p in evaluated.parameters())
+    [p.detach().numpy() for p in evaluated.parameters()]  # a task may read the weights as NumPy arrays
     _, _, rest = _train_continue(sharded, model, optimizer, data)
     results["fsdp"] = first + rest
     final = sharded.final_model(model)
@@ -146,7 +148,7 @@ def test_fsdp_on_two_ranks_follows_ddp_and_resumes_from_its_safetensors_checkpoi
         assert mine["fsdp"][-1] < mine["fsdp"][0]  # it learns
         # resumed from the checkpoint into other initial weights: the same steps, bit for bit
         assert mine["resumed"] == mine["fsdp"][SAVED_AT:]
-        assert mine["final plain"]
+        assert mine["final plain"] and mine["evaluated plain"]
         assert mine["files"] == ["last.safetensors"]  # rank 0 wrote one file; no pickled metadata beside it
     assert got[0]["final logits"] == got[1]["final logits"]  # every rank holds the whole trained model
     # the engine's checkpoint format: whole tensors under the model's own names, the optimizer numbered
@@ -190,3 +192,19 @@ def test_the_sharding_parameter_is_validated():
     assert resolve(spec, ENGINE_PARAMS).engine.sharding == "none"
     with pytest.raises(UsageError, match="sharding"):
         resolve(spec, ENGINE_PARAMS, explicit={"sharding": "zero3"})
+
+
+def test_the_memory_estimate_splits_weights_gradients_and_optimizer_state_under_fsdp():
+    from trainlab.engine.memory import MemoryEstimate, sharded_static, static_bytes
+
+    model = _decoder(0)
+    whole = static_bytes(model)
+    half = sharded_static(whole, model, 2)
+    block = sum(p.numel() * 4 for p in model.layers[0].parameters())
+    own = sum(p.numel() * 4 for p in (*model.embed.parameters(), *model.head.parameters()))  # outside the blocks: gathered all step
+    assert half.gradients == -(-whole.gradients // 2) and half.optimizer == -(-whole.optimizer // 2)
+    assert half.weights == -(-whole.weights // 2) + own + 2 * block  # the block computing and the next one, gathered
+    offloaded = sharded_static(whole, model, 2, offload=True)
+    assert (offloaded.weights, offloaded.gradients, offloaded.optimizer) == (own + 2 * block, 0, 0)
+    estimate = MemoryEstimate("cuda:0", "gpu", 24 << 30, half.weights, half.gradients, half.optimizer, 0, 0, 1, 8, 0.0, 0.0, 1, 1, shards=2)
+    assert "per process (weights, gradients and optimizer state split 2 ways)" in estimate.summary_line()

@@ -99,6 +99,10 @@ class Strategy:
     def before_evaluation(self, model: Any) -> None:
         """Make what an evaluation reads of ``model`` the same in every process."""
 
+    def evaluation_model(self, model: Any) -> Any:
+        """The module an evaluation runs (collective in a group that shards the model: the whole weights gathered)."""
+        return model
+
     def eval_batches(self, order: list[list[int]]) -> list[list[int]]:
         """This process's share of an evaluation's batches."""
         return order

@@ -21,10 +21,12 @@ evaluation merging this keeps):
   sharded, the point of sharding), and an out-of-memory cannot be waited out
   by one rank as DDP does; it fails the run, with what to change.
 * clipping: the gradients are DTensors; their norm is the whole model's.
-* evaluation: the weights are gathered once before it (every rank holds the
-  whole model while it scores its share of the batches, with no collective
-  per batch, since the ranks hold different numbers of batches) and sharded
-  again at the next step or checkpoint.
+* evaluation (``evaluation_model``): the full weights gathered once into a
+  plain copy of the model (made before sharding, its weights on the meta
+  device otherwise), which scores this rank's share of the batches with no
+  collective per batch (the ranks hold different numbers of batches); its
+  weights go back to the meta device at the next step or checkpoint.  Every
+  rank holds the whole weights while it evaluates, as under DDP.
 * checkpoints: the full weights and optimizer state gathered to rank 0's CPU
   (``torch.distributed.checkpoint.state_dict``, ``full_state_dict``) and
   written in the engine's one safetensors file, the optimizer's state
@@ -32,9 +34,8 @@ evaluation merging this keeps):
   a one-process or DDP run writes, so a run resumes under any strategy.  On
   resume rank 0 reads it and the ranks take their shards of what it
   broadcasts (``broadcast_from_rank0``).
-* ``final_model``: after training, the full weights on every rank in a plain
-  copy of the model (made before sharding, its weights on the meta device
-  until then): the final evaluation, the best weights and the export use it.
+* ``final_model``: after training, that plain copy with the full weights on
+  every rank: the final evaluation, the best weights and the export use it.
 """
 
 from __future__ import annotations
@@ -109,8 +110,7 @@ class FullySharded(DataParallel):
         self.offload = offload
         self._model: Any = None
         self._shell: Any = None  # the plain copy final_model fills in
-        self._sharded: list[Any] = []  # every fully_shard'ed module, root last
-        self._gathered = False  # the weights are gathered for an evaluation
+        self._filled = False  # the plain copy holds the full weights (evaluation_model)
 
     # -- the model -------------------------------------------------------------------
     def setup_model(self, model: Any) -> Any:
@@ -132,7 +132,6 @@ class FullySharded(DataParallel):
         for block in blocks:
             fully_shard(block, mesh=mesh, mp_policy=mixed, offload_policy=offload)
         fully_shard(model, mesh=mesh, mp_policy=mixed, offload_policy=offload)
-        self._sharded = [*blocks, model]
         self._model = model
         self.blocks = len(blocks)
         return model
@@ -141,36 +140,50 @@ class FullySharded(DataParallel):
         """Every rank's plain copy of the model, holding the full trained weights (collective)."""
         if model is not self._model:
             return model
+        shell = self.evaluation_model(model)
+        self._shell, self._filled = None, False
+        return shell
+
+    def evaluation_model(self, model: Any) -> Any:
+        """The plain copy of the model with the full weights gathered into it, on every rank
+        (collective); emptied again at the next step or checkpoint."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        self._reshard()
-        full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
-        device = self._device()
-        shell = self._shell
-        shell.load_state_dict({k: v.to(device) for k, v in full.items()}, assign=True)
-        if hasattr(shell, "tie_weights"):  # assign=True loaded tied weights as two tensors
-            shell.tie_weights()
-        shell.train(model.training)
-        self._shell = None
-        return shell
+        if model is not self._model:
+            return model
+        if not self._filled:
+            full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+            device = self._device()
+            self._shell.load_state_dict({k: v.to(device) for k, v in full.items()}, assign=True)
+            if hasattr(self._shell, "tie_weights"):  # assign=True loaded tied weights as two tensors
+                self._shell.tie_weights()
+            self._filled = True
+        self._shell.train(model.training)
+        return self._shell
 
     def _device(self) -> Any:
         import torch
 
         return torch.device(self.group.device)
 
-    def _reshard(self) -> None:
-        """Free the gathered weights (after an evaluation); every module back to resharding after its forward."""
-        if not self._gathered:
+    def _empty_shell(self) -> None:
+        """The plain copy's weights back to the meta device (after an evaluation)."""
+        import torch
+
+        if not self._filled:
             return
-        for module in self._sharded:
-            module.reshard()
-            module.set_reshard_after_forward(True)
-        self._gathered = False
+        meta: dict[int, Any] = {}
+        for module in self._shell.modules():
+            for name, param in list(module._parameters.items()):
+                if param is not None:
+                    if id(param) not in meta:
+                        meta[id(param)] = torch.nn.Parameter(torch.empty_like(param, device="meta"), requires_grad=param.requires_grad)
+                    module._parameters[name] = meta[id(param)]
+        self._filled = False
 
     # -- one step --------------------------------------------------------------------
     def begin_step(self, train_model: Any) -> None:
-        self._reshard()
+        self._empty_shell()
 
     def no_sync(self, train_model: Any, last: bool) -> Any:
         return nullcontext()  # every micro-batch reduce-scatters: the gradients stay sharded
@@ -196,17 +209,6 @@ class FullySharded(DataParallel):
     def step_out_of_memory(self, synced: bool, stand_in: Any) -> list[int]:
         return []  # every piece ran (an out-of-memory failed the run above)
 
-    # -- evaluation ------------------------------------------------------------------
-    def before_evaluation(self, model: Any) -> None:
-        """Gather the whole weights on every rank (collective), kept until the next step or checkpoint."""
-        if model is not self._model or self._gathered:
-            return
-        for module in self._sharded:
-            module.set_reshard_after_forward(False)
-        for module in self._sharded:
-            module.unshard()
-        self._gathered = True
-
     # -- checkpoints -----------------------------------------------------------------
     def save_checkpoint(self, path: Any, model: Any, meta: dict[str, Any], **training_state: Any) -> None:
         """The full state gathered to rank 0's CPU (collective); rank 0 writes the engine's checkpoint file."""
@@ -215,7 +217,7 @@ class FullySharded(DataParallel):
         if model is not self._model:
             super().save_checkpoint(path, model, meta, **training_state)
             return
-        self._reshard()
+        self._empty_shell()
         options = StateDictOptions(full_state_dict=True, cpu_offload=True)
         weights = get_model_state_dict(model, options=options)
         full = training_state.get("full", True)
@@ -242,7 +244,7 @@ class FullySharded(DataParallel):
         if model is not self._model:
             super().load_weights(model, tensors, plain)
             return
-        self._reshard()
+        self._empty_shell()
         state = model_state(tensors, plain) if self.is_main else {}
         set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
 
