@@ -58,7 +58,9 @@ def cmd_queue(args: Any, out: Any) -> int:
             store, task=args.task, data=args.data, params=params_from(args), out=args.out, resume=args.resume, gpus=args.gpus
         )
         started = _start(args, out)
-        out.say(f"queued {entry.id}: {entry.task} on {entry.request['data']} ({_gpus_text(entry.gpus)})")
+        machine = _machine_gpus()
+        where = _gpus_text(entry.gpus, machine) if machine or not entry.gpus else "the CPU: no GPU on this machine"
+        out.say(f"queued {entry.id}: {entry.task} on {entry.request['data']} ({where})")
         out.result({"entry": entry.to_json(), "scheduler_started": started})
         return EXIT_OK
     if action == "move":
@@ -120,8 +122,9 @@ def _run(out: Any) -> int:
 def _list(store: Any, out: Any) -> int:
     from trainlab.scheduling.scheduler import scheduler_holder
     entries = store.entries()  # in line order, a sweep's trials under it
+    machine = _machine_gpus() if entries else 0
     for entry in entries:
-        out.say(_line(entry))
+        out.say(_line(entry, machine))
     if not entries:
         out.say("the queue is empty")
     holder = scheduler_holder()
@@ -133,7 +136,7 @@ def _list(store: Any, out: Any) -> int:
     return EXIT_OK
 
 
-def _line(entry: Any) -> str:
+def _line(entry: Any, machine_gpus: int) -> str:
     if entry.kind == "sweep":
         what = f"sweep {entry.study} ({entry.request.get('trials')} trials of {entry.task})"
     elif entry.kind == "trial":
@@ -146,9 +149,16 @@ def _line(entry: Any) -> str:
     tail = entry.run_dir or ""
     if entry.reason and entry.state != EntryState.RUNNING:
         tail = f"{entry.reason}  {tail}".strip()
-    return f"{entry.id:>4}  {state:<18} {what:<40} {_gpus_text(entry.gpus):<7} {where:<14} {when:<11} {tail}"
+    return f"{entry.id:>4}  {state:<18} {what:<40} {_gpus_text(entry.gpus, machine_gpus):<7} {where:<14} {when:<11} {tail}"
 
 
-def _gpus_text(gpus: int) -> str:
-    return "cpu" if gpus == 0 else f"{gpus} GPU" + ("s" if gpus > 1 else "")
+def _gpus_text(gpus: int, machine_gpus: int) -> str:
+    """What an entry runs on: its GPU count, or ``cpu`` (asked, or on a machine without a GPU, where the scheduler runs it there)."""
+    return "cpu" if gpus == 0 or not machine_gpus else f"{gpus} GPU" + ("s" if gpus > 1 else "")
+
+
+def _machine_gpus() -> int:
+    from trainlab.engine.gpu_leases import read_gpus
+
+    return len(read_gpus()[0])
 

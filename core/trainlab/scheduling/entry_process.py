@@ -37,7 +37,7 @@ from trainlab.scheduling.execution import (
     watch,
 )
 from trainlab.scheduling.queue_store import CANCELLED, DONE, FAILED, PAUSED, TRIAL, QueueEntry, QueueStore, queue_dir
-from trainlab.scheduling.sweep_study import SweepStudy
+from trainlab.scheduling.sweep_study import SweepStudy, monitor_text
 from trainlab.system.locks import FileLock
 from trainlab.system.logs import setup_logging
 
@@ -178,7 +178,7 @@ def settle(store: QueueStore, entry: QueueEntry, token: str, outcome: RunOutcome
 def _best_text(outcome: RunOutcome) -> str:
     best = outcome.best or {}
     if best.get("metric") and best.get("value") is not None:
-        return f"best {best['metric']} {float(best['value']):.4g}"
+        return f"best {monitor_text(outcome.task, str(best['metric']), best['value'])}"  # as `train` and `runs` print it
     return "completed"
 
 

@@ -89,6 +89,25 @@ def test_pause_checkpoints_frees_the_cpu_and_continue_resumes(cli, toy_csv, tmp_
     assert [s["resumed"] for s in starts] == [False, True]
     assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
     assert store.entry(quick).state == "done"
+    best = json.loads((run_dir / "run.json").read_text())["best"]
+    listing = cli("queue", "list", extra_path=[FIXTURE_PLUGINS]).stdout  # as `train` and `runs` print the metric
+    assert f"best accuracy {best['value']:.1%}" in listing and f"{best['value']:.4g}  " not in listing
+
+
+def test_a_machine_without_a_gpu_is_said_to_run_the_queue_on_the_cpu(cli, toy_csv, tmp_path):
+    fake = tmp_path / "no_gpu"
+    fake.mkdir()  # an NVML that finds no GPU, whatever this machine has
+    (fake / "pynvml.py").write_text(
+        "class NVMLError(Exception):\n    value = 0\n"
+        "def nvmlInit():\n    pass\n"
+        "def nvmlShutdown():\n    pass\n"
+        "def nvmlDeviceGetCount():\n    return 0\n"
+    )
+    added = cli("queue", "add", "toy-classification", "--data", toy_csv, "--no-start", extra_path=[fake, FIXTURE_PLUGINS])
+    assert added.returncode == 0, added.stderr
+    assert "(the CPU: no GPU on this machine)" in added.stdout and "GPU)" not in added.stdout
+    row = next(line for line in cli("queue", "list", extra_path=[fake, FIXTURE_PLUGINS]).stdout.splitlines() if "toy-classification" in line)
+    assert " cpu " in row and "GPU" not in row, row
 
 
 def _checkpoint(store: QueueStore, entry_id: int) -> Path | None:
