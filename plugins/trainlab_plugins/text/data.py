@@ -3,6 +3,11 @@
 No torch here.  Every problem that makes the data unusable is a
 ``DataError`` naming the file and line (and for a missing column, the columns
 that exist); rows with empty text or no label are skipped and counted.
+
+Every format has the same bound: a text (or any cell) longer than
+``MAX_FIELD_CHARS`` is a ``DataError`` naming the file and line, as the CSV
+reader's own field limit is, so no single row can make tokenising (or
+anything after) take more memory than the plan shows.
 """
 
 from __future__ import annotations
@@ -24,6 +29,12 @@ SPLIT_NAMES = ("train", "val", "test")
 # Other names people give the validation file; `val` wins when both exist.
 VAL_ALIASES = ("validation", "valid", "dev")
 MAX_SKIPPED_EXAMPLES = 20
+# The csv module's default field limit, which every reader here applies: far
+# beyond any max_length a text model reads, and a row of that size costs little.
+MAX_FIELD_CHARS = 131_072
+# A JSON line holding two fields at the limit, every character escaped
+# (``\uXXXX`` pairs), fits in this; a longer one is refused before it is parsed.
+MAX_JSON_LINE_CHARS = 16 * MAX_FIELD_CHARS
 CLASS_LABEL = ClassLabel()
 
 
@@ -186,10 +197,27 @@ def _csv_error(path: Path, reader: Any, exc: csv.Error, start: int, row: int) ->
     return DataError(f"{path}: line {reader.line_num}: malformed {path.suffix[1:].upper()} ({exc})")
 
 
+def _too_long(path: Path, line: int, what: str, limit: int, reader: str = "JSONL") -> DataError:
+    return DataError(
+        f"{path}: line {line}: {what} longer than {limit:,} characters, the {reader} reader's limit; "
+        "split that text or remove the row"
+    )
+
+
 def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     """(line number, decoded value) of each non-blank line of a JSON-lines text."""
-    # split on "\n" only: a JSON string may hold U+2028, which splitlines breaks at
-    for line, raw in enumerate(text.split("\n"), start=1):
+    # split on "\n" only: a JSON string may hold U+2028, which splitlines breaks at;
+    # found one at a time, so no list of every line is built beside the text
+    line, start = 0, 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        line += 1
+        if end - start > MAX_JSON_LINE_CHARS:
+            raise _too_long(path, line, "a line", MAX_JSON_LINE_CHARS)
+        raw = text[start:end]
+        start = end + 1
         if not raw.strip():
             continue
         try:
@@ -197,6 +225,19 @@ def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
         except ValueError as exc:
             raise DataError(f"{path}: line {line}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
         yield line, value
+
+
+def _bounded(value: Any, path: Path, line: int, name: str) -> Any:
+    """``value`` as read, or DataError when it is (or, as JSON, holds) a text over ``MAX_FIELD_CHARS``."""
+    if isinstance(value, str):
+        size = len(value)
+    elif isinstance(value, (list, dict)):
+        size = len(json.dumps(value, ensure_ascii=False))
+    else:
+        return value
+    if size > MAX_FIELD_CHARS:
+        raise _too_long(path, line, f"field {name!r}", MAX_FIELD_CHARS)
+    return value
 
 
 def _jsonl_rows(path: Path, text: str, columns: Columns) -> Iterator[tuple[int, Any, Any, Any]]:
@@ -209,7 +250,12 @@ def _jsonl_rows(path: Path, text: str, columns: Columns) -> Iterator[tuple[int, 
             for kind, name in (("text", columns.text), ("label", columns.label), ("pair", columns.pair)):
                 if name and name not in record:
                     raise _missing_column(path, kind, name, seen_keys)
-        yield line, record.get(columns.text), record.get(columns.label), record.get(columns.pair) if columns.pair else None
+        yield (
+            line,
+            _bounded(record.get(columns.text), path, line, columns.text),
+            _bounded(record.get(columns.label), path, line, columns.label),
+            _bounded(record.get(columns.pair), path, line, columns.pair) if columns.pair else None,
+        )
     if seen_keys is None:
         raise DataError(f"{path}: the file is empty")
 
@@ -372,22 +418,32 @@ def read_texts(path: Path, columns: Columns) -> list[str]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".txt":
-        return [line.rstrip("\r") for line in decode(path).split("\n") if line.strip()]
+        texts = []
+        for number, line in enumerate(decode(path).split("\n"), start=1):
+            if len(line) > MAX_FIELD_CHARS:
+                raise _too_long(path, number, "a line", MAX_FIELD_CHARS, "text file")
+            if line.strip():
+                texts.append(line.rstrip("\r"))
+        return texts
     if suffix not in SUFFIXES:
         raise DataError(f"{path}: unsupported file type {path.suffix}; use .txt, .csv, .tsv or .jsonl")
     text = decode(path)
     texts: list[str] = []
     if suffix == ".jsonl":
-        records = [record for _, record in _json_records(path, text)]
+        records = list(_json_records(path, text))
         if not records:
             raise DataError(f"{path}: the file is empty")
+        first = records[0][1]
         key = columns.text
-        if key not in records[0]:
-            if len(records[0]) != 1:
-                raise _missing_column(path, "text", key, list(records[0]))
-            key = next(iter(records[0]))
-        pair = columns.pair if columns.pair and columns.pair in records[0] else ""
-        texts = [_joined(rec.get(key), rec.get(pair) if pair else None) for rec in records]
+        if key not in first:
+            if len(first) != 1:
+                raise _missing_column(path, "text", key, list(first))
+            key = next(iter(first))
+        pair = columns.pair if columns.pair and columns.pair in first else ""
+        texts = [
+            _joined(_bounded(rec.get(key), path, line, key), _bounded(rec.get(pair), path, line, pair) if pair else None)
+            for line, rec in records
+        ]
         return [t for t in texts if t.strip()]
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if suffix == ".tsv" else ",", strict=True)
     start, rows = 1, 0  # where the row being read begins, and its number

@@ -5,6 +5,18 @@ once over a split (in chunks, in Rust), and the ids live in one flat int32
 array with offsets, so a dataset item is a slice and the dataset pickles
 cheaply into loader workers.  Lengths before truncation are kept for the
 summary (length statistics, how many texts ``max_length`` cuts).
+
+Only a bounded prefix of each text is tokenised: ``PREFIX_CHARS_PER_TOKEN``
+characters per ``max_length`` token.  Past a margin, characters beyond the
+prefix cannot change the first ``max_length`` tokens (a tokenizer reads a
+text word by word, and the words the cut touches lie past the kept tokens),
+so the ids are those of the whole text, and tokenising costs memory in
+proportion to ``max_length``, never to the longest text.  A text whose
+prefix yields too few tokens to be sure (long runs of spaces, a giant
+unknown word) is tokenised again with a longer prefix.  A cut text's
+length counts the tokens of its prefix: more than ``max_length``, which is
+what the truncation count needs, and a floor of its true length (the
+statistics' maximum is one).
 """
 
 from __future__ import annotations
@@ -19,6 +31,11 @@ import numpy as np
 from trainlab_plugins.text.data import TextSplit
 
 CHUNK = 2048  # texts per tokenizer call: bounds the memory of the Python lists
+CHUNK_CHARS = 1 << 20  # and characters per call
+PREFIX_CHARS_PER_TOKEN = 16  # characters of a text tokenised per max_length token
+# tokens past max_length a cut text's prefix must yield: the word the cut
+# splits (and a pre-tokeniser's view of the characters around it) lies beyond them
+CUT_MARGIN_TOKENS = 128
 
 
 @dataclass
@@ -29,7 +46,7 @@ class EncodedSplit:
     offsets: np.ndarray  # int64, n + 1
     type_ids: np.ndarray | None  # int8, flat; only for text pairs
     labels: np.ndarray  # the targets: int64 class ids [n], float32 values [n] or multi-hot rows [n, labels]
-    full_lengths: np.ndarray  # int32, n: tokens before truncation
+    full_lengths: np.ndarray  # int32, n: tokens before truncation (of a bounded prefix: see the module's notes)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -68,28 +85,74 @@ def _encode(tokenizer: Any, texts: Sequence[str], pairs: Sequence[str] | None, t
     )
 
 
+def prefix_chars(max_length: int) -> int:
+    """How many characters of a text (and of its pair) are tokenised for ``max_length`` tokens."""
+    return PREFIX_CHARS_PER_TOKEN * (max_length + CUT_MARGIN_TOKENS)
+
+
+def _chunks(split: TextSplit, limit: int) -> Iterator[range]:
+    """Row ranges of at most ``CHUNK`` texts and about ``CHUNK_CHARS`` characters (each text counted to ``limit``)."""
+    start, chars = 0, 0
+    for i, text in enumerate(split.texts):
+        size = min(len(text), limit) + (min(len(split.pairs[i]), limit) if split.pairs is not None else 0)
+        if i > start and (i - start >= CHUNK or chars + size > CHUNK_CHARS):
+            yield range(start, i)
+            start, chars = i, 0
+        chars += size
+    if start < len(split.texts):
+        yield range(start, len(split.texts))
+
+
+def _count(tokenizer: Any, text: str, pair: str | None, max_length: int, limit: int, with_types: bool) -> tuple[dict, int, str, str | None]:
+    """One cut row tokenised again with a longer prefix until its count is sure (or the whole row is read)."""
+    while True:
+        limit *= 4
+        first = text[:limit]
+        second = None if pair is None else pair[:limit]
+        enc = _encode(tokenizer, [first], None if second is None else [second], with_types, truncation=False)
+        whole = len(first) == len(text) and (pair is None or len(second) == len(pair))
+        if whole or len(enc["input_ids"][0]) > max_length + CUT_MARGIN_TOKENS:
+            return enc, len(enc["input_ids"][0]), first, second
+
+
 def encode_split(tokenizer: Any, split: TextSplit, targets: np.ndarray, max_length: int, use_type_ids: bool) -> EncodedSplit:
     """Tokenise a split once; texts longer than ``max_length`` are truncated.
 
     ``targets``: one row per text, in the task family's form (kept as given).
+    Each text is read to ``prefix_chars(max_length)`` characters (more when
+    that prefix is not enough to be sure of the truncated ids).
     """
     with_types = use_type_ids and split.pairs is not None
+    limit = prefix_chars(max_length)
     ids: list[np.ndarray] = []
     types: list[np.ndarray] = []
     full_lengths: list[int] = []
     with _quiet_length_warning():
-        for start in range(0, len(split), CHUNK):
-            texts = split.texts[start : start + CHUNK]
-            pairs = None if split.pairs is None else split.pairs[start : start + CHUNK]
+        for rows_range in _chunks(split, limit):
+            texts = [text[:limit] for text in split.texts[rows_range.start : rows_range.stop]]
+            whole_texts = split.texts[rows_range.start : rows_range.stop]
+            pairs = None if split.pairs is None else [pair[:limit] for pair in split.pairs[rows_range.start : rows_range.stop]]
+            whole_pairs = None if split.pairs is None else split.pairs[rows_range.start : rows_range.stop]
             enc = _encode(tokenizer, texts, pairs, with_types, truncation=False)
             rows = enc["input_ids"]
             row_types = enc["token_type_ids"] if with_types else None
+            for i, row in enumerate(rows):
+                cut = len(texts[i]) < len(whole_texts[i]) or (pairs is not None and len(pairs[i]) < len(whole_pairs[i]))
+                if cut and len(row) <= max_length + CUT_MARGIN_TOKENS:
+                    again, _, texts[i], second = _count(
+                        tokenizer, whole_texts[i], None if whole_pairs is None else whole_pairs[i], max_length, limit, with_types
+                    )
+                    if pairs is not None:
+                        pairs[i] = second
+                    rows[i] = again["input_ids"][0]
+                    if row_types is not None:
+                        row_types[i] = again["token_type_ids"][0]
             long = [i for i, row in enumerate(rows) if len(row) > max_length]
             full_lengths += [len(row) for row in rows]
             if long:
                 # only the long ones go through the tokenizer's own truncation
                 # (it knows the model's special-token template and pair rules)
-                cut = _encode(
+                cut_enc = _encode(
                     tokenizer,
                     [texts[i] for i in long],
                     None if pairs is None else [pairs[i] for i in long],
@@ -98,9 +161,9 @@ def encode_split(tokenizer: Any, split: TextSplit, targets: np.ndarray, max_leng
                     max_length=max_length,
                 )
                 for j, i in enumerate(long):
-                    rows[i] = cut["input_ids"][j]
+                    rows[i] = cut_enc["input_ids"][j]
                     if row_types is not None:
-                        row_types[i] = cut["token_type_ids"][j]
+                        row_types[i] = cut_enc["token_type_ids"][j]
             ids += [np.asarray(row, dtype=np.int32) for row in rows]
             if row_types is not None:
                 types += [np.asarray(row, dtype=np.int8) for row in row_types]
