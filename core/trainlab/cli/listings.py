@@ -111,7 +111,9 @@ def cmd_runs(args, out: Output) -> int:
         if condition is None:
             raise UsageError(f"--where {text!r}: expected METRIC<VALUE, METRIC>=VALUE, ... (a number, or a percentage: accuracy>90%)")
         conditions.append(condition)
-    store = RunStore()  # IndexUnavailable (exit 2, one line naming the index) when it cannot be opened
+    # IndexUnavailable (exit 2, one line naming the index) when it cannot be
+    # opened; on a full disk the runs are read from their folders, with a note
+    store = RunStore(read_only_when_full=True)
     runs = [(r, run_metrics(r)) for r in store.list()]
     for note in store.notes:
         out.note(f"trainlab: {note}")

@@ -27,7 +27,7 @@ from trainlab.runfolder.records import RUN_SCHEMA_VERSION, RunFileError, RunReco
 from trainlab.runfolder.status import FAILED, FINISHED, INTERRUPTED_ERROR, RUNNING
 from trainlab.runfolder.tail import MetricsTail
 from trainlab.system import paths
-from trainlab.system.fileio import atomic_write_json, folder_write_problem
+from trainlab.system.fileio import atomic_write_json, disk_full_message, folder_write_problem, free_bytes, is_disk_full
 
 __all__ = ["RUN_SCHEMA_VERSION", "IndexUnavailable", "MetricsWriter", "RunDir", "RunFileError", "RunStore", "new_run_id"]
 NETWORK_FILESYSTEMS = {"nfs", "nfs4", "cifs", "smbfs", "smb3", "sshfs", "fuse.sshfs", "9p", "afs", "ceph", "glusterfs", "lustre"}
@@ -175,6 +175,11 @@ def _on_network_fs(path: Path) -> bool:
         return False
 
 
+# Less free than this and SQLite's "disk I/O error" is the disk being full
+# (the WAL's -shm file alone takes 32 kB).
+_NEARLY_FULL = 1_000_000
+
+
 class IndexUnavailable(UsageError):
     """The run index cannot be opened or read (a read-only or full disk); the message names the file."""
 
@@ -210,12 +215,17 @@ class RunStore:
     COLUMNS = ("id", "run_dir", "name", "task", "status", "started", "finished", "duration", "best_metric", "monitor", "pid", "host", "proc_start", "updated", "error")
     OTHER_FOLDERS = "other-run-folders.txt"
 
-    def __init__(self, db_path: Path | None = None):
+    def __init__(self, db_path: Path | None = None, *, read_only_when_full: bool = False):
         self.db_path = Path(db_path) if db_path else paths.index_path()
         self.runs_folder = self.db_path.parent / "runs"
         self.other_folders_file = self.db_path.parent / self.OTHER_FOLDERS
         self.notes: list[str] = []
         self._other_folders: set[str] | None = None
+        # A listing on a full disk: the runs are read from their folders
+        # (``read_only`` then says so), since the index can be neither opened
+        # nor updated (SQLite's WAL needs its -shm file: "disk I/O error").
+        self.read_only_when_full = read_only_when_full
+        self.read_only = False
         try:
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -224,10 +234,53 @@ class RunStore:
         try:
             self._create()
         except sqlite3.DatabaseError as exc:
+            if not _is_damage(exc) and self._read_only_on_a_full_disk(exc):
+                return
             if not _is_damage(exc):
                 problem = folder_write_problem(self.db_path.parent)  # sqlite says only "unable to open database file"
                 raise IndexUnavailable(self.db_path, _one_line(exc) + (f" ({problem})" if problem else "")) from None
             self._replace_damaged(exc)
+
+    def _read_only_on_a_full_disk(self, exc: BaseException) -> bool:
+        """Whether to list from the folders: a listing, on a disk that is full. Says so in ``notes``."""
+        if not self.read_only_when_full:
+            return False
+        free = free_bytes(self.db_path.parent)
+        if not (is_disk_full(exc) or (free is not None and free < _NEARLY_FULL)):
+            return False
+        if not self.read_only:
+            self.read_only = True
+            self.notes.append(
+                f"the run index {self.db_path} cannot be used ({_one_line(exc)}): "
+                f"{disk_full_message(self.db_path.parent)}; the runs are listed read-only from their folders"
+            )
+        return True
+
+    def _folder_rows(self) -> list[dict[str, Any]]:
+        """The index's rows as the run folders say them (the read-only listing), newest first."""
+        rows: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for folder in self.run_folders():
+            run_dir = RunDir(folder)
+            try:
+                data = run_dir.read()
+                run_id = data.get("id") or run_dir.path.name
+                timings, best = data.get("timings") or {}, data.get("best") or {}
+                if not isinstance(run_id, str) or run_id in seen or not isinstance(timings, dict) or not isinstance(best, dict):
+                    continue
+            except (UsageError, OSError, TypeError, ValueError, AttributeError):
+                continue
+            seen.add(run_id)
+            rows.append(
+                {
+                    "id": run_id, "run_dir": str(run_dir.path), "name": data.get("name") or "", "task": data.get("task"),
+                    "status": data.get("status"), "started": timings.get("started"), "finished": timings.get("finished"),
+                    "duration": timings.get("duration"), "best_metric": best.get("value"), "monitor": best.get("metric"),
+                    "pid": None, "host": None, "proc_start": None, "updated": None, "error": str(data.get("error") or "")[:500],
+                }
+            )  # fmt: skip
+        rows.sort(key=lambda r: r["started"] if isinstance(r["started"], (int, float)) else 0, reverse=True)
+        return rows
 
     def _create(self) -> None:
         with self._connect() as db:
@@ -325,6 +378,8 @@ class RunStore:
 
     def list(self, reconcile: bool = True) -> list[dict[str, Any]]:
         """Every run, newest first; folders the index did not know are added first."""
+        if self.read_only:
+            return self._folder_rows()
         try:
             self.sync_folders()
             if reconcile:
@@ -339,6 +394,8 @@ class RunStore:
             with self._connect() as db:
                 rows = db.execute("SELECT * FROM runs ORDER BY started DESC").fetchall()
         except sqlite3.DatabaseError as exc:
+            if self._read_only_on_a_full_disk(exc):
+                return self._folder_rows()
             raise IndexUnavailable(self.db_path, _one_line(exc)) from None
         return [dict(r) for r in rows]
 

@@ -228,3 +228,31 @@ def test_a_run_killed_after_its_run_json_ended_but_before_the_index_did_keeps_it
     rows = {r["id"]: r for r in store.list()}
     assert rows["r1"]["status"] == "completed" and rows["r1"]["best_metric"] == 0.9
     assert rd.read()["status"] == "completed"
+
+
+def test_a_full_home_lists_the_runs_read_only_from_their_folders(home, monkeypatch, capsys):
+    """On a full disk SQLite cannot even open the index (its WAL needs a -shm file): "disk I/O error"."""
+    import shutil
+    from collections import namedtuple
+
+    from trainlab.cli.commands import main
+
+    home, dirs = home
+    real_usage = shutil.disk_usage
+    usage = namedtuple("usage", "total used free")
+
+    def connect(*args, **kwargs):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9, 0) if str(path).startswith(str(home)) else real_usage(path))
+    assert main(["runs", "--json"]) == 0
+    captured = capsys.readouterr()
+    runs = json.loads(captured.out.strip().splitlines()[-1])["runs"]
+    assert sorted(r["run_dir"] for r in runs) == sorted(dirs)
+    assert {r["status"] for r in runs} == {"completed"} and all(r["best_metric"] is not None for r in runs)
+    note = [line for line in captured.err.splitlines() if "index.sqlite3" in line]
+    assert len(note) == 1, captured.err
+    assert f"the disk holding {home} is full (0 bytes free)" in note[0] and "read-only from their folders" in note[0]
+    with pytest.raises(IndexUnavailable):  # a writer is still told: the index cannot take its run
+        RunStore()
