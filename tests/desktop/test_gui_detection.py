@@ -49,8 +49,23 @@ def test_the_results_page_shows_map_the_per_class_table_curves_and_worst_images(
     assert errors == sorted(errors, reverse=True) and len(errors) == 6  # every validation image, worst first
     qtbot.waitUntil(lambda: view.thumbnails_pending() == 0, timeout=10_000)
     worst.selectRow(0)
-    shown = details.blocks["worst_images"].preview.parts["image"]
+    preview = details.blocks["worst_images"].preview
+    shown = preview.parts["image"]
     assert any(b.role == "true" for b in shown.boxes) and not shown.pixmap().isNull()
+
+    # the slider redraws the predicted boxes from its score; the row keeps them down to 0.05
+    def drawn() -> int:
+        return sum(1 for b in preview.parts["image"].boxes if b.role == "predicted")
+
+    scores = [b.score for b in shown.all_boxes if b.role == "predicted"]
+    assert scores and min(scores) >= 0.05 and preview.threshold_slider.value() == pytest.approx(0.3)
+    assert drawn() == sum(1 for s in scores if s >= 0.3)
+    preview.threshold_slider.slider.setValue(5)
+    assert drawn() == len(scores)
+    preview.threshold_slider.slider.setValue(100)
+    assert drawn() == sum(1 for s in scores if s >= 1.0)
+    worst.selectRow(1)  # the next image keeps the threshold chosen
+    assert preview.threshold_slider.value() == pytest.approx(1.0) and drawn() == 0
 
 
 def test_try_it_draws_the_boxes_found_in_a_dropped_image(qtbot, detection_run):
@@ -72,5 +87,13 @@ def test_try_it_draws_the_boxes_found_in_a_dropped_image(qtbot, detection_run):
     with qtbot.waitSignal(panel.predicted, timeout=120_000):
         panel.dropEvent(event)
     widget = panel.output.hint_widget
-    assert isinstance(widget, BoxedImageView) and widget.boxes and not widget.pixmap().isNull()
+    assert isinstance(widget, BoxedImageView) and widget.all_boxes and not widget.pixmap().isNull()
+    # the run reports every box (score_threshold 0): the slider, at 0.3 first, hides the weaker ones
+    scores = [b.score for b in widget.all_boxes]
+    slider = panel.output.threshold_slider
+    assert len(widget.boxes) == sum(1 for s in scores if s >= 0.3)
+    slider.slider.setValue(0)
+    assert len(widget.boxes) == len(scores)
+    slider.slider.setValue(round(max(scores) * 100))
+    assert len(widget.boxes) == sum(1 for s in scores if s >= slider.value()) < len(scores)
     assert panel.output.shown_summary().split(":")[0].endswith("boxes")  # "100 boxes: circle 0.23, ..."

@@ -9,7 +9,8 @@ them (after its metrics):
 - ``ExampleRows``: the same table sorted the worst first, and below it the
   chosen row in full: its texts side by side, its images large with their
   boxes (true ones solid, predicted ones dashed, each with its label and
-  score) and its series on a plot;
+  score; a score-threshold slider when the predicted boxes have scores) and
+  its series on a plot;
 - ``Series``: its lines on one plot, with a legend;
 - ``Figure``: its picture, or its matrix as a heat map;
 - a detail naming a ``view``: the widget another package registered under
@@ -26,16 +27,18 @@ import math
 import os
 from typing import Any, Iterable, Sequence
 
-from PySide6.QtCore import QCoreApplication, QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QCoreApplication, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QIcon, QImage, QImageReader, QPainter, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QPlainTextEdit,
     QScrollArea,
     QSizePolicy,
+    QSlider,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -53,6 +56,7 @@ PREVIEW = 360  # the chosen row's images
 TABLE_ROWS_SHOWN = 12  # a table taller than this scrolls
 TRUE_BOX = QColor("#1f9d55")
 PREDICTED_BOX = QColor("#e07b00")
+SCORE_THRESHOLD = 0.3  # predicted boxes are drawn from this score until a slider says otherwise
 LINE_COLOURS = ("#2f6fde", "#e0493e", "#1f9d55", "#8e44ad", "#e07b00", "#16a2b8", "#8a8f98")
 
 
@@ -97,6 +101,55 @@ def draw_boxes(painter: QPainter, boxes: Iterable[Box], scale: float, font_px: i
             painter.fillRect(QRectF(rect.left(), top, width, height), colour)
             painter.setPen(QColor("white"))
             painter.drawText(QRectF(rect.left() + 2, top, width, height), Qt.AlignmentFlag.AlignVCenter, text)
+
+
+def _scored(box: Box) -> bool:
+    return box.role != "true" and box.score is not None and math.isfinite(box.score)
+
+
+def boxes_above(boxes: Iterable[Box], threshold: float) -> tuple[Box, ...]:
+    """``boxes`` without the predicted ones scored under ``threshold`` (true and unscored boxes stay)."""
+    return tuple(b for b in boxes if not _scored(b) or b.score >= threshold)
+
+
+def has_scored_boxes(boxes: Iterable[Box]) -> bool:
+    """Whether any predicted box has a score, so that a threshold means something."""
+    return any(_scored(b) for b in boxes)
+
+
+class ScoreSlider(QWidget):
+    """A score threshold from 0 to 1 in steps of 0.01, with its value written beside it."""
+
+    changed = Signal(float)
+
+    def __init__(self, value: float = SCORE_THRESHOLD, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("scoreThreshold")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(QLabel(self.tr("Score threshold")))
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, 100)
+        self.slider.setPageStep(5)
+        self.slider.setValue(round(value * 100))
+        self.slider.setToolTip(self.tr("Predicted boxes scored under this are hidden"))
+        self.value_label = QLabel()
+        self.value_label.setMinimumWidth(self.value_label.fontMetrics().horizontalAdvance("0.00") + 4)
+        layout.addWidget(self.slider, 1)
+        layout.addWidget(self.value_label)
+        self.slider.valueChanged.connect(self._moved)
+        self._moved(self.slider.value(), emit=False)
+
+    def value(self) -> float:
+        return self.slider.value() / 100.0
+
+    def set_value(self, value: float) -> None:
+        self.slider.setValue(round(value * 100))
+
+    def _moved(self, position: int, emit: bool = True) -> None:
+        self.value_label.setText(f"{position / 100:.2f}")
+        if emit:
+            self.changed.emit(position / 100.0)
 
 
 def boxed_image(path: str, boxes: Sequence[Box], size: int, image: QImage | None = None) -> QPixmap:
@@ -241,14 +294,15 @@ class DetailTable(QTableWidget):
 
     @staticmethod
     def _boxes_tip(path: str, boxed: BoxedImage) -> str:
+        predicted = boxes_above(boxed.predicted_boxes, SCORE_THRESHOLD)
         return f"{path}\n" + QCoreApplication.translate("ResultsView", "{true} true, {predicted} predicted boxes").format(
-            true=len(boxed.true_boxes), predicted=len(boxed.predicted_boxes))
+            true=len(boxed.true_boxes), predicted=len(predicted))
 
     def _thumbnail(self, path: str, icon: QIcon) -> None:
         for item, boxes in self._images.get(path, []):
             if boxes:
                 pixmap = icon.pixmap(CELL_IMAGE, CELL_IMAGE)
-                item.setIcon(QIcon(boxed_image(path, boxes, CELL_IMAGE, pixmap.toImage())))
+                item.setIcon(QIcon(boxed_image(path, boxes_above(boxes, SCORE_THRESHOLD), CELL_IMAGE, pixmap.toImage())))
             else:
                 item.setIcon(icon)
 
@@ -269,16 +323,34 @@ class DetailTable(QTableWidget):
 
 
 class BoxedImageView(QLabel):
-    """One image, large, with its boxes and a legend of what the colours mean."""
+    """One image, large, with its boxes: ``boxes`` are the ones drawn, ``all_boxes`` all it was given.
+
+    Predicted boxes scored under ``threshold`` are not drawn (``set_threshold`` redraws).
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("boxedImage")
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.boxes: tuple[Box, ...] = ()
+        self.all_boxes: tuple[Box, ...] = ()
+        self.threshold = 0.0
+        self.path = ""
 
-    def show_image(self, path: str, boxes: Sequence[Box] = ()) -> bool:
-        self.boxes = tuple(boxes)
+    def show_image(self, path: str, boxes: Sequence[Box] = (), threshold: float | None = None) -> bool:
+        self.path, self.all_boxes = path, tuple(boxes)
+        if threshold is not None:
+            self.threshold = threshold
+        return self._draw()
+
+    def set_threshold(self, threshold: float) -> None:
+        self.threshold = threshold
+        if self.path:
+            self._draw()
+
+    def _draw(self) -> bool:
+        path = self.path
+        self.boxes = boxes_above(self.all_boxes, self.threshold)
         pixmap = boxed_image(path, self.boxes, PREVIEW)
         self.setToolTip(path)
         if pixmap.isNull():
@@ -297,6 +369,8 @@ class RowPreview(QFrame):
         self.grid = QGridLayout(self)
         self.grid.setContentsMargins(0, 4, 0, 0)
         self.parts: dict[str, QWidget] = {}
+        self.threshold = SCORE_THRESHOLD  # kept from row to row
+        self.threshold_slider: ScoreSlider | None = None
 
     def clear(self) -> None:
         while self.grid.count():
@@ -304,6 +378,7 @@ class RowPreview(QFrame):
             if widget is not None:
                 widget.deleteLater()
         self.parts = {}
+        self.threshold_slider = None
 
     def show_row(self, detail: Table, row: dict[str, Any], run_dir: str) -> None:
         self.clear()
@@ -322,7 +397,7 @@ class RowPreview(QFrame):
             elif column.kind in ("image", "image_boxes"):
                 boxed = value if isinstance(value, BoxedImage) else BoxedImage(str(value))
                 widget = BoxedImageView()
-                widget.show_image(resolve_image(boxed.image, run_dir), boxed.boxes)
+                widget.show_image(resolve_image(boxed.image, run_dir), boxed.boxes, self.threshold)
             else:
                 from trainlab_desktop.results.charts import PlotCanvas
 
@@ -334,12 +409,23 @@ class RowPreview(QFrame):
             self.grid.addWidget(widget, 1, column_index)
             self.parts[column.name] = widget
             column_index += 1
-        if any(isinstance(w, BoxedImageView) and w.boxes for w in self.parts.values()):
+        views = [w for w in self.parts.values() if isinstance(w, BoxedImageView)]
+        if any(w.all_boxes for w in views):
             legend = QLabel(self.tr("Boxes: <span style='color:{t}'>\u25a0 true</span> "
                                     "<span style='color:{p}'>\u25a1 predicted</span>").format(t=TRUE_BOX.name(), p=PREDICTED_BOX.name()))
             legend.setObjectName("boxLegend")
             self.grid.addWidget(legend, 2, 0, 1, max(1, column_index))
+        if any(has_scored_boxes(w.all_boxes) for w in views):
+            self.threshold_slider = ScoreSlider(self.threshold)
+            self.threshold_slider.changed.connect(self._threshold_moved)
+            self.grid.addWidget(self.threshold_slider, 3, 0, 1, max(1, column_index))
         self.setVisible(bool(self.parts))
+
+    def _threshold_moved(self, value: float) -> None:
+        self.threshold = value
+        for widget in self.parts.values():
+            if isinstance(widget, BoxedImageView):
+                widget.set_threshold(value)
 
 
 def draw_series(canvas: Any, series: Series, title: str = "") -> list[Any]:

@@ -24,7 +24,14 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QWidget
 
 from trainlab.api.details import BoxedImage, Column, Series, Table, Values
 from trainlab.api.predictions import LabelScores, LabelSet, Number, Prediction
-from trainlab_desktop.results.details import BoxedImageView, DetailTable, draw_series
+from trainlab_desktop.results.details import (
+    SCORE_THRESHOLD,
+    BoxedImageView,
+    DetailTable,
+    ScoreSlider,
+    draw_series,
+    has_scored_boxes,
+)
 from trainlab_desktop.results.details import number_text as column_number
 
 
@@ -80,6 +87,8 @@ class PredictionView(QWidget):
         self.summary_label: QLabel | None = None
         self.hint_widget: QWidget | None = None  # what the prediction's display() asked for
         self.plot_items: list[Any] = []
+        self.threshold = SCORE_THRESHOLD  # boxes' score threshold, kept from one input to the next
+        self.threshold_slider: ScoreSlider | None = None
 
     def clear(self) -> None:
         while self.grid.count():
@@ -90,6 +99,7 @@ class PredictionView(QWidget):
         self.summary_label = None
         self.hint_widget = None
         self.plot_items = []
+        self.threshold_slider = None
 
     def show_prediction(self, prediction: Prediction | None, body: Mapping[str, Any], truth: str = "",
                         top_k: int = 5, units: str = "") -> None:
@@ -170,12 +180,16 @@ class PredictionView(QWidget):
             widget = canvas
         elif isinstance(hint, BoxedImage):
             view = BoxedImageView()
-            view.show_image(hint.image, hint.boxes)
+            view.show_image(hint.image, hint.boxes, self.threshold if has_scored_boxes(hint.boxes) else None)
             widget = view
         if widget is not None:
             widget.setObjectName(widget.objectName() or "predictionDisplay")
             self.hint_widget = widget
             self.grid.addWidget(widget, row, 0, 1, 3)
+            if isinstance(widget, BoxedImageView) and has_scored_boxes(widget.all_boxes):
+                self.threshold_slider = ScoreSlider(self.threshold)
+                self.threshold_slider.changed.connect(self._threshold_moved)
+                self.grid.addWidget(self.threshold_slider, row + 1, 0, 1, 3)
             return
         if summary:
             return
@@ -185,6 +199,11 @@ class PredictionView(QWidget):
             self.grid.addWidget(QLabel(str(key)), row, 0)
             self.grid.addWidget(QLabel(str(item)), row, 1, 1, 2)
             row += 1
+
+    def _threshold_moved(self, value: float) -> None:
+        self.threshold = value
+        if isinstance(self.hint_widget, BoxedImageView):
+            self.hint_widget.set_threshold(value)
 
     def _score_row(self, row: int, name: str, probability: float, strong: bool) -> None:
         label = QLabel(str(name))

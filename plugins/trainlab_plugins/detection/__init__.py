@@ -84,8 +84,8 @@ DETAILS = (
         Column("recall", "Recall@100", "number", "score"), Column("boxes", "True boxes", "number", "count"))),
     Series("pr_curves", "Precision-recall at IoU 0.5", "A line per class, over COCO's 101 recall points.",
            x_label="recall", y_label="precision"),
-    ExampleRows("worst_images", "Images with the most errors", "True boxes and predicted boxes (score 0.3 and up); "
-                "errors are missed true boxes and false boxes at IoU 0.5.", columns=(
+    ExampleRows("worst_images", "Images with the most errors", "True boxes and predicted boxes (from the score threshold, 0.3 until moved; kept from 0.05); "
+                "errors (scores from 0.3) are missed true boxes and false boxes at IoU 0.5.", columns=(
         Column("image", "Image", "image_boxes"), Column("errors", "Errors", "number", "count"),
         Column("missed", "Missed", "number", "count"), Column("false_positives", "False boxes", "number", "count")),
         worst="errors", input_column="image"),

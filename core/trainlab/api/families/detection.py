@@ -30,7 +30,8 @@ from trainlab.api.details import Box, BoxedImage
 from trainlab.api.families.base import MetricAccumulator
 
 WORST_IMAGES = 50  # images listed in the worst-images detail
-SHOWN_SCORE = 0.3  # predictions drawn and counted as found from this score
+SHOWN_SCORE = 0.3  # predictions counted as found from this score (and drawn from it until the window's slider moves)
+KEPT_SCORE = 0.05  # predictions kept with a worst image, so that a lower threshold can show them
 
 
 def _boxes_by_image(boxes: Any, counts: Any) -> list[Any]:
@@ -215,8 +216,9 @@ class DetectionMetrics(MetricAccumulator):
             label = lambda value: names[int(value) - 1] if 0 < int(value) <= len(names) else str(int(value))
             boxes = [Box(*[float(v) for v in b.tolist()], label=label(lab), role="true")
                      for b, lab in zip(truth["boxes"], truth["labels"])]  # fmt: skip
+            kept = pred["scores"] >= KEPT_SCORE
             boxes += [Box(*[float(v) for v in b.tolist()], label=label(lab), score=float(s), role="predicted")
-                      for b, lab, s in zip(p_boxes, p_labels, p_scores)]  # fmt: skip
+                      for b, lab, s in zip(pred["boxes"][kept], pred["labels"][kept], pred["scores"][kept])]  # fmt: skip
             rows.append({"image": BoxedImage(str(paths[index]) if index < len(paths) else str(keys[index]), tuple(boxes)),
                          "errors": missed + false_positives, "missed": missed, "false_positives": false_positives})  # fmt: skip
         rows.sort(key=lambda r: -r["errors"])
