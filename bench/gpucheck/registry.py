@@ -73,6 +73,9 @@ CHECKS: tuple[Check, ...] = (
           "optimizer=adamw8bit on a full fine-tune, estimate vs peak; without bitsandbytes: refused with exit 2 naming it"),
     Check("lora_1p5b_24gb", "gpucheck.checks_finetune:check_lora_decoder_fits_24gb", True, 240,
           "a 1.5B Qwen2-shaped decoder, LoRA + checkpointing at length 512: estimate and peak under 24 GB"),
+    Check("fsdp_two_gpus", "gpucheck.checks_fsdp:check_fsdp_two_gpus", True, 240,
+          "2+ GPUs only: a full bf16 fine-tune of a Qwen2-shaped decoder with sharding=fsdp against DDP: loss within 5 %, "
+          "safetensors checkpoints, the whole model exported, less memory per rank"),
 )  # fmt: skip
 
 
