@@ -20,7 +20,7 @@ from trainlab import DataError, StopRequested, UsageError
 from trainlab.models import catalog as modelstore
 from trainlab.system import paths
 from trainlab.system.fileio import DamagedFileError
-from trainlab_plugins.image.folder import SEEN_BEFORE, read_dataset, scan_class_folders
+from trainlab_plugins.image.folder import SEEN_BEFORE, TO_DATA_ROOT, read_dataset, scan_class_folders
 from trainlab_plugins.image.models import build_architecture, read_weights_file
 from trainlab_resources import resource_path
 
@@ -263,7 +263,7 @@ def test_a_symlink_to_its_own_folder_counts_each_image_once(tmp_path):
     paths_seen = [p for items in found.items.values() for p, _ in items]
     assert len(paths_seen) == 10 == len(set(paths_seen))
     assert found.label_names == ["circle", "square"]
-    assert found.skipped == {SEEN_BEFORE: 3}
+    assert found.skipped == {SEEN_BEFORE: 2, TO_DATA_ROOT: 1}
     assert sorted(Path(p).name for p, _ in found.skipped_examples) == ["a_second_name", "self", "up"]
 
 

@@ -9,7 +9,10 @@ Nothing found is dropped without a word: files that are not images, class
 folders whose names cannot be labels, and folders reached a second time
 through a symlink (each folder is entered once, by device and inode, so a
 ``self -> .`` link neither repeats images nor loops) are counted as skipped.
-The scan asks ``should_stop`` between folders and files and raises
+A symlink never carries one split's images into another: a link to the
+data folder, a folder above it, or into another split's folder (a folder
+or a single file) is skipped, and each one is named in a note; a link out
+of the data folder is followed, and named too.  The scan asks ``should_stop`` between folders and files and raises
 ``StopRequested`` when told to.
 """
 
@@ -37,6 +40,8 @@ IMAGE_EXTENSIONS = frozenset(
 SPLIT_ALIASES = {"train": ("train", "training"), "val": ("val", "valid", "validation"), "test": ("test", "testing")}
 SKIP_EXAMPLES = 20
 SEEN_BEFORE = "folder reached again through a symlink (a loop or a second link)"
+TO_DATA_ROOT = "symlink to the data folder or a folder above it"
+INTO_SPLIT = "symlink into the {split} split"
 
 
 @dataclass(frozen=True)
@@ -59,10 +64,49 @@ class ScanResult:
     labels: list[str] = field(default_factory=list)  # class folders, sorted
     refused_folders: list[tuple[str, str]] = field(default_factory=list)  # (folder name, why it is no class)
 
+    links: list[tuple[str, str]] = field(default_factory=list)  # (symlink, why skipped or "outside")
+
     def skip(self, path: str, reason: str) -> None:
         self.skipped[reason] += 1
         if len(self.skipped_examples) < SKIP_EXAMPLES:
             self.skipped_examples.append((path, reason))
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Where a scan's symlinks may not lead: the data folder (and above) and the other splits' folders.
+
+    Paths are real (symlinks resolved); ``own`` is the split being scanned.
+    """
+
+    root: str
+    splits: tuple[tuple[str, str], ...] = ()
+    own: str = ""
+
+    @classmethod
+    def around(cls, root: Path, splits: dict[str, Path], own: str = "") -> "Fence":
+        return cls(os.path.realpath(root), tuple((name, os.path.realpath(folder)) for name, folder in splits.items()), own)
+
+    def check(self, link: str, result: "ScanResult") -> bool:
+        """Whether the symlink ``link`` may be followed; a refused one is skipped and kept by name."""
+        real = os.path.realpath(link)
+        for name, folder in self.splits:
+            if name != self.own and _within(real, folder):
+                reason = INTO_SPLIT.format(split=name)
+                break
+        else:
+            if not _within(self.root, real):
+                if not _within(real, self.root):
+                    result.links.append((link, "outside"))
+                return True
+            reason = TO_DATA_ROOT
+        result.skip(link, reason)
+        result.links.append((link, reason))
+        return False
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 @dataclass
@@ -106,7 +150,7 @@ def _never() -> bool:
 
 
 def _walk_files(
-    folder: Path, visited: set[tuple[int, int]], result: ScanResult, should_stop: Callable[[], bool] = _never
+    folder: Path, visited: set[tuple[int, int]], result: ScanResult, should_stop: Callable[[], bool] = _never, fence: Fence | None = None
 ) -> Iterable[str]:
     """Every non-hidden file below ``folder``, in a stable order, each folder entered once."""
     stack = [str(folder)]
@@ -125,6 +169,8 @@ def _walk_files(
             if _is_hidden(entry.name):
                 continue
             try:
+                if fence is not None and entry.is_symlink() and not fence.check(entry.path, result):
+                    continue
                 if entry.is_dir():
                     key = _folder_key(entry.path)
                     if key is None or key in visited:
@@ -158,13 +204,17 @@ def read_header(path: str) -> tuple[int, int, str, str] | str:
         return f"unreadable ({exc.__class__.__name__}: {exc})"
 
 
-def scan_class_folders(root: Path, threads: int = 8, should_stop: Callable[[], bool] | None = None) -> ScanResult:
+def scan_class_folders(
+    root: Path, threads: int = 8, should_stop: Callable[[], bool] | None = None, fence: Fence | None = None
+) -> ScanResult:
     """Read ``root/<label>/**/<image>`` headers; files elsewhere are counted as skipped.
 
     ``should_stop``: asked between folders and files; when it returns True
-    the scan raises StopRequested.
+    the scan raises StopRequested.  ``fence``: where symlinks may not lead
+    (default: ``root`` and the folders above it).
     """
     stop = should_stop or _never
+    fence = fence or Fence.around(root, {})
     result = ScanResult()
     candidates: list[tuple[str, str]] = []
     try:
@@ -178,6 +228,8 @@ def scan_class_folders(root: Path, threads: int = 8, should_stop: Callable[[], b
         if _is_hidden(entry.name) and problem is None:
             continue
         try:
+            if entry.is_symlink() and not fence.check(entry.path, result):
+                continue
             is_dir = entry.is_dir()
         except OSError:
             is_dir = False
@@ -201,7 +253,7 @@ def scan_class_folders(root: Path, threads: int = 8, should_stop: Callable[[], b
             result.refused_folders.append((entry.name, problem))
         else:
             result.labels.append(entry.name)
-        for path in _walk_files(Path(entry.path), visited, result, stop):
+        for path in _walk_files(Path(entry.path), visited, result, stop, fence):
             if problem:
                 result.skip(path, f"in a class folder whose name {problem}")
             elif os.path.splitext(path)[1].lower() in IMAGE_EXTENSIONS:
@@ -294,9 +346,13 @@ def read_dataset(
             f"{root} has {'/'.join(sorted(f.name for f in folders.values()))} but no train/ folder; "
             "add train/ (with one sub-folder per class) or use a plain folder of class folders"
         )
-    scans = {split: scan_class_folders(folder, should_stop=should_stop) for split, folder in folders.items()}
+    every_split = find_split_folders(root)  # evaluation reads fewer, but no link may reach any
+    scans = {
+        split: scan_class_folders(folder, should_stop=should_stop, fence=Fence.around(root, every_split, split))
+        for split, folder in folders.items()
+    }
     if not folders:
-        scans["val" if whole else "all"] = scan_class_folders(root, should_stop=should_stop)
+        scans["val" if whole else "all"] = scan_class_folders(root, should_stop=should_stop, fence=Fence.around(root, {}))
     skipped: Counter = Counter()
     examples: list[tuple[str, str]] = []
     notes: list[str] = []
@@ -306,6 +362,7 @@ def read_dataset(
         if scan.refused_folders:
             named = ", ".join(f"{name!r} ({why})" for name, why in scan.refused_folders)
             notes.append(f"class folders in {folders.get(split, root)} not used, their names cannot be labels: {named}; rename them")
+    notes += _link_notes(root, [link for scan in scans.values() for link in scan.links])
 
     # The classes: from the training data, or the run's own.
     source = scans.get("train", scans.get("all"))
@@ -366,6 +423,28 @@ def read_dataset(
     if not whole and not items.get("val"):
         raise DataError(f"no validation images in {root}: every class has a single image; add more images per class")
     return Splits(names, items, records, skipped, examples, notes, bool(folders))
+
+
+def _link_notes(root: Path, links: list[tuple[str, str]]) -> list[str]:
+    """One note for the symlinks skipped (each named, with why), one for those followed out of the data folder."""
+
+    def name(link: str) -> str:
+        try:
+            return os.path.relpath(link, root)
+        except ValueError:  # another drive on Windows
+            return link
+
+    notes = []
+    refused = [(name(link), why) for link, why in links if why != "outside"]
+    if refused:
+        shown = ", ".join(f"{link} ({why.removeprefix('symlink ')})" for link, why in refused[:SKIP_EXAMPLES])
+        more = f" and {len(refused) - SKIP_EXAMPLES} more" if len(refused) > SKIP_EXAMPLES else ""
+        notes.append(f"skipped {len(refused)} symlink(s) that would take images from elsewhere in the data: {shown}{more}")
+    outside = [f"{name(link)} -> {os.path.realpath(link)}" for link, why in links if why == "outside"]
+    if outside:
+        more = f" and {len(outside) - SKIP_EXAMPLES} more" if len(outside) > SKIP_EXAMPLES else ""
+        notes.append(f"followed {len(outside)} symlink(s) to folders outside {root}: {', '.join(outside[:SKIP_EXAMPLES])}{more}")
+    return notes
 
 
 def _skip_text(skipped: Counter) -> str:
