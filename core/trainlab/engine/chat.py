@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from trainlab.api.errors import UsageError
 from trainlab.api.params import ENGINE_PARAMS, resolve
@@ -192,7 +193,7 @@ def _family_task() -> str:
     tasks = [tid for tid, entry in registry().tasks.items() if entry.spec.family == FAMILY]
     if not tasks:
         raise UsageError(f"no installed task of the {FAMILY} family can load a model folder")
-    return "text-generation" if "text-generation" in tasks else sorted(tasks)[0]
+    return "text-generation" if "text-generation" in tasks else min(tasks)
 
 
 @dataclass

@@ -15,6 +15,10 @@ which imports torch there (never on the GUI thread) and keeps the run's
 predictor loaded, so only the first prediction of a run pays for loading it.
 One thread: the predictor is used by one caller at a time, and a burst of
 requests cannot pile up threads; only the newest answer is shown.
+
+A text-generation run, or a local model folder opened with "Chat with a
+Model Folder…", shows a chat instead (``tryit.chat``): streamed answers,
+multi-turn, and the comparison with the base model or another model.
 """
 
 from __future__ import annotations
@@ -47,9 +51,12 @@ from trainlab.runfolder.index import RunDir
 from trainlab.runfolder.records import RunRecord
 from trainlab.viewmodel.results import recorded_declarations, task_spec
 from trainlab_desktop.results.details import resolve_image
+from trainlab_desktop.tryit.chat import ChatPanel
 from trainlab_desktop.tryit.inputs import DropArea, RowEntry, TextEntry, accepts_file, input_suffixes, page, row_columns
 from trainlab_desktop.tryit.outputs import PredictionView, number_text, prediction_rows
 
+# The family whose runs (and any local model folder) try-it shows as a chat
+CHAT_FAMILY = "text-generation"
 # The value units of a regression run, where its parameters or its report name them.
 UNIT_KEYS = ("target_units", "units", "unit")
 
@@ -199,15 +206,30 @@ class TryItPanel(QWidget):
         results_col.addWidget(self.output)
         results_col.addStretch(1)
 
-        body = QHBoxLayout()
+        self.predict_page = QWidget()
+        body = QHBoxLayout(self.predict_page)
+        body.setContentsMargins(0, 0, 0, 0)
         body.addWidget(self.input_box, 3)
         body.addSpacing(12)
         body.addLayout(results_col, 2)
 
+        # text-generation runs and model folders: a chat instead of one prediction
+        self.chat = ChatPanel()
+        self.chat_folder_button = QPushButton(self.tr("Chat with a Model Folder…"))
+        self.chat_folder_button.setToolTip(self.tr("Chat with a local language model folder (one with a chat template), without a run"))
+        self.chat_folder_button.clicked.connect(self.choose_model_folder)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.predict_page)
+        self.pages.addWidget(self.chat)
+
+        heading = QHBoxLayout()
+        heading.addWidget(self.title)
+        heading.addStretch(1)
+        heading.addWidget(self.chat_folder_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.title)
+        layout.addLayout(heading)
         layout.addWidget(self.run_label)
-        layout.addLayout(body, 1)
+        layout.addWidget(self.pages, 1)
         self._set_enabled(False)
         self.status.setText(self.tr("Choose a finished run to try it."))
 
@@ -217,9 +239,30 @@ class TryItPanel(QWidget):
         return self.input_spec.kind
 
     # -- run --------------------------------------------------------------------
+    def is_chat(self) -> bool:
+        """Whether the chat shows (a text-generation run, or a model folder)."""
+        return self.pages.currentWidget() is self.chat
+
+    def _show_chat(self, source: str | None) -> None:
+        self.pages.setCurrentWidget(self.chat if source else self.predict_page)
+        self.chat.set_source(source)
+
+    def choose_model_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, self.tr("Choose a Language Model Folder"))
+        if path:
+            self.open_model_folder(path)
+
+    def open_model_folder(self, path: str) -> None:
+        """Chat with the model in ``path`` (a local folder with its tokenizer), without a run."""
+        self.set_run(None)
+        self.run_label.setText(self.tr("Model folder: {path}").format(path=path))
+        self._show_chat(path)
+        self.status.setText(self.chat.error)
+
     def set_run(self, run_dir: str | None) -> None:
         """Use this run's model (None: no run)."""
         self._request += 1  # drop answers for the previous run
+        self._show_chat(None)
         self.run_dir = str(run_dir) if run_dir else None
         self.current_input = None
         self.prediction = None
@@ -265,6 +308,8 @@ class TryItPanel(QWidget):
         self.sample_button.setEnabled(has_model and self.spec is not None and bool(examples))
         if has_model and evaluation is not None and not examples:
             self.sample_button.setToolTip(self.tr("This run's evaluation lists no example this task can take as input"))
+        if has_model and self.family == CHAT_FAMILY:
+            self._show_chat(self.run_dir)
         if not has_model:
             self.status.setText(self.tr("This run has no trained model (it did not complete)."))
         elif self.spec is None:
