@@ -25,6 +25,13 @@
     </message>
 </context>
 <context>
+    <name>BoxedImageView</name>
+    <message>
+        <source>Cannot read {path}</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>CacheDialog</name>
     <message>
         <source>Caches</source>
@@ -53,6 +60,137 @@
     <message>
         <source>Total {size} in {folder}</source>
         <translation>共 {size}，位于 {folder}</translation>
+    </message>
+</context>
+<context>
+    <name>ChatPanel</name>
+    <message>
+        <source>Compare with Base Model</source>
+        <translation>与基础模型对比</translation>
+    </message>
+    <message>
+        <source>Ask the model this run was fine-tuned from the same prompts, side by side</source>
+        <translation>向此运行微调所基于的模型提出同样的问题，并排对照</translation>
+    </message>
+    <message>
+        <source>Compare with…</source>
+        <translation>与其他模型对比…</translation>
+    </message>
+    <message>
+        <source>Ask another run or model folder the same prompts, side by side</source>
+        <translation>向另一个运行或模型文件夹提出同样的问题，并排对照</translation>
+    </message>
+    <message>
+        <source>Single Model</source>
+        <translation>单个模型</translation>
+    </message>
+    <message>
+        <source>System prompt (optional)</source>
+        <translation>系统提示词（可选）</translation>
+    </message>
+    <message>
+        <source>Sampling temperature; 0 always takes the likeliest token</source>
+        <translation>采样温度；为 0 时总是取可能性最大的词元</translation>
+    </message>
+    <message>
+        <source>Nucleus sampling: sample among the likeliest tokens that make up this share (temperature above 0)</source>
+        <translation>核采样：只在累计概率达到此比例的最可能词元中采样（温度大于 0 时）</translation>
+    </message>
+    <message>
+        <source>Longest answer, in tokens</source>
+        <translation>回答的最大长度（词元数）</translation>
+    </message>
+    <message>
+        <source>System:</source>
+        <translation>系统：</translation>
+    </message>
+    <message>
+        <source>Temperature:</source>
+        <translation>温度：</translation>
+    </message>
+    <message>
+        <source>Top-p:</source>
+        <translation>Top-p：</translation>
+    </message>
+    <message>
+        <source>Max new tokens:</source>
+        <translation>最大新词元数：</translation>
+    </message>
+    <message>
+        <source>Type a message (Ctrl+Enter sends)</source>
+        <translation>输入消息（Ctrl+Enter 发送）</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>End the answer now</source>
+        <translation>立即结束回答</translation>
+    </message>
+    <message>
+        <source>Clear Conversation</source>
+        <translation>清空对话</translation>
+    </message>
+    <message>
+        <source>Choose a Run or Model Folder to Compare With</source>
+        <translation>选择用于对比的运行或模型文件夹</translation>
+    </message>
+    <message>
+        <source>Checking the memory both models need…</source>
+        <translation>正在估算两个模型所需的内存…</translation>
+    </message>
+    <message>
+        <source>Both models answer at once, side by side (about {need} of weights; {free} free).</source>
+        <translation>两个模型同时并排回答（权重约 {need}；可用 {free}）。</translation>
+    </message>
+    <message>
+        <source>Both models do not fit in memory together (about {need} of weights; {free} free): they answer one after the other.</source>
+        <translation>内存放不下两个模型（权重约 {need}；可用 {free}）：它们将依次回答。</translation>
+    </message>
+    <message>
+        <source>Cannot estimate the memory of both models ({error}): they answer one after the other.</source>
+        <translation>无法估算两个模型所需的内存（{error}）：它们将依次回答。</translation>
+    </message>
+    <message>
+        <source>Base model: {name}</source>
+        <translation>基础模型：{name}</translation>
+    </message>
+    <message>
+        <source>The models answer one after the other: both do not fit in memory together.</source>
+        <translation>两个模型依次回答：内存放不下两个模型。</translation>
+    </message>
+    <message>
+        <source>Answering…</source>
+        <translation>正在回答…</translation>
+    </message>
+    <message>
+        <source>{name} (loading…)</source>
+        <translation>{name}（加载中…）</translation>
+    </message>
+    <message>
+        <source>The model could not answer: {error}</source>
+        <translation>模型无法回答：{error}</translation>
+    </message>
+    <message>
+        <source>Stopped.</source>
+        <translation>已停止。</translation>
+    </message>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>This model names no base model folder on this computer; use Compare with…</source>
+        <translation>此模型没有指明本机上的基础模型文件夹；请使用“与其他模型对比…”</translation>
     </message>
 </context>
 <context>
@@ -314,6 +452,17 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
     </message>
 </context>
 <context>
+    <name>DetailBlock</name>
+    <message>
+        <source>{title} (the worst {shown} of {total})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>This TrainLab cannot draw a detail of this kind; eval.json holds it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>EstimateView</name>
     <message>
         <source>Estimate</source>
@@ -470,6 +619,13 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
     <message>
         <source>Checkpoints hold every weight, the base model&apos;s included, and take more space while the run lasts (keep_checkpoints=last halves it)</source>
         <translation>检查点包含全部权重（含基础模型），运行期间会占用更多空间（keep_checkpoints=last 可减半）</translation>
+    </message>
+</context>
+<context>
+    <name>FigureView</name>
+    <message>
+        <source>Cannot read {path}</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -1444,6 +1600,25 @@ added: {added}</source>
         <source>The metric this run&apos;s best weights were chosen by</source>
         <translation>此运行据以选择最佳权重的指标</translation>
     </message>
+    <message>
+        <source>No installed package provides the view “{view}”; drawn generically.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The view “{view}” ({where}) failed: {error}; drawn generically.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{true} true, {predicted} predicted boxes</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>RowPreview</name>
+    <message>
+        <source>Boxes: &lt;span style=&apos;color:{t}&apos;&gt;■ true&lt;/span&gt; &lt;span style=&apos;color:{p}&apos;&gt;□ predicted&lt;/span&gt;</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>RunControls</name>
@@ -1549,6 +1724,10 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
         <source>%s samples/s</source>
         <translation>%s 样本/秒</translation>
     </message>
+    <message>
+        <source>%s tokens/s</source>
+        <translation>%s 词元/秒</translation>
+    </message>
 </context>
 <context>
     <name>RunCurvesView</name>
@@ -1567,10 +1746,6 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <message>
         <source>Loss</source>
         <translation>损失</translation>
-    </message>
-    <message>
-        <source>Validation accuracy</source>
-        <translation>验证准确率</translation>
     </message>
     <message>
         <source>Learning rate</source>
@@ -1681,10 +1856,6 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
 </context>
 <context>
     <name>RunHistoryView</name>
-    <message>
-        <source>Filter by name, task or status</source>
-        <translation>按名称、任务或状态筛选</translation>
-    </message>
     <message>
         <source>Follow new runs</source>
         <translation>跟踪新运行</translation>
@@ -1807,6 +1978,17 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <message>
         <source>Unknown</source>
         <translation>未知</translation>
+    </message>
+</context>
+<context>
+    <name>ScoreSlider</name>
+    <message>
+        <source>Score threshold</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Predicted boxes scored under this are hidden</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>
@@ -2109,8 +2291,24 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
         <translation>预测结果</translation>
     </message>
     <message>
+        <source>Chat with a Model Folder…</source>
+        <translation>与模型文件夹对话…</translation>
+    </message>
+    <message>
+        <source>Chat with a local language model folder (one with a chat template), without a run</source>
+        <translation>与本地语言模型文件夹（带对话模板）对话，无需运行</translation>
+    </message>
+    <message>
         <source>Choose a finished run to try it.</source>
         <translation>请选择一个已完成的运行进行试用。</translation>
+    </message>
+    <message>
+        <source>Choose a Language Model Folder</source>
+        <translation>选择语言模型文件夹</translation>
+    </message>
+    <message>
+        <source>Model folder: {path}</source>
+        <translation>模型文件夹：{path}</translation>
     </message>
     <message>
         <source>Cannot read {problem}</source>
@@ -2211,6 +2409,10 @@ or choose one</source>
 {path}</source>
         <translation>无法读取此图像：
 {path}</translation>
+    </message>
+    <message>
+        <source>True: {truth}</source>
+        <translation>真实值：{truth}</translation>
     </message>
     <message>
         <source>True value: {value}</source>
