@@ -330,6 +330,11 @@ class MainWindow(QMainWindow):
             return self._show_problem(self.tr("%s is not a TrainLab run folder (no run.json).") % run_dir)
         if self.runs.follow(folder.path) and self.session.following:
             self.status_label.setText(self.tr("Following %s as it runs") % folder.path.name)
+        if self.session.bad_lines:
+            self.status_label.setText(
+                self.tr("%d lines of metrics.jsonl in %s are not events and were skipped")
+                % (self.session.bad_lines, folder.path.name)
+            )
         if self.results is not None:
             _guarded(f"the results view could not show {folder.path}", self.results.load_run, str(folder.path))
         if self.tryit is not None:

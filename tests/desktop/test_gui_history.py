@@ -299,3 +299,22 @@ def test_the_window_opens_a_run_with_a_damaged_run_json(qtbot, window, trained, 
     if window.results is not None:
         assert window.current_page() == "results"
         assert str(run / "run.json") in window.results.notice.text()
+
+
+def test_the_window_opens_a_run_with_a_bad_metrics_line_and_says_it_skipped_it(qtbot, window, trained, tmp_path):
+    import shutil
+
+    from trainlab.runfolder.tail import read_events
+
+    run = tmp_path / "bad-line"
+    shutil.copytree(trained[0], run)
+    metrics = run / "metrics.jsonl"
+    good = [e for e in read_events(metrics) if e.kind == "train"]
+    with open(metrics, "a", encoding="utf-8") as handle:
+        handle.write('{"event": "train", "step": "x", "loss": "NaN?"}\n')
+        handle.write('{"event": "eval", "step": 3, "split": "val", "loss": [1], "accuracy": 0.5}\n')
+    assert len([e for e in read_events(metrics) if e.kind == "train"]) == len(good)  # the reader skips them
+    window.open_run(str(run))
+    assert window.session.source == "follow"
+    assert window.session.curves.train.n == len(good) and window.session.bad_lines == 2
+    assert "2 lines of metrics.jsonl" in window.status_label.text() and "skipped" in window.status_label.text()

@@ -6,8 +6,9 @@ returns the events of the complete lines appended since its last call:
 
 - a last line without its newline waits for the next call, unless it is
   already a whole event (a writer that ended without the newline);
-- a line that is not an event (damaged, or a kind a newer TrainLab wrote) is
-  skipped and counted in ``bad_lines``;
+- a line that is not an event (damaged, a field of the wrong type such as a
+  ``"step": "x"``, or a kind a newer TrainLab wrote) is skipped and counted
+  in ``bad_lines``, so no reader downstream meets a value it cannot use;
 - a file that shrank or was replaced (another inode) is read again from its
   start, and ``restarted`` says so for that call;
 - a file that does not exist yet reads as nothing until it appears.
@@ -21,8 +22,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from trainlab.api.events import Event, event_from_dict
 
@@ -42,9 +45,40 @@ def parse_event_line(line: bytes | str) -> Event | None:
     if not isinstance(data, dict):
         raise ValueError(f"not an event object: {line[:40]!r}")
     try:
-        return event_from_dict(data)
+        event = event_from_dict(data)
     except TypeError as exc:  # a field of the wrong shape
         raise ValueError(str(exc)) from None
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if not _fits(value, str(f.type)):
+            raise ValueError(f"{event.kind} event: {f.name} is {value!r}, not {f.type}")
+    return event
+
+
+def _fits(value: Any, annotation: str) -> bool:
+    """Whether a value read from JSON can be an event field annotated ``annotation``.
+
+    The annotations of ``trainlab.api.events``: numbers, strings, bools,
+    optional numbers, mappings and tuples of mappings; anything else passes.
+    """
+    base, _, optional = annotation.partition(" | ")
+    if value is None:
+        return optional == "None"
+    if base == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return base not in ("int", "float")  # JSON true is no number
+    if base == "int":
+        return isinstance(value, int)
+    if base == "float":
+        return isinstance(value, (int, float))
+    if base == "str":
+        return isinstance(value, str)
+    if base.startswith("Mapping"):
+        return isinstance(value, Mapping)
+    if base.startswith("tuple"):
+        return isinstance(value, (list, tuple)) and all(isinstance(item, Mapping) for item in value)
+    return True
 
 
 class MetricsTail:

@@ -138,6 +138,7 @@ class RunSession:
         self.source = source  # "worker" (a run this process started), "follow" (a metrics.jsonl), "" (none)
         self.run_dir = ""
         self._tail = None
+        self.bad_lines = 0  # lines of the followed metrics.jsonl that are not events, skipped
 
     # -- subscribers -----------------------------------------------------------
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
@@ -321,6 +322,7 @@ class RunSession:
         if tail is None:
             return SessionChange()
         events = tail.read_all() if everything else tail.read_new()
+        self.bad_lines = tail.bad_lines
         if tail.restarted:  # the file was replaced: start its curves again
             self.curves = RunCurves(self.curves.smoother.weight)
             self.progress, self.evals = RunProgress(), []

@@ -130,3 +130,25 @@ def test_whole_file_readers_share_the_parsing(tmp_path):
     with pytest.raises(ValueError, match="metrics.jsonl"):
         list(read_events(path, tolerate_truncated=False))
     assert list(RunDir(tmp_path / "empty").events()) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"event": "train", "step": "x", "loss": "NaN?"}',
+        '{"event": "train", "step": 3, "loss": true}',
+        '{"event": "eval", "step": 2, "split": "val", "loss": [1]}',
+        '{"event": "started", "total_steps": "many"}',
+        '{"event": "system", "gpus": [1, 2]}',
+        '{"event": "finished", "metrics": "accuracy"}',
+    ],
+)
+def test_an_event_with_a_field_of_the_wrong_type_is_skipped_and_counted(tmp_path, line):
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(STREAM[: STREAM.index(b"\n") + 1] + line.encode() + b"\n" + STREAM[STREAM.index(b"\n") + 1 :])
+    kinds = [(e.kind, e.step) for e in EVENTS]
+    tail = MetricsTail(path)
+    assert [(e.kind, e.step) for e in tail.read_all()] == kinds and tail.bad_lines == 1
+    assert [(e.kind, e.step) for e in read_events(path)] == kinds
+    with pytest.raises(ValueError, match="1 line"):
+        read_events(path, tolerate_truncated=False)
