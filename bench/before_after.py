@@ -111,6 +111,8 @@ def _fmt(value) -> str:
 def main() -> int:
     parser = bench_parser(__doc__, "one round, the bench itself --quick")
     parser.add_argument("--base", required=True, help="the older revision (a commit, tag or branch)")
+    parser.add_argument("--after", default="",
+                        help="the newer revision, laid out like --base (default: this working tree, uncommitted edits included)")
     parser.add_argument("--rounds", type=int, default=3, help="pairs of runs (one per tree each)")
     parser.add_argument("bench", choices=sorted(FIGURES), help="the bench script under bench/")
     parser.add_argument("bench_args", nargs="*", help="after --: passed to the bench")
@@ -120,14 +122,19 @@ def main() -> int:
     say = speaker(args)
     script = BENCH / f"{args.bench}.py"
     with tempfile.TemporaryDirectory(prefix="trainlab-before-after-") as tmp:
-        site = lay_out(args.base, Path(tmp))
-        env_after = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env_before = {**env_after, "PYTHONPATH": str(site),
-                      "TRAINLAB_BENCH_FIXTURE_PLUGINS": str(Path(tmp) / "fixture-plugins")}
-        trees = {"before": env_before, "after": env_after}
+        clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+        def laid_out(rev: str, name: str) -> dict:
+            root = Path(tmp) / name
+            root.mkdir()
+            site = lay_out(rev, root)
+            return {**clean, "PYTHONPATH": str(site), "TRAINLAB_BENCH_FIXTURE_PLUGINS": str(root / "fixture-plugins")}
+
+        # With --after both sides come from commits: on a checkout where others
+        # have uncommitted work, that work is in neither tree.
+        trees = {"before": laid_out(args.base, "before"), "after": laid_out(args.after, "after") if args.after else clean}
         where = {name: which_trainlab(env) for name, env in trees.items()}
-        before_root = str(Path(tmp))
-        if not where["before"].startswith(before_root) or where["after"].startswith(before_root):
+        if not where["before"].startswith(str(Path(tmp) / "before")) or where["after"] == where["before"]:
             raise SystemExit(f"the two runs would not import different trees: {where}")
 
         def said(index: int, name: str, result: dict) -> None:
@@ -136,7 +143,7 @@ def main() -> int:
 
         results = run_pairs({name: (lambda env=env: run_bench(script, args.bench_args, env)) for name, env in trees.items()},
                             args.rounds, after=said)
-    summary = {"bench": args.bench, "bench_args": args.bench_args, "base": args.base, "rounds": args.rounds,
+    summary = {"bench": args.bench, "bench_args": args.bench_args, "base": args.base, "after": args.after or "working tree", "rounds": args.rounds,
                "load_average": load_average(), "trees": where}
     for key in FIGURES[args.bench]:
         row = {}
