@@ -265,8 +265,14 @@ def _train_here(request, progress):
     from trainlab.engine.run_here import run_here
 
     control = RunControl()
-    with stop_on_signals(lambda: control.request_stop("interrupted")):
-        return run_here(request, control=control, callbacks=[progress.callback])
+    try:
+        with stop_on_signals(lambda: control.request_stop("interrupted")):
+            return run_here(request, control=control, callbacks=[progress.callback])
+    except KeyboardInterrupt as exc:  # a second Ctrl-C: the run's end is recorded, its outcome rides along
+        outcome = getattr(exc, "outcome", None)
+        if outcome is None:
+            raise
+        return outcome
 
 
 def _train_launched(args, out: Output) -> int:

@@ -30,6 +30,7 @@ from trainlab.system.fileio import (
     save_safetensors,
     verify_safetensors,
 )
+from trainlab.system.signals import signals_deferred
 
 FORMAT = "trainlab-checkpoint/1"
 META_KEY = "trainlab"
@@ -270,7 +271,11 @@ def write_checkpoint(
     path.parent.mkdir(parents=True, exist_ok=True)
     ensure_free_space(path.parent, tensors)
     try:
-        save_safetensors(path, tensors, {META_KEY: json.dumps(plain, default=_json_default)})
+        # A Ctrl-C or SIGTERM meanwhile (the second, after the one that asked
+        # for this checkpoint) acts once it is written; a third aborts at once,
+        # the previous checkpoint kept (the write is atomic).
+        with signals_deferred(abort_after=2, note="writing the checkpoint first (Ctrl-C again to abort at once)"):
+            save_safetensors(path, tensors, {META_KEY: json.dumps(plain, default=_json_default)})
     except Exception as exc:
         if is_disk_full(exc):  # the disk filled while writing (another program), despite the check
             raise CheckpointError(disk_full_message(path.parent, f"writing {path.name}")) from None

@@ -20,13 +20,10 @@ with a reason rather than half-way through writing a file.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from trainlab.api.callbacks import Callback, CallbackList, IsolatedCallback, RunControl, RunState
 from trainlab.api.errors import RunFailed, UsageError
@@ -34,6 +31,7 @@ from trainlab.api.events import Finished, Log, Progress, Started
 from trainlab.engine import distributed
 from trainlab.engine.checkpoint import checkpoint_step, require_free_space, run_space_needed, tensor_bytes
 from trainlab.engine.context import class_weights
+from trainlab.engine.experiment_logs import experiment_loggers
 from trainlab.engine.fitted import save_fitted_state
 from trainlab.engine.gpu_leases import hold_device_lease
 from trainlab.engine.outcome import RunOutcome
@@ -53,6 +51,7 @@ from trainlab.system.fileio import (
     out_of_room_line,
     remove_stale_temporaries,
 )
+from trainlab.system.signals import signals_deferred
 from trainlab.telemetry import TelemetryCallback
 
 
@@ -73,6 +72,15 @@ def execute(
     run_dir = plan.run_dir
     group = distributed.current()
     writer = group is None or group.writer  # in a group, rank 0 alone writes the folder and the index
+    state: RunState | None = None
+
+    def warn(message: str) -> None:
+        assert state is not None
+        state.emit(Log(step=state.step, epoch=state.epoch, level="warning", message=message))
+
+    # report_to's copies of the run (rank 0's): a store that cannot be opened stops the run before its folder is made
+    loggers = experiment_loggers(run_dir.path, plan.params, task_id=plan.task_id, record=plan.record, resumed=plan.resumed,
+                                 step=plan.position.step, warn=warn) if writer else []  # fmt: skip
     if not plan.resumed and writer:
         if run_dir.exists():  # made since the plan was (two runs given one --out)
             raise UsageError(f"--out {run_dir.path}: already holds a run (run.json); use --resume or another folder")
@@ -89,12 +97,6 @@ def execute(
     elif store is None:
         store = open_store()
     recorder = recorder_type(run_dir, plan.record, store)
-    state: RunState | None = None
-
-    def plugin_failed(message: str) -> None:
-        assert state is not None
-        state.emit(Log(step=state.step, epoch=state.epoch, level="warning", message=message))
-
     engine_callbacks: list[Callback] = [recorder]
     if writer:
         try:
@@ -103,9 +105,9 @@ def execute(
             raise RunFailed(_write_failure(exc, run_dir.path, f"opening {run_dir.metrics_jsonl}")) from None
         # in a group, rank 0's samples carry every rank's figures (RankGroup.gather_telemetry)
         ranks = (lambda: group.telemetry_records) if group is not None else None
-        engine_callbacks = [metrics_file, recorder, TelemetryCallback(plan.engine.telemetry_every, ranks=ranks)]
+        engine_callbacks = [metrics_file, recorder, TelemetryCallback(plan.engine.telemetry_every, ranks=ranks), *loggers]
     engine_callbacks += [
-        IsolatedCallback(cb, owner=name, log=plugin_failed) for name, cb in registry().run_callbacks_by_plugin(plan.task_id, plan.params)
+        IsolatedCallback(cb, owner=name, log=warn) for name, cb in registry().run_callbacks_by_plugin(plan.task_id, plan.params)
     ]
     cblist = CallbackList([*engine_callbacks, *callbacks])
     state = RunState(task_id=plan.task_id, params=plan.params, run_dir=run_dir.path, control=control, emit_to=cblist.emit)
@@ -133,6 +135,7 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
     status, error, tb, usage_error = RunStatus.FAILED, "", "", False
     calls, failure = plugin_calls(task), None
     trainer: Trainer | None = None
+    interrupt: BaseException | None = None
     session_seconds = 0.0
     try:
         if distributed.current() is not None:  # once rank 0 has written run.json
@@ -184,8 +187,9 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
             _finish_completed(plan, trainer, state)
         elif status == RunStatus.CANCELLED:
             error = control.stop_reason or "stopped"
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit) as exc:
         status, error = RunStatus.CANCELLED, _abort_error(plan, position)
+        interrupt = exc
         raise
     except BaseException as exc:  # noqa: BLE001 - reported in run.json and the Finished event
         exc, failure = attributed(calls, exc)  # the plugin and its method, when the task's code raised it
@@ -200,43 +204,20 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
     finally:
         # A second Ctrl-C in here would leave run.json saying "running": the
         # end is written first, and a signal that came meanwhile acts after.
-        with _signals_deferred():
-            if trainer is not None:
-                trainer.close()
-            outcome = _finish(plan, state, cblist, recorder, trainer, position, session_seconds, status, error, tb, usage_error, failure)
+        # The outcome rides on the KeyboardInterrupt of an abort, so that the
+        # CLI still prints the whole object (run_dir, status, steps).
+        outcome = None
+        try:
+            with signals_deferred():
+                if trainer is not None:
+                    trainer.close()
+                outcome = _finish(plan, state, cblist, recorder, trainer, position, session_seconds, status, error, tb, usage_error, failure)
+        except KeyboardInterrupt as late:  # the second Ctrl-C, held while the end was written
+            late.outcome = outcome  # type: ignore[attr-defined]
+            raise
+        if interrupt is not None:
+            interrupt.outcome = outcome  # type: ignore[attr-defined]
     return outcome
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM while the run's end is written; hand them on after.
-
-    A handler, not a signal mask: a signal the C level took just before
-    would still run its Python handler in here.  One that lands while the
-    holders are being put in place is held too.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield  # Python runs signal handlers on the main thread only
-        return
-    held: list[int] = []
-    previous: dict[int, Any] = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        while signum not in previous:
-            try:
-                previous[signum] = signal.signal(signum, lambda number, _frame: held.append(number))
-            except KeyboardInterrupt:  # the second Ctrl-C, a moment before this
-                held.append(signal.SIGINT)
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        for signum in held:
-            handler = previous.get(signum)
-            if callable(handler):
-                handler(signum, None)  # the CLI's: a stop (the run has ended), or the abort it asked for
-            elif handler == signal.SIG_DFL:
-                os.kill(os.getpid(), signum)
 
 
 def _abort_error(plan: RunPlan, position: Any) -> str:

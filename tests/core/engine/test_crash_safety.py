@@ -183,6 +183,59 @@ def test_two_ctrl_c_after_a_checkpoint_say_where_resume_continues(toy_plugin, to
     assert_same_weights(model_weights(straight.run_dir), model_weights(out))
 
 
+
+# The real CLI, with the write of the last checkpoint made slow enough (in the
+# child) for a second Ctrl-C to land in the middle of it; it says when it begins.
+SLOW_LAST_CHECKPOINT = """
+import runpy, sys, time
+import safetensors.torch as st
+
+real = st.save_file
+
+def save_file(tensors, filename, metadata=None):
+    if ".last.safetensors." in str(filename):
+        print("test: writing the last checkpoint", file=sys.stderr, flush=True)
+        time.sleep(1.5)
+    return real(tensors, filename, metadata=metadata)
+
+st.save_file = save_file
+sys.argv = ["trainlab", *sys.argv[1:]]
+runpy.run_module("trainlab", run_name="__main__")
+"""
+
+
+def test_a_second_ctrl_c_during_the_stops_checkpoint_lets_it_finish_and_json_has_the_whole_object(toy_plugin, toy_csv, tmp_path):
+    from trainlab.engine.checkpoint import checkpoint_step, verify_checkpoint
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_LAST_CHECKPOINT, "train", "toy-classification", "--data", str(toy_csv), "--out", str(out),
+         "--epochs", "1", "--set", "step_delay=0.2", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env([FIXTURE_PLUGINS]),
+    )  # fmt: skip
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "run folder:" in line:
+            proc.send_signal(signal.SIGINT)  # stop after this step: its checkpoint is written
+        if "test: writing the last checkpoint" in line:
+            proc.send_signal(signal.SIGINT)  # the second, in the middle of that checkpoint
+            break
+    stdout, stderr = proc.communicate(timeout=120)
+    stderr = "".join(seen) + stderr
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    data = one_json_line(subprocess.CompletedProcess([], 130, stdout, stderr))
+    assert data["run_dir"] == str(out) and data["status"] == "cancelled" and data["exit_code"] == 130
+    assert data["steps"] >= 1 and data["task"] == "toy-classification"
+    last = RunDir(out).last_checkpoint
+    assert verify_checkpoint(last) == "verified" and checkpoint_step(last) == data["steps"]
+    record = RunDir(out).read()
+    assert record["status"] == "cancelled"
+    assert record["error"] == f"aborted after the checkpoint of step {data['steps']}: --resume continues from it"
+    assert list(out.rglob("*.tmp")) == []
+
+
 # -- damaged checkpoints on resume --------------------------------------------------------------
 
 
