@@ -21,6 +21,7 @@ from trainlab.engine import context
 from trainlab.engine.checkpoint import load_model_weights, read_checkpoint
 from trainlab.engine.device import autocast, is_out_of_memory
 from trainlab.engine.loaders import SplitLoaders
+from trainlab.engine.outcome import EvaluationStopped
 from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.engine.strategy import Strategy, for_run
 from trainlab.runfolder.index import RunDir
@@ -63,11 +64,12 @@ class Evaluator:
         """The task's report on ``split``: ``metrics``, ``loss``, ``samples``, ``family`` and its details."""
         return self.accumulate(split).compute()
 
-    def accumulate(self, split: str) -> Any:
+    def accumulate(self, split: str, *, stop: Callable[[], bool] | None = None) -> Any:
         """One pass over ``split`` into the task's ``MetricAccumulator`` (not yet computed).
 
         The accumulator keeps the pass, so a task can calibrate on it
         (multi-label thresholds) and the report be computed again after.
+        ``stop``: asked before each batch; true ends the pass (EvaluationStopped).
         """
         import torch
 
@@ -81,6 +83,8 @@ class Evaluator:
         try:
             with torch.inference_mode():
                 for batch in self.loaders.loader(split, order, 0):
+                    if stop is not None and stop():
+                        raise EvaluationStopped()
                     for out in self._score(batch):
                         accumulator.update(out)
         finally:

@@ -34,7 +34,7 @@ from trainlab.engine.context import class_weights
 from trainlab.engine.experiment_logs import experiment_loggers
 from trainlab.engine.fitted import save_fitted_state
 from trainlab.engine.gpu_leases import hold_device_lease
-from trainlab.engine.outcome import RunOutcome
+from trainlab.engine.outcome import EvaluationStopped, RunOutcome
 from trainlab.engine.plan import RunPlan
 from trainlab.engine.plugin_calls import attributed, plugin_calls
 from trainlab.engine.recorder import MetricsFileCallback, RunRecorder, open_store
@@ -184,7 +184,10 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
         session_seconds = trainer.train_seconds or wall
         recorder.add_train_seconds(wall)
         if status == RunStatus.COMPLETED:
-            _finish_completed(plan, trainer, state)
+            try:
+                _finish_completed(plan, trainer, state)
+            except EvaluationStopped:  # the last checkpoint holds every step: --resume evaluates and exports
+                status, error = RunStatus.CANCELLED, FINAL_EVALUATION_STOPPED
         elif status == RunStatus.CANCELLED:
             error = control.stop_reason or "stopped"
     except (KeyboardInterrupt, SystemExit) as exc:
@@ -218,6 +221,9 @@ def _train(plan: RunPlan, state: RunState, cblist: CallbackList, recorder: RunRe
         if interrupt is not None:
             interrupt.outcome = outcome  # type: ignore[attr-defined]
     return outcome
+
+
+FINAL_EVALUATION_STOPPED = "stopped during the final evaluation: --resume runs it and the export"
 
 
 def _abort_error(plan: RunPlan, position: Any) -> str:
@@ -262,15 +268,28 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
     if params.final_weights == "best" and trainer.load_best_weights():
         weights = "best"
     state.emit(Progress(step=state.step, epoch=state.epoch, total_steps=state.total_steps, phase="eval"))
+    # A stop (Ctrl-C, SIGTERM, the window's) now ends the run cancelled, its
+    # last checkpoint holding every step; in a group the ranks evaluate
+    # together, so there the evaluation is finished first.
+    alone = distributed.current() is None
+    stop = (lambda: state.control.stop_requested) if alone else None
+    if alone:
+        state.emit(Log(step=state.step, epoch=state.epoch, level="info", message="final evaluation (a stop now cancels the run; --resume runs it)"))
+    if stop is not None and stop():
+        raise EvaluationStopped()
     report: dict[str, Any] = {}
     if "val" in task.splits():
-        accumulator = trainer.evaluator.accumulate("val")
+        accumulator = trainer.evaluator.accumulate("val", stop=stop)
         task.calibrate("val", accumulator)  # post-hoc fitting (multi-label thresholds), before the report
         report = accumulator.compute()
         report["split"] = "val"
     if "test" in task.splits():
+        if stop is not None and stop():
+            raise EvaluationStopped()
         report["test"] = trainer.evaluate("test")
         report["test"]["split"] = "test"
+    if stop is not None and stop():  # before anything of the end is written
+        raise EvaluationStopped()
     report["weights"] = weights
     report["step"] = state.step
     group = distributed.current()

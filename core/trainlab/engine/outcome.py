@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # pragma: no cover
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+class EvaluationStopped(Exception):
+    """A stop came during an evaluation that may be cut short (the run's final one): the run ends cancelled."""
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """The end of one run, as plain values (serialisable to one JSON object).

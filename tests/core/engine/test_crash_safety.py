@@ -236,6 +236,32 @@ def test_a_second_ctrl_c_during_the_stops_checkpoint_lets_it_finish_and_json_has
     assert list(out.rglob("*.tmp")) == []
 
 
+def test_a_stop_during_the_final_evaluation_cancels_the_run_and_resume_finishes_it(toy_plugin, toy_csv, tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainlab", "train", "toy-classification", "--data", str(toy_csv), "--out", str(out),
+         "--epochs", "1", "--set", "eval_delay=0.3", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env([FIXTURE_PLUGINS]),
+    )  # fmt: skip
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "final evaluation" in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    stdout, stderr = proc.communicate(timeout=120)
+    stderr = "".join(seen) + stderr
+    assert proc.returncode == 130, stderr
+    data = json.loads(stdout)
+    assert data["status"] == "cancelled" and data["steps"] == 12 and data["run_dir"] == str(out)
+    assert "final evaluation" in data["error"] and "--resume" in data["error"]
+    assert not (out / "eval.json").exists() and not (out / "model" / "model.safetensors").exists()
+    assert RunDir(out).read()["status"] == "cancelled"
+    resumed = run_training(RunRequest(resume=str(out)))
+    assert resumed.status == "completed" and resumed.steps == 12, resumed.error
+    assert (out / "eval.json").exists() and (out / "model" / "model.safetensors").exists()
+
+
 # -- damaged checkpoints on resume --------------------------------------------------------------
 
 
