@@ -63,13 +63,20 @@ class RunDir:
 
     # -- run.json ---------------------------------------------------------------
     def read(self) -> dict[str, Any]:
-        """``run.json`` as a plain dict (scripts, and the engine until it writes records)."""
+        """``run.json`` as a plain dict (scripts, and the engine until it writes records).
+
+        Its fields are checked as ``read_record`` checks them: a value of the
+        wrong type (``"task": 5``) is a ``RunFileError`` naming the file and
+        the key, never a run that is then looked up as task 5.
+        """
         try:
-            return read_json_object(self.run_json)
+            data = read_json_object(self.run_json)
         except FileNotFoundError:
             raise RunFileError(
                 self.run_json, "not found", f"{self.path} is not a TrainLab run folder (no run.json)"
             ) from None
+        RunRecord.from_json(data, self.run_json)
+        return data
 
     def read_record(self) -> RunRecord:
         return RunRecord.from_json(self.read(), self.run_json)
