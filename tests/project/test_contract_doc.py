@@ -26,7 +26,6 @@ CONTRACT = ROOT / "docs" / "contract.md"
 # Named by the contract, not built yet. Built one? Drop it here, and drop
 # **planned** from its row in docs/contract.md once the whole row works.
 PLANNED: set[str] = {
-    "eval --split",
     "predict --set",
     "chat --compare",  # a second model side by side, with the chat panel
 }

@@ -106,6 +106,7 @@ def _parser() -> ArgumentParser:
     p = add("eval", "evaluate a trained run on its validation data or on --data")
     p.add_argument("run_dir")
     p.add_argument("--data", help="other data to evaluate on (same labels)")
+    p.add_argument("--split", choices=("val", "test"), help="the split of the run's own data to evaluate (default val)")
     p.add_argument("--device", default="auto")
 
     p = add("predict", "predictions of a trained run for images, folders, texts, a CSV/JSONL of texts, or - (stdin)")
@@ -302,7 +303,7 @@ def cmd_eval(args, out: Output) -> int:
     from trainlab.engine.scripting import evaluate_run
 
     record = open_trained_run(args.run_dir, need_model=False).read()  # a mistyped folder is named before torch loads
-    report = evaluate_run(args.run_dir, args.data, device=args.device)
+    report = evaluate_run(args.run_dir, args.data, device=args.device, split=args.split)
     for line in eval_lines(report, task_spec(str(record.get("task", "")))):
         out.say(line)
     out.say(f"written to {report['written']}")

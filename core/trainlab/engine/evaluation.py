@@ -131,23 +131,36 @@ class Evaluator:
             self.loaders.close()
 
 
-def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto") -> dict[str, Any]:
-    """Evaluate a trained run; the report is written beside (never over) eval.json."""
+EVAL_SPLITS = ("val", "test")  # the splits of a run's own data ``trainlab eval --split`` chooses
+
+
+def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto", split: str | None = None) -> dict[str, Any]:
+    """Evaluate a trained run on ``split`` of its own data (default val) or on all of ``data``;
+    the report is written beside (never over) eval.json."""
+    if split is not None and split not in EVAL_SPLITS:
+        raise UsageError(f"--split {split}: expected one of {', '.join(EVAL_SPLITS)}")
     rd = RunDir(run_dir)
     record, task, ctx = context.trained_task(rd, device)
     with plugin_calls(task).around():  # a failure in the task's code names its plugin and method
-        return _evaluate_trained(rd, record, task, ctx, data)
+        return _evaluate_trained(rd, record, task, ctx, data, split)
 
 
-def _evaluate_trained(rd: RunDir, record: dict[str, Any], task: Task, ctx: RunContext, data: str | None) -> dict[str, Any]:
+def _evaluate_trained(
+    rd: RunDir, record: dict[str, Any], task: Task, ctx: RunContext, data: str | None, wanted: str | None = None
+) -> dict[str, Any]:
     data_path = data or record["data"]["path"]
     if not Path(data_path).exists():
         raise UsageError(f"--data {data_path}: no such file or folder")
     ctx.purpose = "evaluate"
     own = Path(record["data"]["path"]).expanduser().resolve()
     ctx.whole_data = Path(data_path).expanduser().resolve() != own
+    if wanted is not None and ctx.whole_data:
+        raise UsageError(f"--split {wanted} chooses a split of the run's own data; with --data the whole of {data_path} is evaluated")
     task.prepare(str(data_path), ctx, label_names=record["label_names"])
-    split = "val"
+    split = wanted or "val"
+    if wanted is not None and wanted not in task.splits():
+        what = {"val": "validation", "test": "test"}[wanted]
+        raise UsageError(f"--split {wanted}: the run's data ({data_path}) has no {what} split (it has {', '.join(task.splits())})")
     if data and "val" not in task.splits():
         split = "train"
     elif data is None and "val" not in task.splits():

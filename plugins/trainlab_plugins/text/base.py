@@ -131,6 +131,12 @@ class TextTask:
         # multiples of 8 keep tensor-core shapes on CUDA; on a CPU they only add padding
         self.collator = PadCollator(pad_id, multiple=8 if ctx.is_cuda else 1)
         summary = self._summary()
+        if ctx.purpose == "resume" and self.source.kind == "preset":
+            # the weights come from the run's checkpoint, not the preset's random start
+            summary.extra["model"] = f"{self.source.name} (built-in preset; weights from the run's checkpoint)"
+        elif ctx.purpose == "evaluate":
+            what = f"{self.source.name} (built-in preset)" if self.source.kind == "preset" else self.source.describe()
+            summary.extra["model"] = f"{what} with the run's trained weights"
         # other data evaluated whole is read into the "val" split: name it as the data it is
         data_name = Path(data_path).name if ctx.whole_data else ""
         for line in self.summary_lines(summary):
@@ -267,15 +273,17 @@ class TextTask:
         if self.source is None or self.tokenizer is None:
             raise RuntimeError("prepare() must run before build_model()")
         plan = self.finetune or self._plan_finetune(ctx)
+        # evaluating, the model only takes the run's trained weights: what would train is no news
+        log = ctx.log if ctx.purpose != "evaluate" else _quiet
         model = models.build_model(
             self.source,
             self.tokenizer,
             self.head_labels(),
-            ctx.log,
+            log,
             problem_type=self.problem_type,
             quantize_4bit_on=ctx.device if plan.mode == "qlora" else None,
         )
-        return finetune.apply_finetune(model, plan, ctx.log)
+        return finetune.apply_finetune(model, plan, log)
 
     def load_trained_model(self, model_dir: Path, ctx: RunContext) -> torch.nn.Module:
         return models.load_trained(model_dir)
@@ -344,3 +352,7 @@ def renamed_split(line: str, split: str, name: str) -> str:
         if line.startswith(split + sep):
             return name + line[len(split):]
     return line
+
+
+def _quiet(message: str) -> None:
+    """A log that drops what it is given (evaluation builds a model only to load trained weights into it)."""

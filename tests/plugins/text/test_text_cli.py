@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from helpers import ONE_THREAD, TESTS, last_json_line, sample_head, stop_after_first_epoch
+from helpers import ONE_THREAD, TESTS, built_task, last_json_line, sample_head, stop_after_first_epoch
 from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.runfolder.index import RunDir
 from trainlab_resources import resource_path
@@ -69,6 +69,15 @@ def test_train_predict_and_eval_from_the_command_line(cli, tmp_path):
     proc = cli("eval", run, "--json", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
     assert last_json_line(proc)["samples"] == 160
+    assert "fine-tuning:" not in proc.stderr and "trainable" not in proc.stderr  # evaluating trains nothing
+    # and its test split, as training reported it at the end
+    proc = cli("eval", run, "--split", "test", "--json", env=ONE_THREAD)
+    assert proc.returncode == 0, proc.stderr
+    evaluation = last_json_line(proc)
+    assert evaluation["split"] == "test" and evaluation["samples"] == 160 and "evaluated the test split of its own data" in proc.stderr
+    assert evaluation["metrics"]["accuracy"] == pytest.approx(report["test"]["metrics"]["accuracy"])
+    proc = cli("eval", run, "--split", "test", "--data", FIXTURES / "eval_topics.jsonl")
+    assert proc.returncode == 2 and "--split test chooses a split of the run's own data" in proc.stderr
 
 
 def test_bad_data_is_exit_2_naming_file_and_columns(cli, tmp_path):
@@ -135,3 +144,24 @@ def test_a_stopped_run_resumes_to_the_same_weights(tmp_path, one_thread):
     b = load_file(str(tmp_path / "b" / "checkpoints" / "last.safetensors"))
     weights = [k for k in a if k.startswith("model.")]
     assert weights and all(torch.equal(a[k], b[k]) for k in weights)
+
+
+
+@pytest.mark.parametrize("purpose", ["train", "resume", "evaluate"])
+def test_the_model_line_says_where_the_weights_come_from(purpose, tmp_path):
+    import dataclasses
+
+    task, ctx, _, logs = built_task({"epochs": "1", "batch_size": "8", "max_length": "32", "device": "cpu"}, sample_head(tmp_path, rows=16))
+    ctx = dataclasses.replace(ctx, purpose=purpose, log=logs.append)
+    logs.clear()
+    task.prepare(str(tmp_path / "small"), ctx)
+    task.build_model(ctx)
+    model_line = next(line for line in logs if line.startswith("model: "))
+    expected = {
+        "train": "model: tiny-bert (built-in preset, trained from scratch)",
+        "resume": "model: tiny-bert (built-in preset; weights from the run's checkpoint)",  # a resumed run is not from scratch
+        "evaluate": "model: tiny-bert (built-in preset) with the run's trained weights",
+    }[purpose]
+    assert model_line == expected
+    # evaluating builds the model only to load the run's weights into it: no "fine-tuning: every weight ... trainable"
+    assert any(line.startswith("fine-tuning: ") for line in logs) == (purpose != "evaluate"), logs
