@@ -61,6 +61,9 @@ class TrainStep(Event):
     lr: float = 0.0
     steps: int = 1
     samples_per_second: float = 0.0
+    # what the task's ``batch_units`` counts per second ("tokens"); 0 and "" when it counts none
+    units_per_second: float = 0.0
+    unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,8 @@ class Progress(Event):
     samples_per_second: float = 0.0
     eta_seconds: float | None = None
     phase: str = Phase.TRAIN  # a Phase
+    units_per_second: float = 0.0  # as TrainStep's
+    unit: str = ""
 
 
 @dataclass(frozen=True)

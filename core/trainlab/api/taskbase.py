@@ -53,6 +53,9 @@ class DataSummary:
     family whose counts are one total per split), and ``count_noun``, what
     each count counts, plural (``"windows"``, ``"tokens"``, ``"boxes"``;
     empty: ``"examples"``).
+
+    ``notes``: lines about the data in the task's own words (lengths, how an
+    example renders), shown under the window's data check as they are.
     """
 
     label_names: list[str]
@@ -63,6 +66,7 @@ class DataSummary:
     extra: dict[str, Any] = field(default_factory=dict)
     group_noun: str = ""
     count_noun: str = ""
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +78,7 @@ class DataSummary:
             "extra": self.extra,
             "group_noun": self.group_noun,
             "count_noun": self.count_noun,
+            "notes": list(self.notes),
         }
 
     def nouns(self, family: str = "") -> tuple[str, str]:
@@ -289,6 +294,29 @@ class Task:
         their count makes the engine weigh the micro-batches of an
         accumulated step by it, so the step's gradient is that of the mean
         over every trained token of the step, however they were batched.
+        """
+        return None
+
+    def memory_model(self, micro_batch: int) -> dict[str, int] | None:  # optional
+        """An analytic estimate of the run's memory at ``micro_batch`` examples a step, in bytes:
+        ``weights``, ``gradients``, ``optimizer``, ``activations`` (after ``prepare``).
+
+        The engine measures activations with a real step in a child process;
+        where that cannot load or step the model (a 7B model on a small
+        machine) it states this estimate instead.  None, the default: no
+        estimate then.
+        """
+        return None
+
+    #: what ``batch_units`` counts, plural ("tokens"): the progress reads "N tokens/s"
+    throughput_unit: str = ""
+
+    def batch_units(self, batch: Any) -> int | None:  # optional
+        """How many of ``throughput_unit`` ``batch`` trains (on the CPU, before ``to_device``).
+
+        None, the default: the progress shows examples per second only.  A
+        language model returns its non-pad tokens, whose count per example
+        varies, so the progress also shows tokens per second.
         """
         return None
 

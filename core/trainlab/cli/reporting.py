@@ -101,7 +101,8 @@ class ConsoleProgress:
             self.out.note(f"run folder: {event.run_dir}  ({event.device}, {event.precision}, {event.total_steps} steps)")
         elif isinstance(event, TrainStep) and now - self._last >= 2.0:
             self._last = now
-            self.out.note(f"epoch {event.epoch} step {event.step}: loss {event.loss:.4f}  lr {event.lr:.2e}  {event.samples_per_second:.0f} samples/s")
+            units = f"  {event.units_per_second:,.0f} {event.unit}/s" if event.units_per_second else ""
+            self.out.note(f"epoch {event.epoch} step {event.step}: loss {event.loss:.4f}  lr {event.lr:.2e}  {event.samples_per_second:.0f} samples/s{units}")
         elif isinstance(event, EvalResult):
             best = "  (best)" if event.best else ""
             shown = metrics_text(event.metrics, self.metric_specs)

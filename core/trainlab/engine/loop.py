@@ -81,10 +81,11 @@ class _Interval:
     start: float
     samples: int = 0
     steps: int = 0
+    units: int = 0  # what the task's batch_units counts (tokens), when it counts
 
     def restart(self) -> None:
         self.start = time.perf_counter()
-        self.samples = self.steps = 0
+        self.samples = self.steps = self.units = 0
 
 
 class Trainer:
@@ -136,6 +137,7 @@ class Trainer:
         self._window = LossWindow(self.device)  # the steps' losses since the last read (see the module docstring)
         self._window_first_step = position.step + 1
         self._has_step_hook = False
+        self._count_units: Any = None  # the task's batch_units, when it names a throughput_unit
         self.train_seconds = 0.0  # in training passes this session (data, forward, backward, step, callbacks)
         self.early_stopped = False
         self.start_step = position.step
@@ -261,6 +263,8 @@ class Trainer:
         self._window.reset()
         self._window_first_step = pos.step + 1
         self._has_step_hook = self.callbacks.has("on_step_end")
+        # a plugin API 1 task may not subclass Task; a task without a unit counts none
+        self._count_units = getattr(self.task, "batch_units", None) if getattr(self.task, "throughput_unit", "") else None
         interval = _Interval(time.perf_counter())
         group: list[Any] = []
         for index, batch in enumerate(loader, start=pos.batches_done):
@@ -282,6 +286,8 @@ class Trainer:
         pos.samples_seen += examples
         interval.samples += examples
         interval.steps += 1
+        if self._count_units is not None:
+            interval.units += sum(self._count_units(batch) or 0 for batch in group)
         state.step = pos.step
         state.samples_seen = pos.samples_seen
         if self._has_step_hook:
@@ -300,7 +306,7 @@ class Trainer:
             or control.stop_requested
             or control.paused
         ):
-            self._report(interval.samples, interval.steps, now - interval.start, epoch)
+            self._report(interval.samples, interval.steps, now - interval.start, epoch, interval.units)
             self.train_seconds += now - interval.start
             self._window.reset()
             self._window_first_step = self.position.step + 1
@@ -462,7 +468,7 @@ class Trainer:
         return scaled_step(self.optimizer, self.scaler)
 
     # -- events, pause ---------------------------------------------------------------
-    def _report(self, samples: int, steps: int, seconds: float, epoch: int) -> None:
+    def _report(self, samples: int, steps: int, seconds: float, epoch: int, units: int = 0) -> None:
         if not steps:
             return
         total, finite = self._window.read()  # the one device sync per interval
@@ -470,9 +476,11 @@ class Trainer:
             raise RunFailed(self._diverged(total, self._window_first_step + int(finite)))
         loss = total / max(1, samples)
         rate = samples / seconds if seconds > 0 else 0.0
+        unit_rate = units / seconds if units and seconds > 0 else 0.0
+        unit = self.task.throughput_unit if unit_rate else ""
         pos = self.position
         lr = float(self.optimizer.param_groups[0]["lr"])
-        self.state.emit(TrainStep(step=pos.step, epoch=epoch, loss=loss, lr=lr, steps=steps, samples_per_second=rate))
+        self.state.emit(TrainStep(step=pos.step, epoch=epoch, loss=loss, lr=lr, steps=steps, samples_per_second=rate, units_per_second=unit_rate, unit=unit))
         train_total = self.train_seconds + seconds
         done_this_session = pos.step - self.start_step
         eta = None
@@ -487,6 +495,8 @@ class Trainer:
                 samples=pos.samples_seen,
                 samples_per_second=rate,
                 eta_seconds=eta,
+                units_per_second=unit_rate,
+                unit=unit,
             )
         )
 

@@ -321,13 +321,19 @@ def estimate_memory(plan: Any, *, micro_batch: int | None = None, use_cache: boo
     if shards > 1:
         static = sharded_static(static, model, shards, offload=offload)
     del model
-    probe = run_probe(plan, use_cache=use_cache)
+    batch_size = plan.engine.batch_size
+    micro = micro_batch or plan_micro_batch(plan)
+    try:
+        probe = run_probe(plan, use_cache=use_cache)
+    except RuntimeError as exc:  # the probe could not load or step the model here: too big for this machine
+        analytic = _analytic_estimate(plan, micro, static, str(exc))
+        if analytic is None:
+            raise
+        return analytic
     fit = ActivationFit(
         intercept=float(probe["intercept"]), per_example=float(probe["per_example"]),
         measured={int(k): int(v) for k, v in probe["measured"].items()}, method=str(probe["method"]),
     )
-    batch_size = plan.engine.batch_size
-    micro = micro_batch or plan_micro_batch(plan)
     cuda = plan.ctx.is_cuda
     return MemoryEstimate(
         device=str(plan.ctx.device),
@@ -347,6 +353,31 @@ def estimate_memory(plan: Any, *, micro_batch: int | None = None, use_cache: boo
         probe={"method": fit.method, "measured": {str(k): v for k, v in fit.measured.items()}, "cached": bool(probe.get("cached"))},
         shards=shards,
         offload=offload,
+    )
+
+
+def _analytic_estimate(plan: Any, micro: int, static: StaticBytes, why: str) -> MemoryEstimate | None:
+    """The task's own memory model at ``micro`` (``Task.memory_model``), where the probe could not run; None without one."""
+    model_of = getattr(plan.task, "memory_model", None)  # a plugin API 1 task may not subclass Task
+    figures = model_of(micro) if model_of is not None else None
+    if not figures:
+        return None
+    return MemoryEstimate(
+        device=str(plan.ctx.device),
+        kind="gpu" if plan.ctx.is_cuda else "ram",
+        capacity=device_memory_bytes(plan.ctx.device),
+        weights=int(figures["weights"]),
+        gradients=int(figures["gradients"]),
+        optimizer=int(figures["optimizer"]),
+        activations=int(figures["activations"]),
+        other=0,
+        micro_batch=micro,
+        batch_size=plan.engine.batch_size,
+        activation_per_example=figures["activations"] / max(1, micro),
+        activation_intercept=0.0,
+        parameters=static.parameters,
+        trainable=static.trainable,
+        probe={"method": "analytic", "measured": {}, "cached": False, "probe_error": why},
     )
 
 

@@ -67,6 +67,8 @@ class RunProgress:
     samples_per_second: float = 0.0
     eta_seconds: float | None = None
     phase: str = ""
+    units_per_second: float = 0.0  # the task's throughput unit per second (tokens), 0 when it counts none
+    unit: str = ""
 
     @property
     def fraction(self) -> float:
@@ -238,6 +240,8 @@ class RunSession:
                 prog.total_steps = event.total_steps or prog.total_steps
                 prog.epochs = event.epochs or prog.epochs
                 prog.samples_per_second = event.samples_per_second or prog.samples_per_second
+                if event.units_per_second:
+                    prog.units_per_second, prog.unit = event.units_per_second, event.unit
                 prog.eta_seconds = event.eta_seconds
                 prog.phase = event.phase
                 progressed = True

@@ -309,6 +309,13 @@ class DataPanel(QWidget):
         self.summary_table.hide()
         layout.addWidget(self.summary_table)
 
+        self.task_notes = QLabel(self)  # the task's own lines about the data (DataSummary.notes)
+        self.task_notes.setObjectName("data_task_notes")
+        self.task_notes.setWordWrap(True)
+        self.task_notes.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.task_notes.hide()
+        layout.addWidget(self.task_notes)
+
         self.notes = QLabel(self)
         self.notes.setObjectName("data_notes")
         self.notes.setProperty("role", "warning")
@@ -444,6 +451,7 @@ class DataPanel(QWidget):
         self.error = ""
         self.summary_table.hide()
         self.notes.hide()
+        self.task_notes.hide()
         if not path:
             self.checking = False
             self.status.setText("")
@@ -553,6 +561,8 @@ class DataPanel(QWidget):
             table.setFixedHeight(table.horizontalHeader().height() + rows_height + 2 * table.frameWidth() + 2)
             table.show()
 
+        self.task_notes.setText("\n".join(summary.notes))
+        self.task_notes.setVisible(bool(summary.notes))
         notes = []
         if summary.skipped:
             total = sum(summary.skipped.values())

@@ -201,6 +201,10 @@ class RunControls(QWidget):
             self.tr("ETA %s") % format_duration(progress.eta_seconds, missing="\u2013"),
             self.tr("%s samples/s") % format_rate(progress.samples_per_second),
         ]
+        if progress.units_per_second and progress.unit == "tokens":
+            parts.append(self.tr("%s tokens/s") % format_rate(progress.units_per_second))
+        elif progress.units_per_second:
+            parts.append(f"{format_rate(progress.units_per_second)} {progress.unit}/s")
         if phase:
             parts.append(phase)
         self._set_line(" \u00b7 ".join(parts))

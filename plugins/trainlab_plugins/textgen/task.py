@@ -111,7 +111,7 @@ def collate_rows(rows: Sequence[Row], pad_id: int, *, packed: bool) -> dict[str,
             at += n
         if at < width:
             positions[b, at:] = torch.arange(width - at)
-    batch: dict[str, Any] = {"input_ids": ids, "labels": labels, "keys": [r.key for r in rows]}
+    batch: dict[str, Any] = {"input_ids": ids, "labels": labels, "keys": [r.key for r in rows], "lengths": torch.tensor([len(r) for r in rows])}
     if packed:
         batch["position_ids"] = positions
     else:
@@ -180,7 +180,8 @@ class TextGenerationTask(Task):
         self.plan = self._plan(ctx)
         self._precision = ctx.precision
         summary = self._summary(stats)
-        for line in self.summary_lines(summary):
+        summary.notes = self.summary_lines(summary)  # the window's data check shows them too
+        for line in summary.notes:
             ctx.log(line)
         return summary
 
@@ -285,7 +286,14 @@ class TextGenerationTask(Task):
                 )
         return summary
 
-    def _memory_model(self) -> sft_memory.SFTMemory:
+    def memory_model(self, micro_batch: int) -> dict[str, int] | None:
+        """The analytic SFT memory model at ``micro_batch``, for the engine's estimate where its probe cannot load the model."""
+        if self.plan is None or self.source is None:
+            return None
+        m = self._memory_model(micro_batch)
+        return {"weights": m.weights + m.adapters, "gradients": m.gradients, "optimizer": m.optimizer, "activations": m.activations + m.logits}
+
+    def _memory_model(self, micro_batch: int | None = None) -> sft_memory.SFTMemory:
         from transformers import AutoConfig
 
         assert self.plan is not None and self.source is not None
@@ -294,7 +302,7 @@ class TextGenerationTask(Task):
             mode=self.plan.mode,
             precision=self._precision,
             max_length=self.max_length,
-            micro_batch=int(self.params.get("batch_size") or 1),
+            micro_batch=micro_batch or int(self.params.get("batch_size") or 1),
             checkpointing=self.plan.gradient_checkpointing,
             lora_rank=self.plan.lora_rank,
             loss_chunk=int(self.params.get("loss_chunk") or 1024),
@@ -498,6 +506,12 @@ class TextGenerationTask(Task):
         """The mean loss per trained token of the batch (packed or not, the same)."""
         loss_sum, tokens, _ = model(**self._inputs(batch))
         return loss_sum / tokens.clamp(min=1), int(batch["input_ids"].shape[0])
+
+    throughput_unit = "tokens"
+
+    def batch_units(self, batch: dict[str, Any]) -> int:
+        """The batch's non-pad tokens (packed rows hold several examples' tokens): the progress shows tokens/s."""
+        return int(batch["lengths"].sum())
 
     def loss_weight(self, batch: dict[str, Any]) -> int:
         """The batch's trained tokens: the engine weighs accumulated micro-batches by them."""

@@ -27,3 +27,28 @@ def test_checkpointing_and_a_chunked_loss_shrink_what_they_should():
     assert recomputed.weights == kept.weights and recomputed.logits == kept.logits
     small_chunk = sft_memory(QWEN_7B, checkpointing=True, loss_chunk=256, **args)
     assert small_chunk.logits * 4 == recomputed.logits
+
+
+def test_the_engine_states_the_analytic_model_where_its_probe_cannot_load_the_model(qwen_folder, tmp_path, monkeypatch):
+    import json
+
+    import trainlab.engine.memory as engine_memory
+    from trainlab.engine.plan import RunRequest, plan_run
+
+    data = tmp_path / "chats.jsonl"
+    data.write_text(
+        "".join(json.dumps({"messages": [{"role": "user", "content": f"Say {i}"}, {"role": "assistant", "content": f"{i}"}]}) + "\n" for i in range(12)),
+        encoding="utf-8",
+    )
+    params = {"model": str(qwen_folder), "template": "chatml", "max_length": "64", "batch_size": "4", "device": "cpu", "precision": "fp32", "finetune": "full"}
+    plan = plan_run(RunRequest(task="text-generation", data=str(data), params=params, out=str(tmp_path / "r")))
+
+    def no_room(*args, **kwargs):
+        raise RuntimeError("the memory probe failed: Killed")
+
+    monkeypatch.setattr(engine_memory, "run_probe", no_room)
+    estimate = engine_memory.estimate_memory(plan)
+    assert estimate.probe["method"] == "analytic" and "Killed" in estimate.probe["probe_error"]
+    analytic = plan.task._memory_model(4)
+    assert estimate.weights == analytic.weights and estimate.activations == analytic.activations + analytic.logits
+    assert estimate.summary_line().startswith("needs about ")

@@ -90,7 +90,7 @@ def test_packed_rows_give_the_loss_of_the_examples_unpacked(qwen_folder):
 @pytest.fixture(scope="module")
 def lora_run(qwen_folder, chats, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "lora"
-    result = run_training(RunRequest(task="text-generation", data=str(chats), params=_params(qwen_folder, finetune="lora"), out=str(out)))
+    result = run_training(RunRequest(task="text-generation", data=str(chats), params=_params(qwen_folder, finetune="lora", epochs="1"), out=str(out)))
     assert result.status == "completed", result.error
     return out
 
@@ -106,6 +106,10 @@ def test_a_lora_run_reports_loss_and_generation_scores_and_exports_what_transfor
     (detail,) = [d for d in report["details"] if d["name"] == "generations"]
     assert len(detail["rows"]) == 4 and {"prompt", "expected", "generated"} <= set(detail["rows"][0])
     assert [r["chrf"] for r in detail["rows"]] == sorted(r["chrf"] for r in detail["rows"]), "worst first"
+    # the progress counts trained tokens per second beside examples per second
+    events = [json.loads(line) for line in (lora_run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    progress = [e for e in events if e["event"] in ("train", "progress") and e.get("samples_per_second")]
+    assert progress and all(e["unit"] == "tokens" and e["units_per_second"] > 5 * e["samples_per_second"] for e in progress)
 
     model_dir = lora_run / "model"
     tok = AutoTokenizer.from_pretrained(str(model_dir))
