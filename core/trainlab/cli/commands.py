@@ -27,6 +27,7 @@ from trainlab.engine import torchrun as launch
 from trainlab.engine.outcome import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from trainlab.engine.torchrun import add_launch_options, train_launched
 from trainlab.runfolder.status import RunStatus
+from trainlab.system.qt_platform import xcb_problem
 from trainlab.system.shadowing import shadowing_error
 
 
@@ -406,6 +407,9 @@ def cmd_sweep(args, out: Output) -> int:
 
 
 def cmd_gui(args, out: Output) -> int:
+    problem = xcb_problem()  # before Qt, which would abort the process (exit 134) naming no package
+    if problem:
+        raise UsageError(problem)
     from trainlab_desktop.app import run_app  # Qt is imported here and only here
 
     return run_app(
