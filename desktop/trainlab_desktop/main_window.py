@@ -404,6 +404,8 @@ class MainWindow(QMainWindow):
         if self.train_page is not None:
             self.train_page.data_panel.stop_check()
             self.train_page.estimates.shutdown()  # its children and their probes
+        if getattr(self, "tryit", None) is not None:
+            self.tryit.shutdown()  # a chat's answer ends at its next token
         from trainlab_desktop.common import background
 
         background.wait_all(10_000)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -12,21 +13,24 @@ pytest.importorskip("PySide6")
 from helpers import make_decoder_folder, run_trainlab
 
 
-def _chat_folder(folder, seed):
-    from trainlab_plugins.textgen.templates import CHATML
-    from transformers import AutoTokenizer
-
-    make_decoder_folder(folder, seed=seed)
-    tok = AutoTokenizer.from_pretrained(str(folder))
-    tok.chat_template = CHATML
-    tok.save_pretrained(str(folder))
-    return folder
-
-
 @pytest.fixture(scope="module")
 def chat_folders(tmp_path_factory):
+    """Two tiny Qwen2 chat models (a ChatML template), the same tokenizer, different random weights."""
+    import shutil
+
+    import torch
+    from trainlab_plugins.textgen.templates import CHATML
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
     root = tmp_path_factory.mktemp("chat-models")
-    return _chat_folder(root / "tuned", 0), _chat_folder(root / "other", 1)
+    tuned = make_decoder_folder(root / "tuned", seed=0)
+    tok = AutoTokenizer.from_pretrained(str(tuned))
+    tok.chat_template = CHATML
+    tok.save_pretrained(str(tuned))
+    other = Path(shutil.copytree(tuned, root / "other"))
+    torch.manual_seed(1)
+    AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(other))).save_pretrained(str(other))
+    return tuned, other
 
 
 @pytest.fixture
@@ -173,3 +177,18 @@ def test_chat_compare_in_the_terminal_gives_both_answers_labelled(chat_folders):
     lines = [line for line in result.stdout.splitlines() if line.startswith(("tuned> ", "other> "))]
     assert [line.split(">")[0] for line in lines] == ["tuned", "other", "tuned", "other"]
     assert "comparing tuned" in result.stderr and "answer at once" in result.stderr
+
+
+def test_the_real_windows_try_it_page_chats_with_a_model_folder_and_closing_ends_an_answer(qtbot, window, chat_folders):
+    window.show_page("tryit")
+    window.tryit.open_model_folder(str(chat_folders[0]))
+    panel_chat = window.tryit.chat
+    assert window.tryit.is_chat() and panel_chat.isVisible()
+    panel_chat.prompt_edit.setPlainText("What is two plus two?")
+    panel_chat.max_new_tokens.setValue(20000)
+    panel_chat.send_button.click()
+    assert panel_chat.prompt_edit.toPlainText() == ""
+    qtbot.waitUntil(lambda: panel_chat.updates >= 2, timeout=30_000)
+    with qtbot.waitSignal(panel_chat.answered, timeout=20_000):
+        window._shutdown()  # what closing the window does: the answer ends at its next token
+    assert _visible(panel_chat.shown_answers()[0])

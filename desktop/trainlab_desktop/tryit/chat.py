@@ -95,7 +95,6 @@ class ChatPanel(QWidget):
         self._stop = threading.Event()
         self._plan_request = 0
         self._planning = False  # the memory check of a comparison is running
-        self._calls: list[Any] = []
 
         self.model_label = QLabel()
         self.model_label.setWordWrap(True)
@@ -337,8 +336,7 @@ class ChatPanel(QWidget):
                     break
                 if release:  # one after the other: only this model in memory
                     self._release(keep=source)
-                report(("loading", column, ""))
-                model = self._model(source)
+                model = self._model(source, lambda column=column: report(("loading", column, "")))
                 report(("prompt", column, model.prompt(messages)))
                 text, last = "", 0.0
                 try:
@@ -357,10 +355,11 @@ class ChatPanel(QWidget):
 
         return work
 
-    def _model(self, source: ChatSource) -> ChatModel:
+    def _model(self, source: ChatSource, loading: Callable[[], None]) -> ChatModel:
         with self._models_lock:
             model = self._models.get(source)
             if model is None:
+                loading()
                 model = load_chat_model(source)
                 self._models[source] = model
             return model
@@ -383,7 +382,7 @@ class ChatPanel(QWidget):
         what, column, text = value
         if column >= len(self.partial):
             return
-        if what == "loading" and column not in self._loaded_columns():
+        if what == "loading":
             self.columns[column].title.setText(self.tr("{name} (loading…)").format(name=self._title(column)))
         elif what == "prompt":
             self.last_prompts[column] = text
@@ -393,10 +392,6 @@ class ChatPanel(QWidget):
             self.updates += 1
             self._draw(column)
             self.updated.emit(column)
-
-    def _loaded_columns(self) -> set[int]:
-        with self._models_lock:
-            return {i for i, s in enumerate(self.sources) if s in self._models}
 
     def _answered(self, tag: int, answers: list) -> None:
         if tag != self._turn:
@@ -495,6 +490,6 @@ class ChatPanel(QWidget):
         self.prompt_edit.setEnabled(has)
 
     def _start(self, fn, on_done, on_failed, *, tag: Any, progress=None) -> None:
-        call = background.start(fn, on_done, on_failed, on_progress=progress, tag=tag)
-        self._calls = [c for c in self._calls if c.isRunning()] + [call]
+        # the call keeps itself alive until it has finished (``background``), then deletes itself
+        background.start(fn, on_done, on_failed, on_progress=progress, tag=tag)
 

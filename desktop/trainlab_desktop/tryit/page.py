@@ -252,6 +252,10 @@ class TryItPanel(QWidget):
         if path:
             self.open_model_folder(path)
 
+    def shutdown(self) -> None:
+        """The window closes: end a chat's answers (generation stops at its next token)."""
+        self.chat.stop()
+
     def open_model_folder(self, path: str) -> None:
         """Chat with the model in ``path`` (a local folder with its tokenizer), without a run."""
         self.set_run(None)
