@@ -68,6 +68,11 @@ PARAMS = (
           minimum=0.01, maximum=0.9, title="Validation fraction", group="data"),
     Param("score_threshold", "float", 0.3, "Predictions: boxes from this score are reported (evaluation scores every box).",
           minimum=0.0, maximum=1.0, title="Score threshold", group="task"),
+    Param("tile", "choice", "auto",
+          "Tiling for small objects on large images: the detector sees each image in overlapping windows of this many "
+          "pixels at the image's own resolution (training on the windows; predictions merged across them). auto: tiles "
+          "of image_size when the median box is under 5% of the image's side and images are over 1.5 x image_size; off; "
+          "or the side in pixels.", choices=("auto", "off"), open_choices=True, title="Tiling", group="data"),
     Param("export", "choice", "auto",
           "Exported graph beside the weights: auto (torch.export of the backbone and head for FCOS, RetinaNet and SSDlite, "
           "model.pt2; ONNX of the whole Faster R-CNN, model.onnx, when the onnx extra is installed), torch, onnx, or off.",

@@ -40,7 +40,7 @@ from torchvision.transforms.v2 import functional as F
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from detector_networks import GRAPH_FILE, ONNX_FILE, build_detector, detect_with_graph  # noqa: E402
+from detector_networks import GRAPH_FILE, ONNX_FILE, build_detector, detect_tiled, detect_with_graph  # noqa: E402
 
 
 def load(folder=HERE, device="cpu"):
@@ -92,7 +92,9 @@ def detect(model, meta, paths, threshold=None, device="cpu"):
     results = []
     with torch.inference_mode():
         for image_id, path in enumerate(paths, start=1):
-            out = model([read_image(path).to(device)])[0]
+            image = read_image(path).to(device)
+            # a model trained on tiles sees the image window by window, its detections merged
+            out = detect_tiled(model, image, int(meta["tile"])) if meta.get("tile") else model([image])[0]
             for box, score, label in zip(out["boxes"].tolist(), out["scores"].tolist(), out["labels"].tolist()):
                 if score < cutoff or not 0 < label <= len(meta["classes"]):
                     continue

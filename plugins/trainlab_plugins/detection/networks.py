@@ -217,3 +217,79 @@ def export_onnx(detector: nn.Module, image_size: int, path: Any) -> None:
         torch.onnx.export(detector.eval(), (example,), str(path), opset_version=17, dynamo=False,
                           input_names=["image"], output_names=["boxes", "labels", "scores"],
                           dynamic_axes={"image": [1, 2], "boxes": [0], "labels": [0], "scores": [0]})  # fmt: skip
+
+
+# -- tiling: small objects on large images --------------------------------------
+# A large image resized to the detector's input shrinks small objects to a few
+# pixels.  Tiled, the detector sees the image in overlapping windows at its own
+# resolution; the windows' detections are shifted back into the image and
+# merged: duplicates (same class, IoU from ``iou``) are suppressed, and two
+# boxes from different windows covering the same object (the smaller one at
+# least ``ios`` inside the other: an object cut by a window's edge) become one
+# box, their union, with the higher score.
+TILE_OVERLAP = 0.2  # of the tile's side: an object up to this size is whole in some window
+
+
+def tile_windows(width: int, height: int, tile: int, overlap: float = TILE_OVERLAP) -> list[tuple[int, int, int, int]]:
+    """Windows ``(x0, y0, x1, y1)`` of side ``tile`` covering the image, overlapping by ``overlap``; the last ones flush with the edge."""
+
+    def starts(length: int) -> list[int]:
+        if length <= tile:
+            return [0]
+        stride = max(1, int(tile * (1.0 - overlap)))
+        return [*range(0, length - tile, stride), length - tile]
+
+    return [(x, y, min(x + tile, width), min(y + tile, height)) for y in starts(height) for x in starts(width)]
+
+
+def merge_tiles(boxes: torch.Tensor, scores: torch.Tensor, labels: torch.Tensor, tiles: torch.Tensor,
+                iou: float = 0.5, ios: float = 0.5, limit: int = 100) -> dict[str, torch.Tensor]:  # fmt: skip
+    """Detections gathered from overlapping windows (``tiles``: each one's window) as one image's, best first, at most ``limit`` (as a detector gives)."""
+    keep = scores.argsort(descending=True)[: 8 * limit]  # best first; the pairwise work below bounded
+    boxes, scores, labels, tiles = boxes[keep], scores[keep], labels[keep], tiles[keep]
+    count = len(boxes)
+    lt = torch.max(boxes[:, None, :2], boxes[None, :, :2])
+    rb = torch.min(boxes[:, None, 2:], boxes[None, :, 2:])
+    inter = (rb - lt).clamp(min=0).prod(-1)
+    area = (boxes[:, 2:] - boxes[:, :2]).clamp(min=0).prod(-1)
+    same = labels[:, None] == labels[None, :]
+    duplicate = same & (inter >= iou * (area[:, None] + area[None, :] - inter).clamp(min=1e-6))
+    cut = same & (tiles[:, None] != tiles[None, :]) & (inter >= ios * torch.min(area[:, None], area[None, :]).clamp(min=1e-6))
+    merged = boxes.clone()
+    gone = torch.zeros(count, dtype=torch.bool, device=boxes.device)
+    kept: list[int] = []
+    for i in range(count):  # greedy non-maximum suppression, best score first
+        if gone[i]:
+            continue
+        kept.append(i)
+        gone[i] = True
+        members = (duplicate[i] | cut[i]) & ~gone
+        joined = members & cut[i]
+        if bool(joined.any()):
+            group = torch.cat([merged[i : i + 1], boxes[joined]])
+            merged[i] = torch.cat([group[:, :2].min(0).values, group[:, 2:].max(0).values])
+        gone |= members
+        if len(kept) >= limit:
+            break
+    index = torch.tensor(kept, dtype=torch.long, device=boxes.device)
+    return {"boxes": merged[index].reshape(-1, 4), "scores": scores[index], "labels": labels[index]}
+
+
+def detect_tiled(run: Any, image: torch.Tensor, tile: int, overlap: float = TILE_OVERLAP, batch: int = 8) -> dict[str, torch.Tensor]:
+    """One image's detections, ``run`` (the detector, or anything taking a list of images) called on its windows.
+
+    An image no larger than ``tile`` is one window: ``run`` sees it whole.
+    """
+    height, width = int(image.shape[-2]), int(image.shape[-1])
+    windows = tile_windows(width, height, tile, overlap)
+    if len(windows) == 1:
+        return run([image])[0]
+    parts = []
+    for start in range(0, len(windows), batch):
+        chunk = windows[start : start + batch]
+        outputs = run([image[..., y0:y1, x0:x1] for x0, y0, x1, y1 in chunk])
+        for offset, ((x0, y0, _, _), out) in enumerate(zip(chunk, outputs)):
+            shift = torch.tensor([x0, y0, x0, y0], dtype=out["boxes"].dtype, device=out["boxes"].device)
+            parts.append((out["boxes"] + shift, out["scores"], out["labels"], torch.full_like(out["labels"], start + offset)))
+    boxes, scores, labels, tiles = (torch.cat(list(column)) for column in zip(*parts))
+    return merge_tiles(boxes, scores, labels, tiles)

@@ -11,7 +11,7 @@ import torch
 from trainlab import DataError
 
 from trainlab_plugins.detection.dataset import decode
-from trainlab_plugins.detection.networks import build_detector
+from trainlab_plugins.detection.networks import build_detector, detect_tiled
 from trainlab_plugins.detection.predictions import DetectedBoxes, Detection
 
 BATCH = 8
@@ -30,6 +30,7 @@ def make_predictor(model_dir: Path, device: Any, threshold: float | None = None)
     model, meta = load_detector(model_dir, device)
     classes, ids = list(meta["classes"]), list(meta["category_ids"])
     cutoff = float(meta.get("score_threshold", 0.3) if threshold is None else threshold)
+    tile = int(meta.get("tile") or 0)
 
     def load(path: str) -> torch.Tensor | DataError:
         try:
@@ -46,7 +47,7 @@ def make_predictor(model_dir: Path, device: Any, threshold: float | None = None)
             outputs = iter([])
             if images:
                 with torch.inference_mode():
-                    outputs = iter(model(images))
+                    outputs = iter([detect_tiled(model, x, tile) for x in images] if tile else model(images))
             for path, image in zip(paths, loaded):
                 if isinstance(image, DataError):
                     results.append(image)

@@ -47,6 +47,7 @@ from trainlab_plugins.detection.networks import (
     ONNX_EXTRA,
     ONNX_FILE,
     build_detector,
+    detect_tiled,
     export_graph,
     export_onnx,
     graph_kind,
@@ -90,6 +91,36 @@ def read_weights_file(path: Path) -> dict[str, torch.Tensor]:
     return state
 
 
+# tile=auto tiles when the median box is under SMALL_BOX of the image's side and the median
+# image's longer side is over LARGE_IMAGE times image_size: resized whole, such boxes would
+# be a few pixels.
+SMALL_BOX, LARGE_IMAGE = 0.05, 1.5
+
+
+def resolve_tile(value: str, items: Sequence[formats.ImageBoxes], image_size: int) -> tuple[int, str]:
+    """(the tile side in pixels, 0 for none; why), for ``tile`` = auto, off or a number of pixels."""
+    value = str(value).strip().lower()
+    if value in ("off", "0", "none", ""):
+        return 0, "off"
+    if value != "auto":
+        try:
+            side = int(value)
+        except ValueError:
+            side = 0
+        if side < 32:
+            raise UsageError(f"tile={value}: auto, off, or the tile's side in pixels (32 or more)")
+        return side, f"tile={side}"
+    sides = sorted(max(item.width, item.height) for item in items)
+    relative = sorted(((b[2] - b[0]) * (b[3] - b[1])) ** 0.5 / max(1, item.width, item.height) for item in items for b in item.boxes)
+    if not sides or not relative:
+        return 0, "auto: no boxes to measure"
+    image_side, box = sides[len(sides) // 2], relative[len(relative) // 2]
+    why = f"median box {box:.1%} of the image's side, median image {image_side} px"
+    if box < SMALL_BOX and image_side > LARGE_IMAGE * image_size:
+        return image_size, f"auto: {why}: tiles of {image_size} px"
+    return 0, f"auto: {why}: no tiling"
+
+
 def box_statistics(found: formats.Found) -> dict[str, Any]:
     """What the data check shows beyond the counts: boxes per image, their size, images without boxes."""
     per_image, relative = [], []
@@ -125,6 +156,7 @@ class ObjectDetectionTask(Task):
         self._part_steps = 0
         self._log: Any = None
         self._trained_run = False
+        self.tile: int | None = None  # the tile side in pixels (0: none), from tile= at the first prepare
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -210,6 +242,9 @@ class ObjectDetectionTask(Task):
             ctx.log(f"skipped: {where}: {reason}")
         if len(found.problems) > 10:
             ctx.log(f"... and {len(found.problems) - 10} more skipped (listed in the data summary)")
+        if self.tile is None:
+            self.tile, why = resolve_tile(str(self.params.get("tile", "auto")), found.splits.get("train") or [], self.image_size)
+            ctx.log(f"tiling {why}")
         if not self._trained_run:
             self._check_weights()
             self._check_export()
@@ -239,7 +274,8 @@ class ObjectDetectionTask(Task):
             transform = train_transform(self.augmentation, self.image_size, bool(self.params.get("hflip", True))) if train else None
             budget = int(float(self.params.get("memory_cache_mb", 1024)) * MB)
             self._datasets[split] = DetectionDataset(self.found.splits[split], self.image_size, transform,
-                                                     keep_crowd=not train, cache_bytes=budget)  # fmt: skip
+                                                     keep_crowd=not train, cache_bytes=budget,
+                                                     tile=self.tile or 0, crop=train)  # fmt: skip
         return self._datasets[split]
 
     def collate(self, items: list[Any]) -> dict[str, Any]:
@@ -256,7 +292,9 @@ class ObjectDetectionTask(Task):
 
     def describe_examples(self, split: str, keys: Sequence[Any]) -> list[str]:
         items = self.found.splits.get(split, []) if self.found is not None else []
-        return [items[int(k)].path if 0 <= int(k) < len(items) else str(k) for k in keys]
+        dataset = self._datasets.get(split)
+        index = [dataset.item_index(int(k)) if dataset is not None and 0 <= int(k) < len(dataset) else int(k) for k in keys]
+        return [items[i].path if 0 <= i < len(items) else str(k) for i, k in zip(index, keys)]
 
     # -- model --------------------------------------------------------------
     def _detector(self) -> torch.nn.Module:
@@ -292,7 +330,10 @@ class ObjectDetectionTask(Task):
         return loss, len(batch["images"])
 
     def eval_step(self, model: torch.nn.Module, batch: dict[str, Any], ctx: RunContext) -> EvalBatch:
-        detections = model(list(batch["images"]))
+        if self.tile:  # whole images at their own resolution, seen window by window
+            detections = [detect_tiled(model, image, self.tile) for image in batch["images"]]
+        else:
+            detections = model(list(batch["images"]))
         # The detectors give no loss in evaluation mode; mAP is what evaluation measures.
         zero = torch.zeros((), device=ctx.device)
         outputs = ExampleList({k: d[k].float() if k != "labels" else d[k] for k in ("boxes", "scores", "labels")} for d in detections)
@@ -317,13 +358,15 @@ class ObjectDetectionTask(Task):
 
     # -- fitted state and outputs ------------------------------------------------
     def fitted_state(self) -> dict[str, Any]:
-        return {"architecture": self.arch, "category_ids": self.category_ids, "classes": self.label_names}
+        return {"architecture": self.arch, "category_ids": self.category_ids, "classes": self.label_names, "tile": self.tile or 0}
 
     def load_fitted_state(self, state: Mapping[str, Any]) -> None:
         self.arch = str(state.get("architecture") or self.arch)
         self.category_ids = [int(c) for c in state.get("category_ids") or []]
         if state.get("classes"):
             self.label_names = [str(c) for c in state["classes"]]
+        if "tile" in state:
+            self.tile = int(state["tile"] or 0)
 
     def model_description(self) -> dict[str, Any]:
         return {
@@ -335,6 +378,7 @@ class ObjectDetectionTask(Task):
             "category_ids": self.category_ids or list(range(1, len(self.label_names) + 1)),
             "image_size": self.image_size,
             "score_threshold": float(self.params.get("score_threshold", 0.3)),
+            "tile": self.tile or 0,
             "labels": "1..n in the order of classes; 0 is the background",
             "input": "RGB float in [0, 1], any size: the detector resizes its longer side to image_size",
         }
