@@ -272,7 +272,8 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
     # last checkpoint holding every step; in a group the ranks evaluate
     # together, so there the evaluation is finished first.
     alone = distributed.current() is None
-    stop = (lambda: state.control.stop_requested) if alone else None
+    # (early stopping asks for a stop too: the run has then completed)
+    stop = (lambda: state.control.stop_requested and not trainer.early_stopped) if alone else None
     if alone:
         state.emit(Log(step=state.step, epoch=state.epoch, level="info", message="final evaluation (a stop now cancels the run; --resume runs it)"))
     if stop is not None and stop():
