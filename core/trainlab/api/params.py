@@ -61,6 +61,18 @@ ENGINE_PARAMS: tuple[Param, ...] = (
     Param("monitor", "choice", "accuracy", "Validation metric for the best checkpoint and early stopping (the task's metrics, or loss).", choices=("accuracy", "macro_f1", "loss"), group="training", advanced=True),
     Param("telemetry_every", "float", 5.0, "Seconds between system/GPU samples written to metrics.jsonl (0: off; else at least 0.5).", minimum=0.0, maximum=3600.0, group="output", advanced=True),
     Param("log_interval", "float", 0.25, "Seconds between loss read-backs from the device (no sync per step).", minimum=0.0, maximum=3600.0, group="output", advanced=True),
+    Param(
+        "report_to",
+        "choice",
+        "none",
+        "Also write every logged value to tensorboard (event files in the run's tensorboard/ folder), mlflow (a local "
+        "MLflow store: MLFLOW_TRACKING_URI, else mlruns/ in TrainLab's data folder), or both, comma-separated; each is an extra.",
+        choices=("none", "tensorboard", "mlflow", "tensorboard,mlflow"),
+        open_choices=True,
+        group="output",
+        advanced=True,
+    ),
+    Param("log_model", "bool", False, "With report_to naming mlflow: also store the model folder in the MLflow run, as an artifact.", group="output", advanced=True),
 )
 
 FLAG_SHORTHANDS = {
@@ -109,6 +121,8 @@ class EngineParams:
     monitor: str
     telemetry_every: float
     log_interval: float
+    report_to: str
+    log_model: bool
 
     def __post_init__(self) -> None:
         kinds = {p.name: p.type for p in ENGINE_PARAMS}

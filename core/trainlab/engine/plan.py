@@ -24,6 +24,7 @@ from trainlab.api.params import ENGINE_PARAMS, EngineParams, RunParams, resolve
 from trainlab.api.taskbase import DataSummary, RunContext, Task
 from trainlab.engine import distributed
 from trainlab.engine.context import RandomState, make_context
+from trainlab.engine.experiment_logs import check_report_to
 from trainlab.engine.memory import apply_micro_batch, parse_micro_batch_size
 from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.engine.position import LoopPosition
@@ -241,8 +242,8 @@ def _resolve_target(request: RunRequest) -> _Target:
     entry = registry().task(task_id)
     if prior:
         explicit = dict(prior["parameters"])
-        # a resumed run keeps its parameters, but may move to another device
-        explicit.update({key: request.params[key] for key in ("device", "precision") if key in request.params})
+        # a resumed run keeps its parameters, but may move to another device, or report elsewhere
+        explicit.update({key: request.params[key] for key in ("device", "precision", "report_to", "log_model") if key in request.params})
         params = resolve(entry.spec, ENGINE_PARAMS, {}, explicit)
     else:
         params = resolve(entry.spec, ENGINE_PARAMS, request.remembered, request.params)
@@ -253,6 +254,7 @@ def _resolve_target(request: RunRequest) -> _Target:
         raise UsageError(f"--data {data}: no such file or folder")
     if 0 < params.engine.telemetry_every < 0.5:
         raise UsageError("bad value for parameter telemetry_every: must be 0 (off) or at least 0.5 seconds")
+    check_report_to(params)  # the extras installed, the MLflow store local: before the data is read
     return _Target(task_id, str(data), entry, params, prior_dir, prior, source)
 
 

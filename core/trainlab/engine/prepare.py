@@ -49,6 +49,8 @@ TRAINING_ONLY_PARAMS = frozenset(
         "log_interval",
         "sharding",
         "fsdp_offload",
+        "report_to",
+        "log_model",
     }
 )
 
