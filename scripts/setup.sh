@@ -4,15 +4,19 @@
 #   scripts/setup.sh            # a virtual environment (.venv) unless one is active, the app and its dev tools
 #   scripts/setup.sh --system   # also the Debian packages the tests use (Xvfb, ImageMagick,
 #                               # desktop-file-utils, a CJK font), when apt-get is available
+#   scripts/setup.sh --gui      # also the libraries Qt's xcb plugin needs to open the window
+#                               # (make run), when apt-get is available and this is root
 #
 # Prints the path of the Python to use as its last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_system=0
+want_gui=0
 for arg in "$@"; do
   case "$arg" in
     --system) want_system=1 ;;
+    --gui) want_gui=1 ;;
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -82,6 +86,35 @@ has_cjk_font() {
   grep -i "Noto Sans CJK" <<<"$families" >/dev/null
 }
 
+# The Debian packages of the libraries Qt's xcb platform plugin loads to draw
+# on an X server (trainlab.system.qt_platform names the same ones).
+missing_xcb_packages() {
+  command -v dpkg >/dev/null || return 0
+  for lib in libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-randr0 libxcb-render-util0 \
+             libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 fonts-dejavu-core; do
+    dpkg -s "$lib" >/dev/null 2>&1 || echo "$lib"
+  done
+}
+
+# apt-get's own output (a hundred lines of dpkg) goes to a log, shown only when it fails, as pip's does.
+apt_install() {
+  local why=$1; shift
+  local log="${py%/bin/python}/trainlab-system-install.log"  # beside pip's, in the environment
+  echo "setup.sh: installing $* ($why; apt-get's output: $log)" >&2
+  if ! (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@") >"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    echo "setup.sh: could not install $* (full output: $log)" >&2
+    return 1
+  fi
+}
+
+if [ "$want_gui" = 1 ] && [ "$want_system" = 0 ] && [ -n "${DISPLAY:-}" ]; then
+  mapfile -t need < <(missing_xcb_packages)
+  if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt_install "the window's platform libraries" "${need[@]}" || true  # trainlab gui names what is still missing
+  fi
+fi
+
 if [ "$want_system" = 1 ]; then
   need=()
   command -v Xvfb >/dev/null || need+=(xvfb)
@@ -95,18 +128,11 @@ if [ "$want_system" = 1 ]; then
   command -v xdg-user-dir >/dev/null || need+=(xdg-user-dirs)
   command -v dbus-daemon >/dev/null || need+=(dbus-daemon)  # a private bus for the notification tests
   # what Qt's xcb platform plugin needs to draw on a real X server
-  if command -v dpkg >/dev/null; then
-    for lib in libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-randr0 libxcb-render-util0 \
-               libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 fonts-dejavu-core; do
-      dpkg -s "$lib" >/dev/null 2>&1 || need+=("$lib")
-    done
-  fi
+  mapfile -t -O "${#need[@]}" need < <(missing_xcb_packages)
   if [ ${#need[@]} -eq 0 ]; then
     echo "setup.sh: the system packages the tests use are all installed; nothing to install system-wide" >&2
   elif command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-    echo "setup.sh: installing ${need[*]} (Debian packages used by the tests)" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}") >&2 \
-      || echo "setup.sh: could not install ${need[*]}; the tests that need them will say so" >&2
+    apt_install "Debian packages used by the tests" "${need[@]}" || echo "setup.sh: the tests that need them will say so" >&2
   elif command -v apt-get >/dev/null; then
     echo "setup.sh: missing ${need[*]}; installing nothing system-wide (not root). To have them: sudo apt-get install ${need[*]}. The tests that need them will say so" >&2
   else

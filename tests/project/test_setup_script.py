@@ -44,8 +44,21 @@ def _stub(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
-def run_setup(tmp_path: Path, *, uid: int, missing: tuple[str, ...] = (), fonts: str | None = CJK_FAMILIES, real_fc_list: bool = False):
-    """Run `setup.sh --system`; returns (completed process, what apt-get was asked, or None)."""
+def run_setup(
+    tmp_path: Path,
+    *,
+    uid: int,
+    missing: tuple[str, ...] = (),
+    fonts: str | None = CJK_FAMILIES,
+    real_fc_list: bool = False,
+    args: tuple[str, ...] = ("--system",),
+    missing_packages: tuple[str, ...] = (),
+    display: str | None = None,
+):
+    """Run `setup.sh --system` (or ``args``); returns (completed process, what apt-get was asked, or None).
+
+    ``missing_packages``: the library packages dpkg says are not installed; ``display``: DISPLAY.
+    """
     bin_dir = tmp_path / "bin"
     if not bin_dir.exists():
         bin_dir.mkdir()
@@ -58,8 +71,10 @@ def run_setup(tmp_path: Path, *, uid: int, missing: tuple[str, ...] = (), fonts:
     _stub(bin_dir / "id", f"echo {uid}")
     apt_log = tmp_path / "apt-get.log"
     apt_log.unlink(missing_ok=True)
-    _stub(bin_dir / "apt-get", f'echo "$*" >> "{apt_log}"')
-    _stub(bin_dir / "dpkg", "exit 0")  # every library package installed
+    # apt-get writes down what it was asked, and chatters as dpkg does
+    _stub(bin_dir / "apt-get", f'echo "$*" >> "{apt_log}"; i=0; while [ $i -lt 100 ]; do echo "Unpacking noise $i"; i=$((i+1)); done')
+    absent = " ".join(missing_packages)
+    _stub(bin_dir / "dpkg", f'for p in {absent}; do [ "$2" = "$p" ] && exit 1; done; exit 0')  # the rest installed
     (bin_dir / "fc-list").unlink(missing_ok=True)
     if real_fc_list:
         (bin_dir / "fc-list").symlink_to(shutil.which("fc-list"))
@@ -74,7 +89,9 @@ def run_setup(tmp_path: Path, *, uid: int, missing: tuple[str, ...] = (), fonts:
     # installed from this pyproject.toml: nothing to reinstall
     (venv / ".trainlab-installed.stamp").write_text((ROOT / "pyproject.toml").read_text(encoding="utf-8"), encoding="utf-8")
     env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "VIRTUAL_ENV": str(venv), "LC_ALL": "C"}
-    done = subprocess.run([BASH, str(SETUP), "--system"], capture_output=True, text=True, env=env, timeout=60)
+    if display is not None:
+        env["DISPLAY"] = display
+    done = subprocess.run([BASH, str(SETUP), *args], capture_output=True, text=True, env=env, timeout=60)
     asked = apt_log.read_text(encoding="utf-8") if apt_log.exists() else None
     return done, asked
 
@@ -127,6 +144,20 @@ def test_missing_packages_as_root_are_installed_with_apt(tmp_path):
     assert done.returncode == 0, done.stderr
     assert asked is not None and "install" in asked, done.stderr
     assert asked.split("install", 1)[1].split()[-2:] == ["xvfb", "fonts-noto-cjk"], asked
+    # apt-get's chatter goes to a log beside pip's, not to the terminal
+    assert "Unpacking" not in done.stderr + done.stdout, done.stderr
+    log = tmp_path / "venv" / "trainlab-system-install.log"
+    assert "Unpacking noise 99" in log.read_text(encoding="utf-8") and str(log) in done.stderr
+
+
+def test_make_run_installs_the_window_libraries_as_root_on_a_display(tmp_path):
+    done, asked = run_setup(tmp_path, uid=0, args=("--gui",), missing_packages=("libxcb-cursor0",), display=":0")
+    assert done.returncode == 0, done.stderr
+    assert asked is not None and asked.split("install", 1)[1].split()[-1] == "libxcb-cursor0", asked
+    assert "Unpacking" not in done.stderr + done.stdout
+    for uid, display in ((1000, ":0"), (0, None)):  # not root, or no display: nothing installed (trainlab gui names them)
+        done, asked = run_setup(tmp_path, uid=uid, args=("--gui",), missing_packages=("libxcb-cursor0",), display=display)
+        assert done.returncode == 0 and asked is None, (uid, display, asked)
 
 
 def run_fresh_install(tmp_path: Path, need_gb: str, python_body: str | None = None,
