@@ -240,7 +240,7 @@ def test_a_stop_during_the_final_evaluation_cancels_the_run_and_resume_finishes_
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-m", "trainlab", "train", "toy-classification", "--data", str(toy_csv), "--out", str(out),
-         "--epochs", "1", "--set", "eval_delay=0.3", "--json"],
+         "--epochs", "1", "--set", "eval_delay=0.2", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env([FIXTURE_PLUGINS]),
     )  # fmt: skip
     seen = []
