@@ -155,6 +155,25 @@ def test_models_that_do_not_fit_together_answer_one_after_the_other(qtbot, chat,
     assert max(n for _, n in held) == 1  # never both in memory
 
 
+def test_a_base_model_without_a_chat_template_is_compared_through_the_fine_tunes(qtbot, chat, chat_folders, tmp_path):
+    import shutil
+
+    plain = Path(shutil.copytree(chat_folders[1], tmp_path / "plain-base"))
+    (plain / "chat_template.jinja").unlink()
+    panel_chat, panel = chat
+    panel.open_model_folder(str(plain))  # alone, it cannot chat, and says why
+    _ask(qtbot, panel_chat, "Hello")
+    assert "no chat template" in panel_chat.error and "no chat template" in panel_chat.status.text()
+    assert panel_chat.histories == [[]] and not panel_chat.busy()
+    panel.open_model_folder(str(chat_folders[0]))
+    panel_chat.max_new_tokens.setValue(6)
+    panel_chat.compare_with(str(plain))
+    qtbot.waitUntil(panel_chat.ready, timeout=30_000)
+    _ask(qtbot, panel_chat, "What is two plus two?")
+    assert not panel_chat.error
+    assert all(p.startswith("<|im_start|>user\nWhat is two plus two?") for p in panel_chat.last_prompts)
+
+
 def test_a_text_generation_run_names_its_base_model_to_compare_with(chat_folders, tmp_path):
     from trainlab.engine.chat import ChatSource, base_source, chat_source
 

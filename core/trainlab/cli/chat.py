@@ -80,7 +80,7 @@ def cmd_chat(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("--max-new-tokens must be at least 1")
     sources = [chat_source(args.model_dir)]
     if args.compare:
-        sources.append(chat_source(args.compare))
+        sources.append(chat_source(args.compare, template_from=sources[0]))
     device = resolve_chat_device(args.device)
     settings = ChatSettings(system=args.system, temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens)
     labels = _labels(sources)

@@ -7,6 +7,10 @@ the installed ``text-generation`` family task), whose predictor streams
 (plugin API 2.1: ``stream(messages, ...)`` yields the answer as it is
 written, ``prompt(messages)`` is the text the model is given).
 
+A compared model without a chat template of its own (the base model a
+fine-tune was given a named template for) uses the other model's, through
+its predictor's ``use_chat_template``.
+
 Comparing loads two models.  Each one's weights take its parameter count
 times the bytes of its configured dtype; both are held at once only when
 their sum, with ``HEADROOM`` for the cache and activations of generation,
@@ -63,6 +67,8 @@ class ChatSource:
 
     folder: Path
     run_dir: Path | None = None
+    # a model folder whose chat template this one uses when it has none (a base model compared with its fine-tune)
+    template_from: Path | None = None
 
     @property
     def label(self) -> str:
@@ -80,9 +86,18 @@ def read_run_info(folder: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def chat_source(given: str | Path) -> ChatSource:
-    """The model ``given`` names: a run folder (its ``model/``) or a model folder; UsageError otherwise."""
+def chat_source(given: str | Path, template_from: ChatSource | None = None) -> ChatSource:
+    """The model ``given`` names: a run folder (its ``model/``) or a model folder; UsageError otherwise.
+
+    ``template_from``: the model it is compared with, whose chat template it
+    borrows when it has none of its own (a base model the fine-tune was
+    given a named template for)."""
     path = Path(given).expanduser()
+    if template_from is not None:
+        found = chat_source(given)
+        if not has_chat_template(found.folder) and has_chat_template(template_from.folder):
+            return ChatSource(found.folder, found.run_dir, template_from.folder)
+        return found
     run = RunDir(path)
     for candidate in (path / "model", path):
         if (candidate / "config.json").is_file():
@@ -110,7 +125,7 @@ def base_source(source: ChatSource) -> ChatSource | None:
     for candidate in candidates:
         path = Path(candidate).expanduser()
         if (path / "config.json").is_file():
-            return ChatSource(path.resolve())
+            return chat_source(path, template_from=source)
     return None
 
 
@@ -247,20 +262,38 @@ def load_chat_model(source: ChatSource, device: str = "auto") -> ChatModel:
         params = resolve(entry.spec, ENGINE_PARAMS, {}, {"model": str(source.folder), "device": device})
         _, task = task_for(entry.spec.id, params)
         torch_device = resolve_chat_device(device)
-    if not _has_chat_template(source.folder):
+    borrowed = source.template_from is not None and not has_chat_template(source.folder)
+    if not borrowed and not has_chat_template(source.folder):
         raise UsageError(f"the tokenizer in {source.folder} has no chat template; chat needs a chat model (train one with text-generation)")
     with plugin_calls(task).call("load_predictor"):
         predictor = task.load_predictor(source.folder, torch_device)
     if not callable(getattr(predictor, "stream", None)) or not callable(getattr(predictor, "prompt", None)):
         raise UsageError(f"the predictor of task {task.spec.id} does not stream answers (plugin API 2.1: stream and prompt)")
+    if borrowed:
+        assert source.template_from is not None
+        if not callable(getattr(predictor, "use_chat_template", None)):
+            raise UsageError(f"the tokenizer in {source.folder} has no chat template, and the predictor of task {task.spec.id} cannot take one")
+        with plugin_calls(task).call("the predictor's use_chat_template"):
+            predictor.use_chat_template(read_chat_template(source.template_from))
     return ChatModel(source, predictor, task)
 
 
-def _has_chat_template(folder: Path) -> bool:
-    if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
-        return True
-    try:
-        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return bool(config.get("chat_template"))
+def read_chat_template(folder: Path) -> str:
+    """The chat template a model folder's tokenizer holds ('' for none)."""
+    jinja = Path(folder) / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8")
+    for name in ("chat_template.json", "tokenizer_config.json"):
+        try:
+            template = json.loads((Path(folder) / name).read_text(encoding="utf-8")).get("chat_template")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(template, list):  # several named templates: the default one
+            template = next((t.get("template") for t in template if isinstance(t, dict) and t.get("name") == "default"), None)
+        if isinstance(template, str) and template:
+            return template
+    return ""
+
+
+def has_chat_template(folder: Path) -> bool:
+    return bool(read_chat_template(folder))

@@ -203,19 +203,19 @@ class ChatPanel(QWidget):
     def compare_with_base(self) -> None:
         base = self.base()
         if base is not None:
-            self.compare_with(str(base.folder))
+            self.compare_with(base)
 
     def choose_comparison(self) -> None:
         path = QFileDialog.getExistingDirectory(self, self.tr("Choose a Run or Model Folder to Compare With"))
         if path:
             self.compare_with(path)
 
-    def compare_with(self, given: str) -> None:
+    def compare_with(self, given: str | ChatSource) -> None:
         """Answer every prompt with the model in ``given`` (a run or model folder) too, side by side."""
         if not self.sources or self.busy():
             return
         try:
-            other = chat_source(given)
+            other = given if isinstance(given, ChatSource) else chat_source(given, template_from=self.sources[0])
         except UsageError as exc:
             self.status.setText(str(exc))
             return

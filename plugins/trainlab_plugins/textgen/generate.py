@@ -187,6 +187,10 @@ class ChatPredictor:
         return list(generate_answers(self.lm, self.tokenizer, conversations, self.stop_ids, max_new_tokens=self.max_new_tokens,
                                      max_length=self.max_length, temperature=self.temperature, top_p=self.top_p))
 
+    def use_chat_template(self, template: str) -> None:
+        """Render conversations with ``template`` (a base model without one, compared with its fine-tune)."""
+        self.tokenizer.chat_template = template
+
     def prompt(self, messages: Sequence[dict[str, str]]) -> str:
         return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
 
