@@ -15,6 +15,7 @@ import sys
 import pytest
 from safetensors.torch import load_file
 
+from helpers import make_decoder_folder, sample_head, subprocess_env
 from test_distributed import (  # noqa: F401 - fixtures
     PARITY_REL_TOL,
     STEPS_PER_EPOCH,
@@ -100,3 +101,21 @@ def test_sharding_fsdp_in_one_process_is_refused_naming_the_option(two_rank_run,
     probe.mkdir()
     code, outcome, _ = _finish(_start(_train_args(two_rank_run["data"], tmp_path / "one", probe, "--set", "sharding=fsdp"), probe_home))
     assert code == 2 and "sharding=fsdp" in outcome["error"] and "--nproc-per-node" in outcome["error"]
+
+
+def test_a_lora_fine_tune_of_a_decoder_shards_and_exports_adapters_and_the_merged_model(probe_home, tmp_path):
+    """LoRA under FSDP2: the frozen base and the adapters sharded together, only the adapters trained;
+    the same validation metrics as DDP's run of the same request."""
+    model, data = make_decoder_folder(tmp_path / "qwen2"), sample_head(tmp_path, rows=32)
+    outcomes = {}
+    for sharding in ("none", "fsdp"):
+        run = tmp_path / f"run-{sharding}"
+        args = [sys.executable, "-m", "trainlab", "train", "text-classification", "--data", str(data), "--epochs", "1", "--batch-size", "8",
+                "--nproc-per-node", "2", "--device", "cpu", "--precision", "fp32", "--set", f"model={model}", "--set", "finetune=lora",
+                "--set", "max_length=16", "--set", f"sharding={sharding}", "--out", str(run), "--json"]  # fmt: skip
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=subprocess_env(TRAINLAB_HOME=str(probe_home), OMP_NUM_THREADS="1"))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outcomes[sharding] = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert (run / "adapter" / "adapter_model.safetensors").is_file() and (run / "model" / "model.safetensors").is_file()
+    for name in ("accuracy", "macro_f1", "loss"):
+        assert outcomes["fsdp"]["metrics"][name] == pytest.approx(outcomes["none"]["metrics"][name], rel=PARITY_REL_TOL)
