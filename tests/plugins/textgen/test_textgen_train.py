@@ -202,3 +202,20 @@ def test_qlora_on_a_cpu_and_lora_on_tiny_chat_are_refused_before_training(qwen_f
     with pytest.raises(UsageError, match="trained from scratch"):
         params = {**_params(qwen_folder, finetune="lora"), "model": "tiny-chat", "template": "auto"}
         run_training(RunRequest(task="text-generation", data=str(chats), params=params, out=str(tmp_path / "t")))
+
+
+def test_a_runs_chat_compares_with_its_base_model_in_the_runs_template(lora_run, qwen_folder):
+    from trainlab.engine.chat import ChatSettings, base_source, chat_source, compare_plan, load_chat_model
+
+    tuned = chat_source(lora_run)
+    assert tuned.run_dir == lora_run.resolve() and tuned.folder == (lora_run / "model").resolve()
+    base = base_source(tuned)
+    assert base is not None and base.folder == qwen_folder.resolve() and base.template_from == tuned.folder  # the base has no template
+    plan = compare_plan(tuned, base, "cpu")
+    assert plan.needs[0] > plan.needs[1] > 0  # the fine-tune has the template's new token rows
+    settings = ChatSettings(system="Be brief.", max_new_tokens=4)
+    messages = settings.messages([{"role": "user", "content": "What is 3 plus one?"}])
+    for source in (tuned, base):
+        model = load_chat_model(source, "cpu")
+        assert model.prompt(messages).startswith("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is 3 plus one?")
+        assert isinstance("".join(model.stream(messages, settings)), str)
