@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from trainlab.api.assignments import format_value
 from trainlab.api.errors import UsageError, did_you_mean
 from trainlab.engine.outcome import EXIT_OK
+from trainlab.pluginhost.status import NOT_LOADED
 from trainlab.runfolder.status import RunStatus, status_word
 
 if TYPE_CHECKING:
@@ -24,6 +25,10 @@ def cmd_tasks(args, out: Output) -> int:
     from trainlab.pluginhost.host import registry
 
     reg = registry()
+    for record in reg.plugins:  # a plugin that did not load has no tasks here: say which, and why
+        if record.status in NOT_LOADED:
+            reason = (record.message or "").strip().splitlines()[0] if (record.message or "").strip() else record.status
+            out.note(f"trainlab: warning: plugin {record.name!r} was not loaded ({record.status}), its tasks are not listed: {reason} (trainlab plugins -v says more)")
     wanted = getattr(args, "task_id", None)
     if wanted and wanted not in reg.tasks:
         raise UsageError(f"tasks: no task {wanted!r}{did_you_mean(wanted, reg.tasks)} (installed: {', '.join(sorted(reg.tasks)) or 'none'})")

@@ -96,3 +96,17 @@ def test_a_mistyped_task_id_is_named_once_with_a_suggestion(cli):
     extra = cli("tasks", "image-classification", "more")
     assert extra.returncode == 2 and "trainlab: error: unrecognized arguments: more" in extra.stderr
     assert "trainlab: error: trainlab" not in extra.stderr
+
+
+def test_tasks_names_each_plugin_that_failed_to_load_on_stderr(cli):
+    from helpers import BROKEN_PLUGINS
+
+    result = cli("tasks", "--json", extra_path=[BROKEN_PLUGINS, FIXTURE_PLUGINS])
+    assert result.returncode == 0, result.stderr
+    assert "toy-classification" in {t["id"] for t in json.loads(result.stdout)["tasks"]}  # stdout: still the one object
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("trainlab: warning: plugin ")]
+    broken = [line for line in warnings if "'broken-import'" in line]
+    assert len(broken) == 1, result.stderr
+    assert "failed" in broken[0] and "No module named 'trainlab_this_module_does_not_exist'" in broken[0]
+    assert broken[0].endswith("(trainlab plugins -v says more)")
+    assert "plugin 'toy' was not loaded" not in result.stderr and "plugin 'image-classification' was not loaded" not in result.stderr
