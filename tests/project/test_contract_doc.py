@@ -27,7 +27,6 @@ CONTRACT = ROOT / "docs" / "contract.md"
 # **planned** from its row in docs/contract.md once the whole row works.
 PLANNED: set[str] = {
     "predict --set",
-    "chat --compare",  # a second model side by side, with the chat panel
 }
 
 # Built here and in docs/contract.md, proposed for the shared contract but
