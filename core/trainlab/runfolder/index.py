@@ -24,7 +24,7 @@ from trainlab.api.errors import UsageError
 from trainlab.api.events import Event
 from trainlab.runfolder.eval_report import EvalRecord
 from trainlab.runfolder.records import RUN_SCHEMA_VERSION, RunFileError, RunRecord, read_json_object, run_title
-from trainlab.runfolder.status import FAILED, FINISHED, INTERRUPTED_ERROR, RUNNING
+from trainlab.runfolder.status import DAMAGED, FAILED, FINISHED, INTERRUPTED_ERROR, RUNNING
 from trainlab.runfolder.tail import MetricsTail
 from trainlab.system import paths
 from trainlab.system.fileio import atomic_write_json, disk_full_message, folder_write_problem, free_bytes, is_disk_full
@@ -200,6 +200,15 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(getattr(exc, "strerror", None) or exc).split()) or type(exc).__name__
 
 
+def _signature(run_json: Path) -> str | None:
+    """``run.json``'s size and modification time, as the index last read it (None: not there)."""
+    try:
+        stat = run_json.stat()
+    except OSError:
+        return None
+    return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def _is_damage(exc: BaseException) -> bool:
     """An index file that is not a usable database (garbage, truncated), as opposed to one that cannot be written."""
     name = getattr(exc, "sqlite_errorname", "")
@@ -219,7 +228,7 @@ class RunStore:
     opened at all (a read-only or full disk) raises ``IndexUnavailable``.
     """
 
-    COLUMNS = ("id", "run_dir", "name", "task", "status", "started", "finished", "duration", "best_metric", "monitor", "pid", "host", "proc_start", "updated", "error")
+    COLUMNS = ("id", "run_dir", "name", "task", "status", "started", "finished", "duration", "best_metric", "monitor", "pid", "host", "proc_start", "updated", "error", "run_json")
     OTHER_FOLDERS = "other-run-folders.txt"
 
     def __init__(self, db_path: Path | None = None, *, read_only_when_full: bool = False):
@@ -297,14 +306,18 @@ class RunStore:
                 """CREATE TABLE IF NOT EXISTS runs (
                     id TEXT PRIMARY KEY, run_dir TEXT UNIQUE NOT NULL, name TEXT, task TEXT,
                     status TEXT, started REAL, finished REAL, duration REAL, best_metric REAL,
-                    monitor TEXT, pid INTEGER, host TEXT, proc_start REAL, updated REAL, error TEXT)"""
+                    monitor TEXT, pid INTEGER, host TEXT, proc_start REAL, updated REAL, error TEXT, run_json TEXT)"""
             )
             # Indexes written before the error column (it tells an interrupted run
             # from a failed one without opening every run.json).
+            # And before run_json: the size and modification time of the run.json a
+            # row was read from, so a listing notices one changed since.
             present = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
-            if "error" not in present:
+            for column in ("error", "run_json"):
+                if column in present:
+                    continue
                 try:
-                    db.execute("ALTER TABLE runs ADD COLUMN error TEXT")
+                    db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
                 except sqlite3.OperationalError as exc:  # another process added it meanwhile
                     if "duplicate column" not in str(exc):
                         raise
@@ -375,6 +388,7 @@ class RunStore:
             "proc_start": proc_start,
             "updated": time.time(),
             "error": str(run.get("error") or "")[:500],
+            "run_json": _signature(Path(run_dir) / "run.json"),
         }
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
@@ -404,6 +418,9 @@ class RunStore:
             if self._read_only_on_a_full_disk(exc):
                 return self._folder_rows()
             raise IndexUnavailable(self.db_path, _one_line(exc)) from None
+        for row in rows:
+            if row["status"] == DAMAGED:
+                self.notes.append(f"run {row['id']} is listed as damaged: {row['error']}")
         return [dict(r) for r in rows]
 
     # -- the folders the index is a cache of ---------------------------------------
@@ -452,12 +469,16 @@ class RunStore:
 
         A folder whose run.json cannot be read is left out (``trainlab eval``
         or ``--resume`` on it names the file), and so is a copy of a listed
-        run (the same id in another folder).
+        run (the same id in another folder).  A listed run whose run.json
+        changed since it was read (its size or modification time) is read
+        again: see ``_recheck``.
         """
         with self._connect() as db:
-            rows = db.execute("SELECT id, run_dir FROM runs").fetchall()
+            rows = db.execute("SELECT id, run_dir, status, run_json FROM runs").fetchall()
         known_dirs = {r["run_dir"] for r in rows}
         known_ids = {r["id"] for r in rows}
+        for row in rows:
+            self._recheck(row)
         added = 0
         for folder in self.run_folders():
             if str(folder) in known_dirs:
@@ -476,6 +497,36 @@ class RunStore:
             known_ids.add(run_id)
             added += 1
         return added
+
+    def _recheck(self, row: Mapping[str, Any]) -> None:
+        """Read a listed run's run.json again if it changed since the index read it.
+
+        Readable: the row takes what it says now.  Not (garbage, cut short,
+        empty, a value of the wrong type): the row is marked ``damaged``,
+        its error naming the file and why, and it claims no best metric;
+        what the index knew before is no longer backed by the folder.  A
+        run.json that is gone leaves the row as it was (a folder being
+        deleted, or on a disk not mounted now).
+        """
+        run_json = Path(row["run_dir"]) / "run.json"
+        signature = _signature(run_json)
+        if signature is None or signature == row["run_json"]:
+            return
+        try:
+            data = RunDir(row["run_dir"]).read()
+            if data.get("id") not in (None, row["id"]):
+                raise RunFileError(run_json, f"now holds another run's id ({data.get('id')!r}, the index has {row['id']!r})")
+            self.record({**data, "id": row["id"]}, Path(row["run_dir"]), found=True)
+            return
+        except FileNotFoundError:
+            return
+        except (UsageError, OSError, TypeError, ValueError, AttributeError) as exc:
+            error = str(exc) if str(run_json) in str(exc) else f"{run_json}: {_one_line(exc)}"
+        with self._connect() as db:
+            db.execute(
+                "UPDATE runs SET status=?, error=?, best_metric=NULL, pid=NULL, updated=?, run_json=? WHERE id=?",
+                (DAMAGED, error[:500], time.time(), signature, row["id"]),
+            )
 
     def get(self, run_id_or_dir: str) -> dict[str, Any] | None:
         with self._connect() as db:

@@ -82,6 +82,9 @@ FINISHED = frozenset({COMPLETED, FAILED, CANCELLED})
 # Shown, never stored: see the module docstring.
 INTERRUPTED = "interrupted"
 INTERRUPTED_ERROR = "interrupted: the training process ended without finishing the run"
+# The run index's status of a run whose run.json changed after it was
+# indexed and can no longer be read; its ``error`` names the file and why.
+DAMAGED = "damaged"
 UNKNOWN = "unknown"
 _INTERRUPTED_PREFIX = "interrupted:"
 
@@ -92,6 +95,7 @@ STATUS_WORDS = {
     FAILED: "failed",
     CANCELLED: "stopped",
     INTERRUPTED: "interrupted",
+    DAMAGED: "damaged",
     UNKNOWN: "unknown",
 }
 
