@@ -11,7 +11,7 @@ config of a 2-layer decoder, and a byte-level BPE tokenizer trained on the
 sample's texts with the ChatML template and its turn markers).  The
 ``tiny-chat`` preset builds that decoder with random weights and trains it
 from scratch: it learns the sample's kinds of question (colours, opposites,
-capitals) in a minute or so on a CPU.
+capitals) in about a minute of CPU time.
 
 The facts and phrasings are written for this project, so the set is free of
 third-party rights.  Questions are asked in several phrasings; validation
@@ -49,26 +49,39 @@ CAPITALS = [
     ("Kenya", "Nairobi", "肯尼亚", "内罗毕"), ("Peru", "Lima", "秘鲁", "利马"), ("Greece", "Athens", "希腊", "雅典"),
 ]
 
-# (train phrasings, val phrasings) per kind and language; {x} is the subject
+# (train phrasings, val phrasings) per kind and language; {x} is the subject.  Training
+# asks each fact in five phrasings, validation in a sixth it never saw.
 ASK = {
-    ("colour", "en"): (["What color is {x}?", "Tell me the color of {x}.", "Which color does {x} have?"], ["What is the color of {x}?"]),
-    ("colour", "zh"): (["{x}是什么颜色？", "告诉我{x}的颜色。", "{x}有什么颜色？"], ["{x}的颜色是什么？"]),
-    ("opposite", "en"): (["What is the opposite of {x}?", "Give the opposite of {x}.", "Name the opposite of {x}."], ["What word means the opposite of {x}?"]),
-    ("opposite", "zh"): (["{x}的反义词是什么？", "说出{x}的反义词。", "请给出{x}的反义词。"], ["{x}的反义词是哪个字？"]),
-    ("capital", "en"): (["What is the capital of {x}?", "Name the capital of {x}.", "Which city is the capital of {x}?"], ["Tell me the capital of {x}."]),
-    ("capital", "zh"): (["{x}的首都是哪里？", "告诉我{x}的首都。", "{x}的首都是哪座城市？"], ["请问{x}的首都是什么？"]),
+    ("colour", "en"): (
+        ["What color is {x}?", "Tell me the color of {x}.", "Which color does {x} have?", "What colour is {x}?", "Color of {x}?"],
+        ["What is the color of {x}?"],
+    ),
+    ("colour", "zh"): (["{x}是什么颜色？", "告诉我{x}的颜色。", "{x}有什么颜色？", "{x}是哪种颜色？", "{x}的颜色？"], ["{x}的颜色是什么？"]),
+    ("opposite", "en"): (
+        ["What is the opposite of {x}?", "Give the opposite of {x}.", "Name the opposite of {x}.", "Opposite of {x}?", "Tell me the opposite of {x}."],
+        ["What word means the opposite of {x}?"],
+    ),
+    ("opposite", "zh"): (["{x}的反义词是什么？", "说出{x}的反义词。", "请给出{x}的反义词。", "{x}的反义词？", "告诉我{x}的反义词。"], ["{x}的反义词是哪个字？"]),
+    ("capital", "en"): (
+        ["What is the capital of {x}?", "Name the capital of {x}.", "Which city is the capital of {x}?", "Capital of {x}?", "What city is the capital of {x}?"],
+        ["Tell me the capital of {x}."],
+    ),
+    ("capital", "zh"): (["{x}的首都是哪里？", "告诉我{x}的首都。", "{x}的首都是哪座城市？", "{x}的首都？", "说出{x}的首都。"], ["请问{x}的首都是什么？"]),
 }
 SYSTEMS = {"en": "You are a helpful assistant. Answer in one short sentence.", "zh": "你是一个乐于助人的助手。请用一句话简短回答。"}
 
 
 def _answer(kind: str, lang: str, row: tuple[str, str, str, str]) -> tuple[str, str]:
-    """(the subject as the question names it, the answer) for one fact in one language."""
+    """(the subject as the question names it, the answer) for one fact in one language.
+
+    The answer is the fact alone ("Lima.", "利马。"): a 2-layer decoder trained from
+    scratch learns to look a fact up from the question's subject in a few hundred
+    steps, where copying the subject into a sentence takes it far longer.
+    """
     en_x, en_y, zh_x, zh_y = row
     if lang == "zh":
-        return zh_x, {"colour": f"{zh_x}是{zh_y}的。", "opposite": f"{zh_x}的反义词是{zh_y}。", "capital": f"{zh_x}的首都是{zh_y}。"}[kind]
-    if kind == "colour":
-        return en_x, f"{en_x[0].upper()}{en_x[1:]} is {en_y}."
-    return en_x, {"opposite": f"The opposite of {en_x} is {en_y}.", "capital": f"The capital of {en_x} is {en_y}."}[kind]
+        return zh_x, f"{zh_y}。"
+    return en_x, f"{en_y[0].upper()}{en_y[1:]}."
 
 
 def examples(seed: int = 0) -> tuple[list[dict], list[dict]]:

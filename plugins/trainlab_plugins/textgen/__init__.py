@@ -184,9 +184,13 @@ PRESETS = (
         description=(
             "A 2-layer decoder (hidden 96) with a tokenizer trained on the bundled sample's English and Chinese, "
             "randomly initialised: for demos, tests and machines without a pretrained model. Trained from scratch, "
-            "it needs a far larger learning rate and more epochs than fine-tuning."
+            "it needs a far larger learning rate and more epochs than fine-tuning; at its size fp32 steps faster "
+            "than bf16 on a CPU, and the sample's answers are a few tokens long."
         ),
-        overrides={"lr": 3e-3, "warmup_ratio": 0.05, "epochs": 12, "batch_size": 16, "max_length": 128, "weight_decay": 0.01},
+        overrides={
+            "lr": 3e-3, "warmup_ratio": 0.05, "epochs": 30, "batch_size": 16, "max_length": 128, "weight_decay": 0.01,
+            "precision": "fp32", "max_new_tokens": 16,
+        },
     ),
 )
 
