@@ -24,7 +24,7 @@ from trainlab.cli.queue_commands import cmd_queue as queue
 from trainlab.cli.sweep_commands import add_sweep_parser
 from trainlab.cli.sweep_commands import cmd_sweep as sweep
 from trainlab.engine import torchrun as launch
-from trainlab.engine.outcome import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from trainlab.engine.outcome import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunOutcome
 from trainlab.engine.torchrun import add_launch_options, train_launched
 from trainlab.runfolder.status import RunStatus
 from trainlab.system.qt_platform import xcb_problem
@@ -231,6 +231,8 @@ def cmd_train(args, out: Output) -> int:
     outcome = _train_isolated(request, progress) if args.isolated else _train_here(request, progress)
     if outcome.status == RunStatus.FAILED:
         out.note(f"trainlab: the run failed: {outcome.error}")
+    elif outcome.status == RunStatus.CANCELLED and outcome.error == INTERRUPTED_EARLY:
+        out.note(f"trainlab: {INTERRUPTED_EARLY}")
     elif outcome.status == RunStatus.CANCELLED:
         out.note(f"trainlab: the run was stopped; resume with: trainlab train --resume {outcome.run_dir}")
     else:
@@ -262,6 +264,9 @@ def _dry_run(request, progress, out: Output) -> int:
     return 0
 
 
+INTERRUPTED_EARLY = "interrupted before the run began: no checkpoint was written"
+
+
 def _train_here(request, progress):
     from trainlab.api.callbacks import RunControl
     from trainlab.engine.run_here import run_here
@@ -272,9 +277,10 @@ def _train_here(request, progress):
             return run_here(request, control=control, callbacks=[progress.callback])
     except KeyboardInterrupt as exc:  # a second Ctrl-C: the run's end is recorded, its outcome rides along
         outcome = getattr(exc, "outcome", None)
-        if outcome is None:
-            raise
-        return outcome
+        if outcome is not None:
+            return outcome
+        # before the run began (planning, the data's preparation): no run to resume
+        return RunOutcome(run_dir=request.resume or "", status=RunStatus.CANCELLED, task=request.task or "", error=INTERRUPTED_EARLY)
 
 
 def _train_launched(args, out: Output) -> int:

@@ -236,6 +236,45 @@ def test_a_second_ctrl_c_during_the_stops_checkpoint_lets_it_finish_and_json_has
     assert list(out.rglob("*.tmp")) == []
 
 
+SLOW_PREPARATION = """
+import runpy, sys, time
+import toy_task
+
+real = toy_task.ToyTask.prepare
+
+def prepare(self, *args, **kwargs):
+    print("test: preparing the data", file=sys.stderr, flush=True)
+    time.sleep(3)
+    return real(self, *args, **kwargs)
+
+toy_task.ToyTask.prepare = prepare
+sys.argv = ["trainlab", *sys.argv[1:]]
+runpy.run_module("trainlab", run_name="__main__")
+"""
+
+
+def test_two_ctrl_c_before_the_run_began_still_print_the_whole_object(toy_plugin, toy_csv, tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_PREPARATION, "train", "toy-classification", "--data", str(toy_csv), "--out", str(tmp_path / "run"), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env([FIXTURE_PLUGINS]),
+    )  # fmt: skip
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "test: preparing the data" in line:
+            proc.send_signal(signal.SIGINT)
+        if "Ctrl-C again to abort" in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    stdout, stderr = proc.communicate(timeout=120)
+    stderr = "".join(seen) + stderr
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    data = one_json_line(subprocess.CompletedProcess([], 130, stdout, stderr))
+    assert data["status"] == "cancelled" and data["steps"] == 0 and data["run_dir"] == "" and data["exit_code"] == 130
+    assert data["task"] == "toy-classification" and data["error"].startswith("interrupted before the run began")
+    assert "resume with" not in stderr
+
+
 def test_a_stop_during_the_final_evaluation_cancels_the_run_and_resume_finishes_it(toy_plugin, toy_csv, tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen(
