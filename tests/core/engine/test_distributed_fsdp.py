@@ -13,9 +13,8 @@ import subprocess
 import sys
 
 import pytest
-from safetensors.torch import load_file
-
 from helpers import make_decoder_folder, sample_head, subprocess_env
+from safetensors.torch import load_file
 from test_distributed import (  # noqa: F401 - fixtures
     PARITY_REL_TOL,
     STEPS_PER_EPOCH,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from helpers import run_two_ranks
 from trainlab.api.errors import UsageError
 from trainlab.api.params import ENGINE_PARAMS, resolve

@@ -46,8 +46,16 @@ from typing import Any
 
 from trainlab.api.errors import RunFailed, UsageError
 from trainlab.engine import distributed
-from trainlab.engine.checkpoint import model_state, read_checkpoint, read_checkpoint_header, split_optimizer_state, state_tensors, write_checkpoint
-from trainlab.engine.checkpoint import join_optimizer_state, restore_training_state
+from trainlab.engine.checkpoint import (
+    join_optimizer_state,
+    model_state,
+    read_checkpoint,
+    read_checkpoint_header,
+    restore_training_state,
+    split_optimizer_state,
+    state_tensors,
+    write_checkpoint,
+)
 from trainlab.engine.device import is_out_of_memory
 from trainlab.engine.strategy.ddp import DataParallel
 
@@ -116,7 +124,12 @@ class FullySharded(DataParallel):
     def setup_model(self, model: Any) -> Any:
         import torch
         from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+        from torch.distributed.fsdp import (
+            CPUOffloadPolicy,
+            MixedPrecisionPolicy,
+            OffloadPolicy,
+            fully_shard,
+        )
 
         if any(type(p).__name__ == "Params4bit" for p in model.parameters()):
             raise UsageError("sharding=fsdp: the model has 4-bit (QLoRA) weights, which fully_shard cannot shard; use finetune=lora or full")
@@ -147,7 +160,10 @@ class FullySharded(DataParallel):
     def evaluation_model(self, model: Any) -> Any:
         """The plain copy of the model with the full weights gathered into it, on every rank
         (collective); emptied again at the next step or checkpoint."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+        )
 
         if model is not self._model:
             return model
@@ -212,7 +228,11 @@ class FullySharded(DataParallel):
     # -- checkpoints -----------------------------------------------------------------
     def save_checkpoint(self, path: Any, model: Any, meta: dict[str, Any], **training_state: Any) -> None:
         """The full state gathered to rank 0's CPU (collective); rank 0 writes the engine's checkpoint file."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+            get_optimizer_state_dict,
+        )
 
         if model is not self._model:
             super().save_checkpoint(path, model, meta, **training_state)
@@ -239,7 +259,10 @@ class FullySharded(DataParallel):
         return read_checkpoint(path)
 
     def load_weights(self, model: Any, tensors: dict[str, Any], plain: dict[str, Any]) -> None:
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_model_state_dict,
+        )
 
         if model is not self._model:
             super().load_weights(model, tensors, plain)
@@ -249,7 +272,10 @@ class FullySharded(DataParallel):
         set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
 
     def restore_training_state(self, model: Any, tensors: dict[str, Any], plain: dict[str, Any], **training_state: Any) -> None:
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_optimizer_state_dict,
+        )
 
         optimizer = training_state.pop("optimizer", None)
         if model is self._model and optimizer is not None and "optimizer" in plain:
