@@ -158,6 +158,8 @@ class DetectionDataset(torch.utils.data.Dataset):
         image = tv_tensors.Image(image)
         if self.transform is not None:
             image, target = self.transform(image, target)
+        elif self.windows is None:  # evaluation: the file's own size, to report boxes in its pixels
+            target["file_size"] = torch.tensor([item.height, item.width], dtype=torch.float32)
         return image, target, key
 
 

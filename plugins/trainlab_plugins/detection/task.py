@@ -337,7 +337,16 @@ class ObjectDetectionTask(Task):
         # The detectors give no loss in evaluation mode; mAP is what evaluation measures.
         zero = torch.zeros((), device=ctx.device)
         outputs = ExampleList({k: d[k].float() if k != "labels" else d[k] for k in ("boxes", "scores", "labels")} for d in detections)
-        return EvalBatch(loss_sum=zero, outputs=outputs, targets=batch["targets"], keys=batch["keys"].tolist())
+        targets = batch["targets"]
+        if any("file_size" in t for t in targets):  # boxes in the file's pixels, as the worst images are drawn over it
+            targets = ExampleList(dict(t) for t in targets)
+            for image, out, target in zip(batch["images"], outputs, targets):
+                if "file_size" in target:
+                    height, width = target["file_size"].tolist()
+                    scale = torch.tensor([width / image.shape[-1], height / image.shape[-2]] * 2, device=out["boxes"].device)
+                    out["boxes"] = out["boxes"] * scale
+                    target["boxes"] = target["boxes"].float() * scale
+        return EvalBatch(loss_sum=zero, outputs=outputs, targets=targets, keys=batch["keys"].tolist())
 
     def metric_accumulator(self, split: str) -> DetectionMetrics:
         accumulator = DetectionMetrics(self, split)

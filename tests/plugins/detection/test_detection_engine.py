@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from trainlab_dev.detection_samples import write_coco
 
 
@@ -19,8 +23,22 @@ def test_micro_batches_hold_whole_images(tmp_path, monkeypatch):
 
     monkeypatch.setattr(detection.ObjectDetectionTask, "train_step", spy)
     data = write_coco(tmp_path / "shapes", {"train": 12, "val": 4}, size=48, seed=2)
-    params = {"epochs": "1", "image_size": "48", "batch_size": "6", "model": "small-fcos", "micro_batch_size": "2", "export": "off"}
+    params = {"epochs": "1", "image_size": "32", "batch_size": "6", "model": "small-fcos", "micro_batch_size": "2", "export": "off"}
     result = run_training(RunRequest(task="object-detection", data=str(data), params=params, out=str(tmp_path / "run")))
     assert result.status == "completed", result.error
-    # two steps of 6 images, each in three micro-batches of two whole (3, 48, 48) images, not of sliced channels
-    assert seen == [[(3, 48, 48)] * 2] * 6 and result.steps == 2
+    # two steps of 6 images, each in three micro-batches of two whole (3, 32, 32) images, not of sliced channels
+    assert seen == [[(3, 32, 32)] * 2] * 6 and result.steps == 2
+
+    # trained on images resized from 48 to 32 px, the report's boxes are in the files' pixels, where the window draws them
+    coco = json.loads((data / "val.json").read_text())
+    names = {image["id"]: Path(image["file_name"]).name for image in coco["images"]}
+    truth: dict[str, list] = {}
+    for a in coco["annotations"]:
+        x, y, w, h = a["bbox"]
+        truth.setdefault(names[a["image_id"]], []).append([x, y, x + w, y + h])
+    report = json.loads((tmp_path / "run" / "eval.json").read_text())
+    rows = next(d for d in report["details"] if d["name"] == "worst_images")["rows"]
+    assert len(rows) == 4
+    for row in rows:
+        drawn = [v for box in sorted(b["box"] for b in row["image"]["boxes"] if b["role"] == "true") for v in box]
+        assert drawn == pytest.approx([v for box in sorted(truth[Path(row["image"]["image"]).name]) for v in box], abs=0.01)
