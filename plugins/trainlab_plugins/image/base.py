@@ -282,8 +282,7 @@ class ImageTask:
                 summary.warnings.append(imbalance)
         self.describe_targets(found, summary)
         if found.skipped:
-            first = f" (first: {found.skipped_examples[0][0]})" if found.form == "tables" and found.skipped_examples else ""
-            summary.warnings.append("skipped " + ", ".join(f"{n} {reason}" for reason, n in found.skipped.most_common()) + first)
+            summary.warnings.append(skipped_warning(found, data_path))
         if median_side and median_side * 2 <= self.image_size:
             summary.warnings.append(
                 f"most images are small (median shorter side {median_side} px) for image_size {self.image_size}: "
@@ -593,3 +592,23 @@ class ImageTask:
             else:
                 raise DataError(f"input {item} does not exist")
         return files
+
+
+SKIPPED_NAMED = 3  # files the data check names in its warning; run.json keeps more
+
+
+def skipped_warning(found: Any, data_path: str) -> str:
+    """``skipped 2 files: cats/a.jpg (not a readable image), dogs/b.jpg (truncated ...)``: the first few by name, then a count."""
+    total = sum(found.skipped.values())
+    counts = ", ".join(f"{n} {reason}" for reason, n in found.skipped.most_common())
+    root = Path(data_path)
+
+    def shown(place: str) -> str:
+        try:
+            return str(Path(place).relative_to(root))
+        except ValueError:
+            return place  # a table's row, or a file outside the folder: as the scan named it
+
+    named = [f"{shown(place)} ({reason})" for place, reason in found.skipped_examples[:SKIPPED_NAMED]]
+    more = f", and {total - len(named)} more (listed in run.json)" if total > len(named) else ""
+    return f"skipped {counts}: {', '.join(named)}{more}" if named else f"skipped {counts}"

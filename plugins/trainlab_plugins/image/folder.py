@@ -185,6 +185,41 @@ def _walk_files(
         stack.extend(reversed(subdirs))
 
 
+TRUNCATED = "truncated image"  # the file ends before its image data does
+
+# How each format's file ends when it is whole: JPEG's end-of-image marker, PNG's IEND chunk (with its CRC).
+_ENDINGS = {"JPEG": (b"\xff\xd9", 2), "PNG": (b"IEND", 8)}
+_TAIL_BYTES = 1024  # where the ending is looked for: some writers pad a little after it
+
+
+def _cut_short(path: str, image: Any) -> bool:
+    """Whether a JPEG or PNG file lacks its ending: a copy or download cut short.
+
+    Only the file's last bytes are read; a file without its ending (data
+    appended after it, by some cameras) is decoded whole to be sure, so that
+    a readable image is never skipped.  Found here, a truncated image is
+    named by the data check instead of being dropped from a batch in training.
+    """
+    ending = _ENDINGS.get(image.format or "")
+    if ending is None:
+        return False
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - _TAIL_BYTES))
+            tail = handle.read()
+    except OSError:
+        return False
+    if ending[0] in tail:
+        return False
+    try:
+        image.load()  # the whole decode, for this rare file alone
+    except (OSError, SyntaxError, ValueError):
+        return True
+    return False
+
+
 def read_header(path: str) -> tuple[int, int, str, str] | str:
     """(width, height, mode, format) from the file's header, or the reason it is unusable."""
     from PIL import Image, UnidentifiedImageError
@@ -193,6 +228,8 @@ def read_header(path: str) -> tuple[int, int, str, str] | str:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as image:
+                if _cut_short(path, image):
+                    return TRUNCATED
                 return image.width, image.height, image.mode, image.format or ""
     except UnidentifiedImageError:
         return "not a readable image"

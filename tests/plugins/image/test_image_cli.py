@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -123,12 +124,22 @@ def test_bad_input_is_exit_2_with_a_reason(cli, tmp_path, monkeypatch, args, rea
 
 
 def test_unreadable_files_during_training_are_skipped_and_listed(tmp_path):
+    from trainlab.api.callbacks import Callback
     from trainlab.engine.scripting import RunRequest, run_training
 
     data = shapes(tmp_path / "d", classes=2, per_class=8, size=24)
-    broken = truncated_jpeg(data / "circle" / "zz_truncated.jpg")
+    broken = data / "circle" / "zz_truncated.jpg"
+    broken.write_bytes((data / "circle").joinpath(sorted(p.name for p in (data / "circle").iterdir())[0]).read_bytes())
+
+    class CutShortAfterTheCheck(Callback):
+        """The file was whole at the data check and is cut short before training reads it (a disk, a sync)."""
+
+        def on_run_start(self, state):
+            truncated_jpeg(broken)
+
     result = run_training(
-        RunRequest(task="image-classification", data=str(data), params={"epochs": "1", "image_size": "24"}, out=str(tmp_path / "run"))
+        RunRequest(task="image-classification", data=str(data), params={"epochs": "1", "image_size": "24"}, out=str(tmp_path / "run")),
+        callbacks=[CutShortAfterTheCheck()],
     )
     assert result.status == "completed", result.error
     record = json.loads((tmp_path / "run" / "run.json").read_text())
@@ -167,3 +178,28 @@ def test_a_stopped_run_resumes_on_the_same_split(tmp_path):
     assert resumed.epochs == 2
     report = json.loads((tmp_path / "run" / "eval.json").read_text())
     assert report["samples"] == sum(before["val"].values()) == 4
+
+
+def test_the_data_check_names_each_skipped_file_and_finds_a_truncated_image(cli, tmp_path):
+    data = shapes(tmp_path / "d", classes=2, per_class=6, size=24)
+    (data / "circle" / "garbage.jpg").write_bytes(b"not an image at all " * 20)
+    truncated_jpeg(data / "circle" / "cut.jpg")  # its header reads: only its missing end gives it away
+    result = cli("train", "image-classification", "--data", data, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    warning = next(line for line in result.stderr.splitlines() if line.startswith("warning: skipped "))
+    assert "1 truncated image" in warning and "1 not a readable image" in warning, warning
+    assert "circle/cut.jpg (truncated image)" in warning and "circle/garbage.jpg (not a readable image)" in warning, warning
+    counted = [int(n) for line in result.stderr.splitlines() if line.startswith(("train: ", "val: ")) for n in re.findall(r" (\d+)[,)]", line)]
+    assert sum(counted) == 12, result.stderr  # the good images alone: neither bad file is counted
+
+
+def test_many_skipped_files_are_named_first_few_then_counted(tmp_path):
+    from trainlab_plugins.image.base import skipped_warning
+    from trainlab_plugins.image.folder import scan_class_folders
+
+    many = shapes(tmp_path / "many", classes=2, per_class=2, size=16)
+    for i in range(5):
+        (many / "circle" / f"bad{i}.jpg").write_bytes(b"junk")
+    warning = skipped_warning(scan_class_folders(many), str(many))
+    assert warning.startswith("skipped 5 not a readable image: circle/bad") and warning.count("(not a readable image)") == 3
+    assert warning.endswith(", and 2 more (listed in run.json)"), warning
