@@ -46,10 +46,12 @@ def test_a_regression_run_draws_r2_apart_from_its_errors_with_the_best_epoch_on_
     events = evals(regression_run)
     assert plots.metric_points() == {"r2": len(events), "mae": len(events), "rmse": len(events)}
     last = events[-1]
-    # bounded R² on one plot, the errors in the target's units on another; titles in each metric's display
+    best_r2 = [e for e in events if e["best"]][-1]["r2"]
+    # bounded R² on one plot, the errors in the target's units on another; titles in each metric's display,
+    # the last epoch's value said to be the last, the best one beside the star
     assert plots.metrics.titles() == [
-        f"R² {last['r2']:.3f} · ★ best",
-        f"MAE {last['mae']:.4g} · RMSE {last['rmse']:.4g}",
+        f"R² last {last['r2']:.3f} · ★ best {best_r2:.3f}",
+        f"MAE last {last['mae']:.4g} · RMSE last {last['rmse']:.4g}",
     ]
     assert "<b>" in plots.metrics.plots[0].titleLabel.text  # the monitored metric
     best = [e for e in events if e["best"]][-1]
@@ -77,7 +79,7 @@ def test_a_plugins_metrics_draw_with_their_titles_and_displays(qtbot, plots, tmp
                                 best=best, monitor="latency_ms"))
     writer.close()
     open_run(plots, run)
-    assert plots.metrics.titles() == ["NDCG 70.0%", "Latency 8.0 · ★ best"]
+    assert plots.metrics.titles() == ["NDCG last 70.0%", "Latency last 8.0 · ★ best 7.2"]  # 7.25 in its ".1f"
     x, y = plots.metrics.best.getData()
     assert (list(x), list(y)) == ([2], [7.25])  # the best epoch of the lower-is-better monitor
     assert plots.best_loss.getData()[0] is None or len(plots.best_loss.getData()[0]) == 0
@@ -167,3 +169,22 @@ def test_a_run_of_the_classification_family_starts_on_the_plots_already_built(qt
     open_run(plots, run)
     assert plots.metrics.plots == built
     assert set(plots.metric_points()) == {"accuracy", "macro_f1"}
+
+
+def test_after_a_run_the_title_tells_the_last_epoch_from_the_best(qtbot, plots, tmp_path):
+    from trainlab.api.events import EvalResult
+    from trainlab.runfolder.index import MetricsWriter
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"id": "r", "task": "image-classification", "status": "completed",
+                                              "family": "classification", "parameters": {"monitor": "accuracy"}}))
+    writer = MetricsWriter(run / "metrics.jsonl")
+    for epoch, accuracy, best in ((1, 0.6, True), (2, 0.9889, True), (3, 0.978, False)):
+        writer.write(EvalResult(step=epoch, epoch=epoch, loss=1.0 / epoch, metrics={"accuracy": accuracy, "macro_f1": accuracy},
+                                best=best, monitor="accuracy"))
+    writer.close()
+    open_run(plots, run)
+    title = plots.metrics.titles()[0]
+    # the last epoch's 97.8% beside the best's 98.89%, as the "Finished: accuracy 98.89%" line says it
+    assert title.startswith("Accuracy last 97.8%") and title.endswith("★ best 98.89%"), title

@@ -344,7 +344,7 @@ class LivePlots(QWidget):
         return drawn
 
     def _draw_metrics(self) -> None:
-        self.metrics.draw(self.curves, self.tr("best"))
+        self.metrics.draw(self.curves, self.tr("best"), self.tr("last"))
         evals = self.curves.evals
         best = evals.column("best") > 0.5
         if self.metrics.monitored == "loss" and best.any():

@@ -170,13 +170,15 @@ class MetricPlots:
             self.best.setSymbolPen(colors.foreground)
 
     # -- data ----------------------------------------------------------------------
-    def draw(self, curves: Any, best_label: str) -> None:
-        """Every shown metric's values per epoch, the titles with the latest values, the best epoch."""
+    def draw(self, curves: Any, best_label: str, last_label: str = "last") -> None:
+        """Every shown metric's values per epoch, the best epoch; the titles say the last epoch's
+        value (``last_label``) and, beside the star, the monitored metric's best (``best_label``)."""
         wanted = self._wanted(curves.metric_names())
         if [m.name for m in wanted] != [m.name for m in self.shown]:
             self._build(wanted)
         epoch = curves.evals.column("epoch")
         latest: dict[str, float | None] = {}
+        best_value = self._best_value(curves)
         for index, (plot, group) in enumerate(zip(self.plots, self.groups)):
             held = self.ranges.get(index)
             outside = False
@@ -191,7 +193,7 @@ class MetricPlots:
                     held.release()
                 else:
                     held.hold()
-            self._title(plot, group, latest, best_label)
+            self._title(plot, group, latest, best_label, last_label, best_value)
         if self.best is not None:
             best = curves.evals.column("best") > 0.5
             values = curves.eval_values(self.monitored)
@@ -201,19 +203,35 @@ class MetricPlots:
             else:
                 self.best.setData([], [])
 
-    def _title(self, plot: Any, group: list[Metric], latest: dict[str, float | None], best_label: str) -> None:
+    def _best_value(self, curves: Any) -> float | None:
+        """The monitored metric's value at its best epoch (None before one)."""
+        if self.best is None or not self.monitored:
+            return None
+        best = curves.evals.column("best") > 0.5
+        if not best.any():
+            return None
+        value = float(curves.eval_values(self.monitored)[int(np.flatnonzero(best)[-1])])
+        return value if np.isfinite(value) else None
+
+    def _title(
+        self, plot: Any, group: list[Metric], latest: dict[str, float | None], best_label: str, last_label: str, best_value: float | None
+    ) -> None:
         parts = []
+        monitored = None
         for metric in group:
             text = _html(metric_title(metric.name, metric))
-            if latest.get(metric.name) is not None:
-                text += " " + _html(format_metric(metric.name, latest[metric.name], metric))
+            if latest.get(metric.name) is not None:  # the last epoch's, said so: the run's result is its best
+                text += f" {_html(last_label)} " + _html(format_metric(metric.name, latest[metric.name], metric))
             if metric.name == self.monitored:
+                monitored = metric
                 text = f"<b>{text}</b>"
             parts.append(f"<span style='color:{self.color(metric.name)}'>{text}</span>")
         separator = f"<span style='color:{self.colors.foreground}'> \u00b7 </span>"
         title = separator.join(parts)
-        if any(m.name == self.monitored for m in group):
-            title += f"<span style='color:{self.colors.foreground}'> \u00b7 \u2605 {_html(best_label)}</span>"
+        if monitored is not None:
+            # as precise as the run's "Finished:" line, which states the same best
+            best = f" {_html(format_metric(monitored.name, best_value, monitored, detail=True))}" if best_value is not None else ""
+            title += f"<span style='color:{self.colors.foreground}'> \u00b7 \u2605 {_html(best_label)}{best}</span>"
         plot.setTitle(title)
 
     def point_counts(self) -> dict[str, int]:

@@ -28,7 +28,7 @@
     <name>BoxedImageView</name>
     <message>
         <source>Cannot read {path}</source>
-        <translation type="unfinished"></translation>
+        <translation>无法读取 {path}</translation>
     </message>
 </context>
 <context>
@@ -455,11 +455,11 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
     <name>DetailBlock</name>
     <message>
         <source>{title} (the worst {shown} of {total})</source>
-        <translation type="unfinished"></translation>
+        <translation>{title}（{total} 个中最差的 {shown} 个）</translation>
     </message>
     <message>
         <source>This TrainLab cannot draw a detail of this kind; eval.json holds it.</source>
-        <translation type="unfinished"></translation>
+        <translation>此版本的 TrainLab 无法绘制这类详情；它保存在 eval.json 中。</translation>
     </message>
 </context>
 <context>
@@ -625,7 +625,7 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
     <name>FigureView</name>
     <message>
         <source>Cannot read {path}</source>
-        <translation type="unfinished"></translation>
+        <translation>无法读取 {path}</translation>
     </message>
 </context>
 <context>
@@ -838,6 +838,10 @@ Command line: --nproc-per-node N --device cpu</source>
         <translation>最佳</translation>
     </message>
     <message>
+        <source>last</source>
+        <translation>最新</translation>
+    </message>
+    <message>
         <source>epoch</source>
         <translation>轮次</translation>
     </message>
@@ -954,6 +958,10 @@ Command line: --nproc-per-node N --device cpu</source>
     <message>
         <source>Following %s as it runs</source>
         <translation>正在跟踪运行中的 %s</translation>
+    </message>
+    <message>
+        <source>%d lines of metrics.jsonl in %s are not events and were skipped</source>
+        <translation>metrics.jsonl 中有 %d 行不是事件，已跳过（%s）</translation>
     </message>
     <message>
         <source>Stopping the run before closing…</source>
@@ -1602,22 +1610,22 @@ added: {added}</source>
     </message>
     <message>
         <source>No installed package provides the view “{view}”; drawn generically.</source>
-        <translation type="unfinished"></translation>
+        <translation>没有已安装的包提供视图“{view}”；以通用方式绘制。</translation>
     </message>
     <message>
         <source>The view “{view}” ({where}) failed: {error}; drawn generically.</source>
-        <translation type="unfinished"></translation>
+        <translation>视图“{view}”（{where}）出错：{error}；以通用方式绘制。</translation>
     </message>
     <message>
         <source>{true} true, {predicted} predicted boxes</source>
-        <translation type="unfinished"></translation>
+        <translation>{true} 个真实框，{predicted} 个预测框</translation>
     </message>
 </context>
 <context>
     <name>RowPreview</name>
     <message>
         <source>Boxes: &lt;span style=&apos;color:{t}&apos;&gt;■ true&lt;/span&gt; &lt;span style=&apos;color:{p}&apos;&gt;□ predicted&lt;/span&gt;</source>
-        <translation type="unfinished"></translation>
+        <translation>框：&lt;span style=&apos;color:{t}&apos;&gt;■ 真实&lt;/span&gt; &lt;span style=&apos;color:{p}&apos;&gt;□ 预测&lt;/span&gt;</translation>
     </message>
 </context>
 <context>
@@ -1984,11 +1992,11 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
     <name>ScoreSlider</name>
     <message>
         <source>Score threshold</source>
-        <translation type="unfinished"></translation>
+        <translation>分数阈值</translation>
     </message>
     <message>
         <source>Predicted boxes scored under this are hidden</source>
-        <translation type="unfinished"></translation>
+        <translation>分数低于此值的预测框将被隐藏</translation>
     </message>
 </context>
 <context>
