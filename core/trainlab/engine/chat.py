@@ -199,8 +199,11 @@ def fits_together(needs: Sequence[int], free: int) -> bool:
     return sum(needs) * HEADROOM <= free
 
 
-def compare_plan(a: ChatSource, b: ChatSource, device: Any) -> ComparePlan:
-    return ComparePlan((model_bytes(a.folder), model_bytes(b.folder)), available_memory(device))
+def compare_plan(a: ChatSource, b: ChatSource, device: Any, *, a_loaded: bool = False) -> ComparePlan:
+    """The figures for holding ``a`` and ``b`` at once; ``a_loaded``: ``a`` is in memory already (its
+    weights are not free memory, but they are not needed again either)."""
+    needs = (model_bytes(a.folder), model_bytes(b.folder))
+    return ComparePlan(needs, available_memory(device) + (needs[0] if a_loaded else 0))
 
 
 # -- loading and answering ----------------------------------------------------------------

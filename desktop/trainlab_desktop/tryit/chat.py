@@ -225,7 +225,9 @@ class ChatPanel(QWidget):
         self._planning = True
         self.status.setText(self.tr("Checking the memory both models need…"))
         first = self.sources[0]
-        self._start(lambda: compare_plan(first, other, resolve_chat_device("auto")), self._planned, self._plan_failed, tag=self._plan_request)
+        loaded = first in self._models
+        self._start(lambda: compare_plan(first, other, resolve_chat_device("auto"), a_loaded=loaded), self._planned, self._plan_failed,
+                    tag=self._plan_request)
         self._sync_buttons()
 
     def end_comparison(self) -> None:
