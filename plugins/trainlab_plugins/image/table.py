@@ -18,6 +18,7 @@ import csv
 import io
 import json
 import os
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from trainlab_plugins.image.folder import ImageRecord, ScanResult, read_header
 TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl")
 SPLIT_FILES = {"train": ("train",), "val": ("val", "valid", "validation", "dev"), "test": ("test",)}
 MISSING_FILE = "listed image does not exist"
+NOT_A_FILE = "listed path is not a regular file (a folder, a device or a FIFO)"
 NO_PATH = "row without an image path"
 
 
@@ -139,6 +141,16 @@ def _resolve(base: Path, cell: Any) -> str:
     return str(path if path.is_absolute() else base / path)
 
 
+def _path_problem(image: str) -> str:
+    """Why a listed path cannot be an image file ("" when it can): checked by ``stat``, never opened,
+    since opening a FIFO waits for a writer and a device such as /dev/zero never ends."""
+    try:
+        mode = os.stat(image).st_mode
+    except OSError:
+        return MISSING_FILE
+    return "" if stat.S_ISREG(mode) else NOT_A_FILE
+
+
 def read_table(
     path: Path,
     image_column: str,
@@ -164,10 +176,11 @@ def read_table(
     for line, image_cell, label_cell in reader(path, text, image_column, label_column):
         where = f"{path.name} line {line}"
         image = _resolve(base, image_cell)
-        if not image:
+        problem = _path_problem(image) if image else NO_PATH
+        if problem == NO_PATH:
             result.skip(where, NO_PATH)
-        elif not os.path.isfile(image):
-            result.skip(f"{where}: {image}", MISSING_FILE)
+        elif problem:
+            result.skip(f"{where}: {image}", problem)
         else:
             listed.append((image, label_cell, where))
     stop = should_stop or (lambda: False)
