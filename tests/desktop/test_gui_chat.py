@@ -211,3 +211,26 @@ def test_the_real_windows_try_it_page_chats_with_a_model_folder_and_closing_ends
     with qtbot.waitSignal(panel_chat.answered, timeout=20_000):
         window._shutdown()  # what closing the window does: the answer ends at its next token
     assert _visible(panel_chat.shown_answers()[0])
+
+
+def test_a_text_generation_runs_try_it_is_a_chat_that_compares_with_its_base_model(qtbot, chat, chat_folders, tmp_path):
+    import shutil
+
+    base = Path(shutil.copytree(chat_folders[1], tmp_path / "base-model"))
+    (base / "chat_template.jinja").unlink()  # a base model: the run gave it ChatML
+    run = tmp_path / "runs" / "sft"
+    shutil.copytree(chat_folders[0], run / "model")
+    record = {"id": "sft", "task": "text-generation", "status": "completed", "parameters": {"model": str(base), "template": "chatml"}}
+    (run / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    panel_chat, panel = chat
+    panel.set_run(str(run))
+    assert panel.is_chat() and panel_chat.sources[0].run_dir == run.resolve()
+    assert panel_chat.compare_base_button.isEnabled()
+    panel_chat.max_new_tokens.setValue(6)
+    panel_chat.compare_base_button.click()
+    qtbot.waitUntil(panel_chat.ready, timeout=30_000)
+    assert panel_chat.columns[1].title.text() == "Base model: base-model"
+    _ask(qtbot, panel_chat, "What is two plus two?")
+    assert not panel_chat.error and all(p.startswith("<|im_start|>user\nWhat is two plus two?") for p in panel_chat.last_prompts)
+    panel.set_run(None)
+    assert not panel.is_chat()
