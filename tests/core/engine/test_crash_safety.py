@@ -195,7 +195,7 @@ real = st.save_file
 def save_file(tensors, filename, metadata=None):
     if ".last.safetensors." in str(filename):
         print("test: writing the last checkpoint", file=sys.stderr, flush=True)
-        time.sleep(1.5)
+        time.sleep(1.0)
     return real(tensors, filename, metadata=metadata)
 
 st.save_file = save_file
@@ -279,7 +279,7 @@ def test_a_stop_during_the_final_evaluation_cancels_the_run_and_resume_finishes_
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-m", "trainlab", "train", "toy-classification", "--data", str(toy_csv), "--out", str(out),
-         "--epochs", "1", "--set", "eval_delay=0.2", "--json"],
+         "--epochs", "1", "--set", "eval_delay=0.1", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env([FIXTURE_PLUGINS]),
     )  # fmt: skip
     seen = []
