@@ -449,7 +449,11 @@ def _read_header(handle: BinaryIO, path: Path) -> tuple[bytes, bytes, dict[str, 
         raise DamagedFileError(f"{path} is damaged: {size} bytes is too short for a safetensors file")
     length = int.from_bytes(prefix, "little")
     if length > min(_MAX_HEADER, size - 8):
-        raise DamagedFileError(f"{path} is damaged: its header length ({length} bytes) does not fit the file ({size} bytes)")
+        # its first 8 bytes, read as a length, are no use to the reader: what they are is
+        shown = f"{path} (a link to {os.path.realpath(path)})" if os.path.islink(path) else str(path)
+        if length > _MAX_HEADER:
+            raise DamagedFileError(f"{shown} is damaged or not a safetensors file at all: it starts with {prefix!r}")
+        raise DamagedFileError(f"{shown} is damaged: its header is longer than the file ({size} bytes); it was cut short")
     header = handle.read(length)
     try:
         parsed = json.loads(header.decode("utf-8"))

@@ -88,7 +88,8 @@ def test_any_flipped_byte_is_a_one_line_error_naming_the_file(weights, where):
         (lambda raw: raw[:-7], "truncated"),
         (lambda raw: raw + b"\0" * 16, "longer than its header says"),
         (lambda raw: raw[:8] + b"#" + raw[9:], "not valid JSON"),
-        (lambda raw: (10**12).to_bytes(8, "little") + raw[8:], "header length"),
+        (lambda raw: (10**12).to_bytes(8, "little") + raw[8:], "not a safetensors file at all: it starts with"),
+        (lambda raw: (len(raw) - 4).to_bytes(8, "little") + raw[8:], "header is longer than the file"),
         (lambda raw: raw[:5], "too short"),
     ],
 )
