@@ -14,7 +14,8 @@ device), no step run:
   two norms, q, k, v, the attention output, the MLP's gate, up and their
   product (SDPA keeps no ``length x length`` scores), and each adapter's
   input; with gradient checkpointing only each layer's input is kept, plus
-  one layer's full activations while it is recomputed;
+  one layer's full activations while it is recomputed (without it, the
+  backward's working set too: one layer's activation gradients at a time);
 * **logits**: the chunked loss holds ``loss_chunk x vocabulary`` logits in
   fp32 (and their gradient) at a time.
 
@@ -109,7 +110,8 @@ def sft_memory(
     if checkpointing:
         activations = tokens * (layers * act_bytes * hidden + per_token_layer)
     else:
-        activations = tokens * layers * per_token_layer
+        # every layer's saved activations, and the backward's working set: one layer's activation gradients at a time
+        activations = tokens * (layers + 1) * per_token_layer
     activations += tokens * act_bytes * hidden * 2  # the final norm and the hidden states the loss reads
     logits = 2 * 4 * min(loss_chunk, tokens) * vocab
     return SFTMemory(int(weights), int(adapters), int(gradients), int(optimizer), int(activations), int(logits))
