@@ -18,7 +18,7 @@ STEPS, SAVED_AT = 6, 3
 
 
 def _decoder(seed: int):
-    """A tiny decoder-shaped model: embedding, a list of residual blocks, a tied head."""
+    """A tiny decoder-shaped model: embedding, a list of residual blocks, an output head."""
     import torch
     from torch import nn
 
