@@ -18,6 +18,7 @@ import torch
 
 from trainlab import LabelSet, Number, UsageError
 from trainlab_plugins.text import models
+from trainlab_plugins.text.tokencache import cut_for_truncation
 
 PREDICT_BATCH = 64
 
@@ -52,8 +53,10 @@ class TextModelRunner:
             for i in chunk:
                 # a model trained on pairs reads "text<TAB>pair"
                 first, _, second = texts[i].partition("\t") if self.pairs else (texts[i], "", "")
+                # only what can reach the first max_length tokens goes to the tokenizer
+                first, second = cut_for_truncation(self.tokenizer, first, second if self.pairs else None, self.max_length)
                 firsts.append(first)
-                seconds.append(second)
+                seconds.append(second or "")
             enc = self.tokenizer(
                 firsts,
                 seconds if self.pairs else None,

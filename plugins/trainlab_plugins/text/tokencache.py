@@ -115,6 +115,24 @@ def _count(tokenizer: Any, text: str, pair: str | None, max_length: int, limit: 
             return enc, len(enc["input_ids"][0]), first, second
 
 
+def cut_for_truncation(tokenizer: Any, text: str, pair: str | None, max_length: int) -> tuple[str, str | None]:
+    """Prefixes of ``text`` (and ``pair``) that truncate to the same first ``max_length`` tokens as the whole.
+
+    For a caller that tokenises with ``truncation=True`` itself (prediction):
+    the tokenizer reads every character it is given before it truncates, and
+    truncating a pair costs it memory in the product of the two lengths.
+    """
+    limit = prefix_chars(max_length)
+    if len(text) <= limit and (pair is None or len(pair) <= limit):
+        return text, pair
+    first, second = text[:limit], None if pair is None else pair[:limit]
+    enc = _encode(tokenizer, [first], None if second is None else [second], False, truncation=False)
+    if len(enc["input_ids"][0]) > max_length + CUT_MARGIN_TOKENS:
+        return first, second
+    _, _, first, second = _count(tokenizer, text, pair, max_length, limit, False)
+    return first, second
+
+
 def encode_split(tokenizer: Any, split: TextSplit, targets: np.ndarray, max_length: int, use_type_ids: bool) -> EncodedSplit:
     """Tokenise a split once; texts longer than ``max_length`` are truncated.
 

@@ -135,3 +135,20 @@ def test_preparing_the_longest_rows_allowed_stays_within_the_plans_memory(tmp_pa
     assert run["cache"]["train"] == "built" and probe["cache"]["train"] == "hit"
     assert sum(n > 32 for n in run["lengths"]) >= 60  # the long rows are there, and cut
     assert run["peak"] <= probe["after"] + SLACK, (run["peak"] / 1e9, probe["after"] / 1e9)
+
+
+def test_prediction_cuts_a_long_text_pair_to_prefixes_with_the_same_truncated_ids():
+    from transformers import AutoTokenizer
+
+    from trainlab_plugins.text.models import tiny_bert_vocab_dir
+    from trainlab_plugins.text.tokencache import cut_for_truncation
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_vocab_dir()))
+    max_length = 16
+    for text, pair in [("hello world, " * 400, "q " * 2_000), ("short", "also short"), (" " * 9_000 + "late words", "x")]:
+        first, second = cut_for_truncation(tokenizer, text, pair, max_length)
+        assert len(first) + len(second) <= len(text) + len(pair)
+        cut = tokenizer(first, second, truncation=True, max_length=max_length)["input_ids"]
+        assert cut == tokenizer(text, pair, truncation=True, max_length=max_length)["input_ids"]
+    first, second = cut_for_truncation(tokenizer, "hello world, " * 10_000, "q " * 50_000, max_length)
+    assert len(first) <= prefix_chars(max_length) and len(second) <= prefix_chars(max_length)
