@@ -18,7 +18,7 @@ from trainlab.cli.commands import _parser
 
 DOCS = ROOT / "docs"
 # Shown in docs/contract.md as planned, not built yet (tests/project/test_contract_doc.py holds them to that).
-PLANNED = {("predict", "--set"), ("chat", "--compare")}
+PLANNED = {("predict", "--set")}
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
