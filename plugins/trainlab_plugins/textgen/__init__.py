@@ -189,7 +189,7 @@ PRESETS = (
         ),
         overrides={
             "lr": 3e-3, "warmup_ratio": 0.05, "epochs": 30, "batch_size": 16, "max_length": 128, "weight_decay": 0.01,
-            "precision": "fp32", "max_new_tokens": 16,
+            "precision": "fp32", "max_new_tokens": 16, "final_weights": "last",
         },
     ),
 )
