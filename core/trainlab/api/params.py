@@ -36,6 +36,17 @@ ENGINE_PARAMS: tuple[Param, ...] = (
         group="hardware",
         advanced=True,
     ),
+    Param(
+        "min_steps",
+        "int",
+        0,
+        "At least this many optimizer steps: on data too small for them in `epochs` epochs, the run takes as many "
+        "more epochs as they need (0: epochs alone decide).",
+        minimum=0,
+        maximum=10**9,
+        group="training",
+        advanced=True,
+    ),
     Param("grad_accum", "int", 1, "Micro-batches accumulated per optimizer step.", minimum=1, maximum=1024, group="training", advanced=True),
     Param("clip_grad_norm", "float", 1.0, "Clip the gradient norm to this value (0: off).", minimum=0.0, maximum=1e6, group="training", advanced=True),
     Param("early_stopping_patience", "int", 0, "Stop after this many evaluations without improvement (0: off).", minimum=0, maximum=10_000, group="training"),
@@ -105,6 +116,7 @@ class EngineParams:
     schedule: str
     warmup_ratio: float
     micro_batch_size: str
+    min_steps: int
     grad_accum: int
     clip_grad_norm: float
     early_stopping_patience: int

@@ -174,6 +174,8 @@ def plan_run(
     record = _starting_record(target, run_id, prepared, said)
     steps_per_epoch = _steps_per_epoch(prepared.task, target, record, said)
     position, segments = _starting_position(target, record, steps_per_epoch, request.more_epochs)
+    if target.source is None and position.epochs_total > engine.epochs:
+        said(f"{position.epochs_total} epochs instead of {engine.epochs}: min_steps={engine.min_steps} at {steps_per_epoch} steps an epoch")
     plan = RunPlan(
         request=request,
         task_id=target.task_id,
@@ -390,8 +392,9 @@ def _starting_position(target: _Target, record: dict[str, Any], steps_per_epoch:
         if source is not None:  # restarting from step 0: what the attempt before said no longer holds
             for key in ("best", "progress", "metrics"):
                 record.pop(key, None)
-        segments = [make_segment(0, steps_per_epoch * engine.epochs, engine.schedule, engine.warmup_ratio)]
-        position = LoopPosition(epochs_total=engine.epochs)
+        epochs = max(engine.epochs, -(-engine.min_steps // max(1, steps_per_epoch)))  # min_steps: more epochs on small data
+        segments = [make_segment(0, steps_per_epoch * epochs, engine.schedule, engine.warmup_ratio)]
+        position = LoopPosition(epochs_total=epochs)
         record["segments"] = [s.to_json() for s in segments]
     position.segments = [s.to_json() for s in segments]
     return position, segments

@@ -50,6 +50,7 @@ TRAINING_ONLY_PARAMS = frozenset(
         "sharding",
         "fsdp_offload",
         "report_to",
+        "min_steps",
         "log_model",
     }
 )

@@ -168,11 +168,47 @@ def _changed(params: tuple[Param, ...], **changes: dict) -> tuple[Param, ...]:
 TEXT_INPUT = TEXT_CLASSIFICATION.input
 TEXT_MODEL_FORMATS = TEXT_CLASSIFICATION.model_formats
 
-REGRESSION_PARAMS = _changed(
-    PARAMS,
-    label_column={"help": "Column holding the number to predict (any finite number: a rating, a score, a price)."},
-    val_fraction={"help": "Share of the rows held out for validation when the data has no val file, spread over the target's range."},
+HEAD_LR_PARAM = Param(
+    "head_lr",
+    "str",
+    "auto",
+    "Learning rate of the new output layer: auto (1e-3 on a pretrained model, whose encoder learns at lr; "
+    "lr from scratch), same (lr for every weight), or a number.",
+    title="Head learning rate",
+    group="training",
+    advanced=True,
 )
+
+REGRESSION_PARAMS = (
+    *_changed(
+        PARAMS,
+        label_column={"help": "Column holding the number to predict (any finite number: a rating, a score, a price)."},
+        val_fraction={"help": "Share of the rows held out for validation when the data has no val file, spread over the target's range."},
+    ),
+    HEAD_LR_PARAM,
+)
+
+# Defaults for a pretrained encoder under a new head (the regression and
+# multi-label families; tiny-bert's preset sets its own):
+# - head_lr=auto (HEAD_LR_PARAM): the new output layer learns at 1e-3 while the
+#   encoder keeps the fine-tuning rate; at 2e-5 for both, the head barely
+#   moves in three epochs;
+# - min_steps=500: three epochs of a small data set are a hundred-odd steps,
+#   too few for a new head; the run takes more epochs on small data, the same
+#   epochs on large;
+# - lr 5e-5: the encoder's rate, the upper end of BERT's fine-tuning range:
+#   a new head's signal reaches the encoder in fewer steps.
+PRETRAINED_HEAD_DEFAULTS = {**DEFAULTS, "lr": 5e-5, "min_steps": 500}
+# Multi-label adds, on top:
+# - threshold=auto: each label's threshold chosen on the validation split for
+#   its F1; with rare labels no fixed 0.5 suits every label (a label on 5 %
+#   of the texts rarely gets a probability above 0.5 early in training);
+# - class_weighting on: BCE's pos_weight, negatives per positive of each
+#   label, so a rare label's few positives are not drowned by its negatives
+#   (without it "no label anywhere" is a low loss).
+MULTILABEL_DEFAULTS = {**PRETRAINED_HEAD_DEFAULTS, "threshold": "auto", "class_weighting": True}
+# tiny-bert from scratch: its own rate and epochs, every weight at one rate
+SCRATCH_OVERRIDES = {"min_steps": 0}
 
 MULTILABEL_PARAMS = (
     *_changed(
@@ -200,6 +236,7 @@ MULTILABEL_PARAMS = (
         title="Decision threshold",
         group="task",
     ),
+    HEAD_LR_PARAM,
 )
 
 TEXT_REGRESSION = TaskSpec(
@@ -211,9 +248,9 @@ TEXT_REGRESSION = TaskSpec(
         "a rating, a score, a reading level. Chinese, English and mixed text; sentence pairs supported."
     ),
     params=REGRESSION_PARAMS,
-    defaults={**DEFAULTS},
+    defaults=PRETRAINED_HEAD_DEFAULTS,
     # from scratch, a regression head needs more epochs than a classifier
-    presets=(dataclasses.replace(PRESETS[0], overrides={**PRESETS[0].overrides, "epochs": 8}),),
+    presets=(dataclasses.replace(PRESETS[0], overrides={**PRESETS[0].overrides, **SCRATCH_OVERRIDES, "epochs": 8}),),
     data_kind="either",
     data_help=(
         "A .csv, .tsv or .jsonl file with columns text and label (a number; UTF-8), or a folder with "
@@ -234,10 +271,10 @@ TEXT_MULTILABEL = TaskSpec(
         "labels (none included). Chinese, English and mixed text; sentence pairs supported."
     ),
     params=MULTILABEL_PARAMS,
-    defaults={**DEFAULTS},
+    defaults=MULTILABEL_DEFAULTS,
     # from scratch, per-label outputs leave "no label anywhere" only after
     # some hundred optimizer steps: smaller batches give them sooner
-    presets=(dataclasses.replace(PRESETS[0], overrides={**PRESETS[0].overrides, "batch_size": 16}),),
+    presets=(dataclasses.replace(PRESETS[0], overrides={**PRESETS[0].overrides, **SCRATCH_OVERRIDES, "batch_size": 16}),),
     data_kind="either",
     data_help=(
         "A .csv, .tsv or .jsonl file with columns text and labels (joined by ; in CSV/TSV, a list in JSONL; "

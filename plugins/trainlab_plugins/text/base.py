@@ -40,6 +40,14 @@ from trainlab_plugins.text.tokencache import EncodedSplit, encode_split, length_
 TRUNCATION_WARNING_SHARE = 0.05
 DESCRIBE_CHARS = 300  # texts in eval.json's example lists are cut to this
 TEXT_FILE_SUFFIXES = (".txt", ".csv", ".tsv", ".jsonl")
+# The output layers transformers adds on top of an encoder (BERT's classifier,
+# DistilBERT's pre_classifier, a decoder's score): initialised anew on a
+# pretrained model, so they learn at ``head_lr``.
+HEAD_MODULES = frozenset({"classifier", "pre_classifier", "score"})
+# head_lr=auto on a pretrained encoder: a new linear layer learns at a
+# from-scratch rate; at the encoder's fine-tuning rate (2e-5 to 5e-5) it barely
+# moves in a few hundred steps, and every label stays below its threshold.
+HEAD_LR_AUTO = 1e-3
 
 
 class TextTask:
@@ -231,6 +239,40 @@ class TextTask:
                 else "LoRA outputs: adapters only (adapter/); model/ names the base model and its fingerprint"
             )
         return lines
+
+    def head_learning_rate(self) -> float | None:
+        """The learning rate of the new output layers (``head_lr``), or None: the run's ``lr`` for every weight.
+
+        ``auto``: ``HEAD_LR_AUTO`` (or ``lr`` where that is larger) for a
+        pretrained model, ``lr`` for a preset trained from scratch.
+        """
+        value = str(self.params.get("head_lr", "same")).strip().lower()
+        lr = float(self.params.get("lr") or 0.0)
+        if value == "same":
+            return None
+        if value == "auto":
+            return max(HEAD_LR_AUTO, lr) if self.source is not None and self.source.kind != "preset" else None
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not 0 < number <= 10:
+            raise UsageError(f"bad value for parameter head_lr: {value!r}; use auto, same or a learning rate (e.g. --set head_lr=1e-3)")
+        return number
+
+    def parameter_groups(self, model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+        groups = super().parameter_groups(model, weight_decay)
+        head_lr = self.head_learning_rate()
+        if head_lr is None:
+            return groups
+        head = {id(p) for name, p in model.named_parameters() if HEAD_MODULES.intersection(name.split("."))}
+        split: list[dict[str, Any]] = []
+        for group in groups:
+            body = [p for p in group["params"] if id(p) not in head]
+            top = [p for p in group["params"] if id(p) in head]
+            split += [{**group, "params": body}] if body else []
+            split += [{**group, "params": top, "lr": head_lr}] if top else []
+        return split
 
     def splits(self) -> list[str]:
         return list(self.encoded) if self.encoded else ["train", "val"]

@@ -31,7 +31,12 @@ def make_task(**overrides):
 
 def test_the_defaults_labels_column_threshold_and_a_text_input():
     params = resolve(TEXT_MULTILABEL, ENGINE_PARAMS, {}, {})
-    assert params["label_column"] == "labels" and params["label_separator"] == ";" and params["threshold"] == "0.5"
+    assert params["label_column"] == "labels" and params["label_separator"] == ";"
+    # thresholds tuned on validation, rare positives weighted: for tiny-bert and pretrained models alike
+    assert params["threshold"] == "auto" and params["class_weighting"] is True
+    assert params["min_steps"] == 0 and params["lr"] == 1e-3  # tiny-bert's preset: its own rate and epochs
+    pretrained = resolve(TEXT_MULTILABEL, ENGINE_PARAMS, {}, {"model": "/models/some-encoder"})
+    assert pretrained["lr"] == 5e-5 and pretrained["min_steps"] == 500 and pretrained["head_lr"] == "auto"
     assert params["monitor"] == "micro_f1" and params["model"] == "tiny-bert"
     assert TEXT_MULTILABEL.family == "multilabel" and TEXT_MULTILABEL.input.kind == "text"
     assert TEXT_MULTILABEL.sample_path() == SAMPLE
@@ -172,3 +177,21 @@ def test_train_and_eval_from_the_command_line(cli, tmp_path):
     proc = cli("eval", run, "--data", unknown, "--json")
     assert proc.returncode == 2
     assert "unknown.jsonl: line 1: label 'poetry' does not occur in the trained model" in last_json_line(proc)["error"]
+
+
+def test_a_pretrained_encoder_trains_its_new_head_at_head_lr(bert_folder):
+    task, ctx, _ = make_task(model=str(bert_folder), max_length=32)
+    task.prepare(str(SAMPLE), ctx)
+    model = task.build_model(ctx)
+    groups = task.parameter_groups(model, 0.01)
+    head = [g for g in groups if "lr" in g]
+    head_ids = {id(p) for g in head for p in g["params"]}
+    assert head and all(g["lr"] == 1e-3 for g in head)
+    assert head_ids == {id(p) for name, p in model.named_parameters() if name.startswith("classifier.")}
+    assert sum(len(g["params"]) for g in groups) == sum(1 for p in model.parameters() if p.requires_grad)
+    same, ctx, _ = make_task(model=str(bert_folder), max_length=32, head_lr="same")
+    same.prepare(str(SAMPLE), ctx)
+    assert all("lr" not in g for g in same.parameter_groups(model, 0.01))
+    scratch, ctx, _ = make_task()  # tiny-bert from scratch: one rate for every weight
+    scratch.prepare(str(SAMPLE), ctx)
+    assert all("lr" not in g for g in scratch.parameter_groups(scratch.build_model(ctx), 0.01))
