@@ -92,7 +92,7 @@ def test_one_task_by_its_id(cli):
 def test_a_mistyped_task_id_is_named_once_with_a_suggestion(cli):
     wrong = cli("tasks", "image-clasification", extra_path=[FIXTURE_PLUGINS])
     assert wrong.returncode == 2
-    assert wrong.stderr.strip().splitlines()[-1].startswith("trainlab: error: tasks: no task 'image-clasification'; did you mean image-classification?")
+    assert wrong.stderr.strip().splitlines()[-1].startswith("trainlab: error: tasks: no task 'image-clasification'; did you mean image-classification")
     extra = cli("tasks", "image-classification", "more")
     assert extra.returncode == 2 and "trainlab: error: unrecognized arguments: more" in extra.stderr
     assert "trainlab: error: trainlab" not in extra.stderr
