@@ -21,12 +21,14 @@ from trainlab.cli.plugin_new import family_choices, registered_families, render,
 from trainlab.testing.checks import STATIC_CHECKS, StaticKit, run_check
 from trainlab.testing.target import PluginTarget
 
+INPUT_KINDS = {"object-detection": "image"}  # what a prediction takes, where it is not a row of numbers
+
 
 def test_the_families_offered_are_the_registered_ones_and_new():
     from trainlab.api.families import ACCUMULATORS
 
     assert set(registered_families()) >= {"classification", "regression", "multilabel"} | set(ACCUMULATORS)
-    assert set(template_families()) >= {"classification", "regression", "multilabel", "new"}
+    assert set(template_families()) >= {"classification", "regression", "multilabel", "object-detection", "new"}
     assert family_choices() == [*registered_families(), "new"]
 
 
@@ -58,13 +60,16 @@ def test_each_family_renders_a_plugin_that_declares_a_valid_task(tmp_path, monke
     assert kit.record.warnings == []
     (task_id,) = kit.task_ids()
     spec = kit.registry.tasks[task_id].spec
-    assert task_id == made["task"] and spec.input.kind == "row"
+    assert task_id == made["task"] and spec.input.kind == INPUT_KINDS.get(family, "row")
     if family == "new":  # a family of its own: its metrics, its prediction's declared shape
         assert spec.family == name and [m.name for m in spec.metrics] == ["mae", "worst_output_mae", "baseline_mae"]
         assert spec.output.field == "values" and spec.output.shape == ("outputs",)
         assert [(d.kind, d.name) for d in spec.details] == [("series", "error_by_output"), ("examples", "worst_rows")]
         assert spec.metric("baseline_mae").monitorable is False
         assert "class ValuesMetrics(MetricAccumulator)" in (folder / package / "task.py").read_text(encoding="utf-8")
+    elif family == "object-detection":  # the family's evaluation (COCO mAP) computes more than a task reports
+        assert spec.family == family and [m.name for m in spec.metrics] == ["map", "map50"] and spec.monitor == "map"
+        assert "DetectionMetrics(self, split)" in (folder / package / "task.py").read_text(encoding="utf-8")
     else:
         assert spec.family == family and not spec.metrics  # the family's own metrics
     sys.modules.pop(package, None)
