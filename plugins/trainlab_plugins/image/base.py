@@ -598,7 +598,8 @@ SKIPPED_NAMED = 3  # files the data check names in its warning; run.json keeps m
 
 
 def skipped_warning(found: Any, data_path: str) -> str:
-    """``skipped 2 files: cats/a.jpg (not a readable image), dogs/b.jpg (truncated ...)``: the first few by name, then a count."""
+    """``skipped 1 not a readable image, 1 truncated image: cats/a.jpg (not a readable image), dogs/b.jpg (truncated image)``:
+    the counts by reason, then the first few files by name and how many more."""
     total = sum(found.skipped.values())
     counts = ", ".join(f"{n} {reason}" for reason, n in found.skipped.most_common())
     root = Path(data_path)
