@@ -19,6 +19,7 @@ from trainlab.api.taskbase import RunContext
 from trainlab.engine import distributed
 from trainlab.engine.plugin_calls import PluginCalls
 from trainlab.pluginhost.host import import_factory, registry
+from trainlab.engine.device import enable_tf32, resolve_device, resolve_precision
 
 
 def task_for(task_id: str, params: dict[str, Any]):
@@ -32,7 +33,6 @@ def task_for(task_id: str, params: dict[str, Any]):
 
 def make_context(params: RunParams, run_dir: Path | None, log: Callable[[str], None], mp_context: str | None) -> RunContext:
     """The task's view of the run; UsageError for a device this machine lacks."""
-    from trainlab.engine.device import enable_tf32, resolve_device, resolve_precision
 
     engine = params.engine
     device = resolve_device(engine.device)

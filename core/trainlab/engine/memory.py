@@ -45,6 +45,7 @@ from trainlab.engine import distributed
 from trainlab.engine.strategy.fsdp import transformer_blocks
 from trainlab.system import paths
 from trainlab.system.fileio import atomic_write_json
+from trainlab.engine.device import autocast
 
 HEADROOM = 0.10  # of the device kept free: allocator fragmentation, evaluation batches
 PROBE_BATCHES = (1, 2)
@@ -149,7 +150,6 @@ def saved_activation_bytes(task: Any, model: Any, ctx: Any, batch: Any) -> int:
     """Bytes autograd saves for backward in one training step on ``batch`` (parameters excluded)."""
     import torch
 
-    from trainlab.engine.device import autocast
 
     params = {p.data_ptr() for p in model.parameters()}
     storages: dict[int, int] = {}
@@ -175,7 +175,6 @@ def peak_step_bytes(task: Any, model: Any, ctx: Any, batch: Any) -> int:
     """CUDA: the allocator's peak during one training step, above what was allocated before it."""
     import torch
 
-    from trainlab.engine.device import autocast
 
     model.train()
     batch = task.to_device(batch, ctx)

@@ -39,6 +39,7 @@ from trainlab.runfolder.records import RunFileError
 from trainlab.runfolder.status import RunStatus
 from trainlab.system import paths
 from trainlab.system.fileio import folder_write_problem
+from trainlab.engine.checkpoint import DamagedCheckpoint, checkpoint_position, verify_checkpoint
 
 
 @dataclass
@@ -427,7 +428,6 @@ def _resume_source(prior_dir: RunDir, completed: bool) -> ResumeSource:
     (``--more-epochs``) continues only from its ``last``: its best weights
     lie before steps that its schedule has already spent.
     """
-    from trainlab.engine.checkpoint import DamagedCheckpoint, checkpoint_position, verify_checkpoint
 
     last, best = prior_dir.last_checkpoint, prior_dir.best_checkpoint
     if last.exists():
@@ -460,7 +460,6 @@ def _resume_source(prior_dir: RunDir, completed: bool) -> ResumeSource:
 
 def _resume_position(source: ResumeSource, record: dict[str, Any], steps_per_epoch: int, more_epochs: int, engine: EngineParams):
     """(position, segments) saved in the checkpoint, plus a segment for ``more_epochs``."""
-    from trainlab.engine.checkpoint import checkpoint_position
 
     assert source.path is not None
     position = LoopPosition(**checkpoint_position(source.path, verify=False))  # verified in _resume_source
