@@ -79,7 +79,7 @@ def _parser() -> ArgumentParser:
         description="a plugin package from the template, with the kit's conformance suite as its tests (needs the kit extra: pip install 'trainlab[kit]')",
     )
     new.add_argument("name", metavar="NAME", help="the plugin's entry-point name (what `trainlab plugins` lists)")
-    new.add_argument("--family", required=True, metavar="ID|new", help="a family TrainLab evaluates itself (classification, regression, ...), or new: one of the plugin's own")
+    new.add_argument("--family", required=True, metavar="ID|new", help="a family TrainLab knows (classification, regression, multilabel, object-detection, text-generation), or new: one of the plugin's own")
     new.add_argument("--dist", metavar="DIST", help="the distribution name, what pip installs (default trainlab-NAME)")
     new.add_argument("--out", metavar="DIR", help="the folder to create (default ./DIST)")
     new.add_argument("--json", action="store_true", help="print one JSON object on stdout")

@@ -3,8 +3,9 @@
 The template is the copier template in ``trainlab_resources/templates/plugin``
 (copier is the kit extra's one package: without it, one line naming the
 extra).  ``--family`` is a family TrainLab evaluates itself (the ones
-registered in ``trainlab.api.families`` and ``FAMILIES``, each with its
-starting point under the template's ``families/`` folder) or ``new``: a
+registered in ``trainlab.api.families`` and ``FAMILIES``) or one of its
+plugins' (``PLUGIN_FAMILIES``), each with its starting point under the
+template's ``families/`` folder, or ``new``: a
 family of the plugin's own, with its own metrics, prediction type and
 evaluation.  NAME is the entry-point name; the distribution (``--dist``,
 what pip installs) is asked for separately and defaults to ``trainlab-NAME``.
@@ -30,9 +31,14 @@ def template_folder() -> Path:
     return Path(resource_path("templates", "plugin"))
 
 
+# Families of TrainLab's own plugins that TrainLab does not evaluate itself: a
+# task of one brings its evaluation, and so does its starting point.
+PLUGIN_FAMILIES = ("text-generation",)
+
+
 def registered_families() -> list[str]:
-    """The families TrainLab evaluates itself, in the order it lists them."""
-    return list(dict.fromkeys([*FAMILIES, *ACCUMULATORS]))
+    """The families TrainLab evaluates itself and its plugins' own, in the order it lists them."""
+    return list(dict.fromkeys([*FAMILIES, *ACCUMULATORS, *PLUGIN_FAMILIES]))
 
 
 def template_families() -> list[str]:

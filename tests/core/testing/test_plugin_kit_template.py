@@ -59,7 +59,7 @@ DETECTION_WRITES_HOME = pytest.mark.xfail(strict=True, reason="a detection run's
 # test_plugin_scaffold.py checks each family's rendering in the everyday suite.
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "family", ["classification", "regression", "multilabel", pytest.param("object-detection", marks=DETECTION_WRITES_HOME), "new"]
+    "family", ["classification", "regression", "multilabel", pytest.param("object-detection", marks=DETECTION_WRITES_HOME), "text-generation", "new"]
 )
 def test_the_rendered_plugin_installs_and_passes_its_own_tests(tmp_path, family):
     pytest.importorskip("copier", reason="the template needs copier (pip install 'trainlab[kit]')")

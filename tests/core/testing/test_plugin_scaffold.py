@@ -21,14 +21,14 @@ from trainlab.cli.plugin_new import family_choices, registered_families, render,
 from trainlab.testing.checks import STATIC_CHECKS, StaticKit, run_check
 from trainlab.testing.target import PluginTarget
 
-INPUT_KINDS = {"object-detection": "image"}  # what a prediction takes, where it is not a row of numbers
+INPUT_KINDS = {"object-detection": "image", "text-generation": "text"}  # what a prediction takes, where it is not a row of numbers
 
 
 def test_the_families_offered_are_the_registered_ones_and_new():
     from trainlab.api.families import ACCUMULATORS
 
-    assert set(registered_families()) >= {"classification", "regression", "multilabel"} | set(ACCUMULATORS)
-    assert set(template_families()) >= {"classification", "regression", "multilabel", "object-detection", "new"}
+    assert set(registered_families()) >= {"classification", "regression", "multilabel", "text-generation"} | set(ACCUMULATORS)
+    assert set(template_families()) >= {"classification", "regression", "multilabel", "object-detection", "text-generation", "new"}
     assert family_choices() == [*registered_families(), "new"]
 
 
@@ -70,6 +70,10 @@ def test_each_family_renders_a_plugin_that_declares_a_valid_task(tmp_path, monke
     elif family == "object-detection":  # the family's evaluation (COCO mAP) computes more than a task reports
         assert spec.family == family and [m.name for m in spec.metrics] == ["map", "map50"] and spec.monitor == "map"
         assert "DetectionMetrics(self, split)" in (folder / package / "task.py").read_text(encoding="utf-8")
+    elif family == "text-generation":  # TrainLab does not evaluate it itself: the task brings its accumulator and prediction
+        assert spec.family == family and [m.name for m in spec.metrics] == ["perplexity", "token_accuracy"]
+        assert spec.output.kind == "generated-text" and spec.output.field == "text"
+        assert "class GenerationMetrics(MetricAccumulator)" in (folder / package / "task.py").read_text(encoding="utf-8")
     else:
         assert spec.family == family and not spec.metrics  # the family's own metrics
     sys.modules.pop(package, None)
