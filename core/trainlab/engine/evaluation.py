@@ -26,6 +26,7 @@ from trainlab.engine.plugin_calls import plugin_calls
 from trainlab.engine.strategy import Strategy, for_run
 from trainlab.runfolder.index import RunDir
 from trainlab.system.fileio import atomic_write_json, verify_safetensors_in
+from trainlab.system import paths
 
 
 class Evaluator:
@@ -139,6 +140,7 @@ def evaluate_run(run_dir: str, data: str | None = None, *, device: str = "auto",
     the report is written beside (never over) eval.json."""
     if split is not None and split not in EVAL_SPLITS:
         raise UsageError(f"--split {split}: expected one of {', '.join(EVAL_SPLITS)}")
+    paths.keep_library_caches_here()
     rd = RunDir(run_dir)
     record, task, ctx = context.trained_task(rd, device)
     with plugin_calls(task).around():  # a failure in the task's code names its plugin and method

@@ -52,6 +52,7 @@ from trainlab.system.fileio import (
     remove_stale_temporaries,
 )
 from trainlab.system.signals import signals_deferred
+from trainlab.system import paths
 from trainlab.telemetry import TelemetryCallback
 
 
@@ -67,6 +68,7 @@ def execute(
     ``callbacks`` see the run from its folder's creation on; what was said
     while planning reaches them only through ``plan_run``'s ``log``.
     """
+    paths.keep_library_caches_here()
     callbacks = [hold_device_lease(plan.ctx.device), *callbacks]  # the GPU's machine-wide lease, held until the run ends
     control = control or RunControl()
     run_dir = plan.run_dir

@@ -55,6 +55,15 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP, appauthor=False))
 
 
+def keep_library_caches_here() -> None:
+    """Point the libraries that make per-user folders when first imported at
+    TrainLab's cache, so that a run writes only its run folder and TrainLab's
+    own folders: matplotlib, which torchmetrics' text and detection metrics
+    import, makes ~/.config/matplotlib and ~/.cache/matplotlib.  A setting the
+    user made wins."""
+    os.environ.setdefault("MPLCONFIGDIR", str(cache_dir() / "matplotlib"))
+
+
 def runs_dir() -> Path:
     return data_dir() / "runs"
 

@@ -48,18 +48,13 @@ def installed_copy(tmp_path: Path, family: str, name: str, dist: str) -> tuple[P
     return out, python, made
 
 
-# object-detection: trainlab.DetectionMetrics imports torchmetrics, which imports matplotlib, which makes its
-# folders under the home (~/.config/matplotlib, ~/.cache/matplotlib) during the first run, and the kit's
-# writes_only_its_run_folder check fails on that (the built-in object-detection plugin's kit test too); strict, so
-# that it is noticed when that is fixed.
-DETECTION_WRITES_HOME = pytest.mark.xfail(strict=True, reason="a detection run's first mAP imports matplotlib, which writes under ~")
 
 
 # About a minute each on two shared cores: every family runs with --runslow (.ci/run does);
 # test_plugin_scaffold.py checks each family's rendering in the everyday suite.
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "family", ["classification", "regression", "multilabel", pytest.param("object-detection", marks=DETECTION_WRITES_HOME), "text-generation", "new"]
+    "family", ["classification", "regression", "multilabel", "object-detection", "text-generation", "new"]
 )
 def test_the_rendered_plugin_installs_and_passes_its_own_tests(tmp_path, family):
     pytest.importorskip("copier", reason="the template needs copier (pip install 'trainlab[kit]')")
