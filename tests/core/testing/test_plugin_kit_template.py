@@ -48,8 +48,6 @@ def installed_copy(tmp_path: Path, family: str, name: str, dist: str) -> tuple[P
     return out, python, made
 
 
-
-
 # About a minute each on two shared cores: every family runs with --runslow (.ci/run does);
 # test_plugin_scaffold.py checks each family's rendering in the everyday suite.
 @pytest.mark.slow
