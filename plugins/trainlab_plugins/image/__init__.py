@@ -328,7 +328,9 @@ MULTILABEL_SPEC = TaskSpec(
             group="task",
         ),
     ),
-    defaults={"epochs": 15},
+    # threshold=auto: each label's threshold chosen on the validation split for
+    # its F1 (recorded with the model); a fixed 0.5 suits no rare label
+    defaults={"epochs": 15, "threshold": "auto"},
     presets=MULTILABEL_PRESETS,
     data_kind="either",
     data_help="A .csv, .tsv or .jsonl table with an image column and a labels column" + _TABLE_HELP,
