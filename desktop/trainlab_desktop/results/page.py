@@ -35,6 +35,7 @@ from trainlab.viewmodel.results import ReportSource, RunResults, SplitReport, lo
 from trainlab_desktop.common.formatting import status_title
 from trainlab_desktop.results.classification import ClassificationPage
 from trainlab_desktop.results.details import DetailsPanel
+from trainlab_desktop.results.export_button import GGUFExportButton
 from trainlab_desktop.results.widgets import MetricsTable, ReportPage
 
 
@@ -124,10 +125,20 @@ class ResultsView(QWidget):
         self.split_label = QLabel(self.tr("Split:"))
         head.addWidget(self.split_label)
         head.addWidget(self.split_box)
+        self.export_gguf = GGUFExportButton(self)
+        self.export_gguf.reported.connect(self._export_reported)
+        head.addWidget(self.export_gguf)
+        # what the last export said (the files it wrote, or why it failed)
+        self.export_note = QLabel()
+        self.export_note.setObjectName("exportNote")
+        self.export_note.setWordWrap(True)
+        self.export_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.export_note.setVisible(False)
 
         layout = QVBoxLayout(self)
         layout.addLayout(head)
         layout.addWidget(self.notice)
+        layout.addWidget(self.export_note)
         layout.addWidget(self.message)
         layout.addWidget(self.body, 1)
         layout.addWidget(self.extra_details)
@@ -197,6 +208,9 @@ class ResultsView(QWidget):
         results = load_results(run_dir)
         self.results = results
         self.title.setText(results.title)
+        family = results.recorded_family or (results.spec.family if results.spec is not None else "")
+        self.export_gguf.offer(self.run_dir, family)
+        self.export_note.setVisible(False)
         details = [results.task]
         if results.status and (results.task or not results.problems):
             details.append(status_title(results.status, results.error))
@@ -228,6 +242,11 @@ class ResultsView(QWidget):
         self.show_split(next(iter(self.reports)))
         self.loaded.emit(self.run_dir)
         return True
+
+    def _export_reported(self, text: str, failed: bool) -> None:
+        self.export_note.setText(text)
+        self.export_note.setProperty("role", "warning" if failed else "")
+        self.export_note.setVisible(True)
 
     def _split_title(self, split: str) -> str:
         return {"val": self.tr("Validation"), "test": self.tr("Test"), "train": self.tr("Training")}.get(split, split)

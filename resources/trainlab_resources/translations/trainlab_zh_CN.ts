@@ -629,6 +629,37 @@ true: {true}, predicted: {predicted} ({confidence:.1%})</source>
     </message>
 </context>
 <context>
+    <name>GGUFExportButton</name>
+    <message>
+        <source>Export for llama.cpp / Ollama</source>
+        <translation>导出到 llama.cpp / Ollama</translation>
+    </message>
+    <message>
+        <source>Write model.gguf and an Ollama Modelfile beside the run&apos;s model</source>
+        <translation>在运行的模型旁写出 model.gguf 和 Ollama 的 Modelfile</translation>
+    </message>
+    <message>
+        <source>GGUF, 16-bit (as trained)</source>
+        <translation>GGUF，16 位（与训练时相同）</translation>
+    </message>
+    <message>
+        <source>GGUF, 8-bit q8_0 (half the size)</source>
+        <translation>GGUF，8 位 q8_0（大小减半）</translation>
+    </message>
+    <message>
+        <source>Writing model.gguf ({quant})…</source>
+        <translation>正在写出 model.gguf（{quant}）…</translation>
+    </message>
+    <message>
+        <source>Wrote {gguf} and its Modelfile: &apos;ollama create NAME -f Modelfile&apos; in {folder} adds it to Ollama.</source>
+        <translation>已写出 {gguf} 及其 Modelfile：在 {folder} 中运行 &apos;ollama create NAME -f Modelfile&apos; 即可加入 Ollama。</translation>
+    </message>
+    <message>
+        <source>The GGUF export failed: {message}</source>
+        <translation>GGUF 导出失败：{message}</translation>
+    </message>
+</context>
+<context>
     <name>GpuPanel</name>
     <message>
         <source>CPU / RAM</source>
