@@ -56,7 +56,7 @@ def test_runs_shows_every_declared_metric_sorts_and_filters_by_them(forecast_hom
 
 def test_tasks_leaves_out_class_options_and_says_units_and_the_monitorable(forecast_home):
     home, _, _ = forecast_home
-    result = trainlab(home, "tasks", "--json")
+    result = trainlab(home, "tasks", "-v", "--json")
     assert result.returncode == 0, result.stderr
     tasks = {t["id"]: t for t in one_json_line(result)["tasks"]}
     names = {p["name"] for p in tasks["toy-forecast"]["parameters"]}

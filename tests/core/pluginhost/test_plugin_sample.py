@@ -56,7 +56,7 @@ def test_tasks_shows_a_plugins_own_sample_and_it_trains(cli, tmp_path):
     assert tasks["sampled-regression"]["sample_data"] == str(sample)
     assert tasks["sampled-elsewhere"]["sample_data"] == str(tmp_path / "trainlab_sampled_data" / "rows.csv")
     assert tasks["sample-missing"]["sample_data"] is None  # declared but not shipped: none offered
-    text = cli("tasks", extra_path=[tmp_path, FIXTURE_PLUGINS]).stdout
+    text = cli("tasks", "-v", extra_path=[tmp_path, FIXTURE_PLUGINS]).stdout
     assert f"  sample data: {sample}\n" in text
 
     run = cli("train", "sampled-regression", "--data", sample, "--epochs", "2", "--json", extra_path=[tmp_path, FIXTURE_PLUGINS])
