@@ -56,6 +56,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run exhaustive @pytest.mark.slow tests")
+    parser.addoption("--runlong", action="store_true", default=False,
+                     help="run the @pytest.mark.long end-to-end runs (.ci/run does; make test leaves them out)")
 
 
 # Files whose tests start two ranks at once. Under pytest-xdist (``make test``
@@ -73,6 +75,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in RANK_PAIR_FILES:
             item.add_marker(pytest.mark.xdist_group("rank-pairs"))
+    if not config.getoption("--runlong"):
+        skip_long = pytest.mark.skip(reason="a long end-to-end run: .ci/run runs it (--runlong)")
+        for item in items:
+            if "long" in item.keywords:
+                item.add_marker(skip_long)
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="exhaustive check: run with --runslow")

@@ -178,6 +178,7 @@ def run_events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in lines if line.endswith("}")]
 
 
+@pytest.mark.long
 def test_two_cpu_processes_pause_stop_mid_run_then_continue_to_the_end(qtbot, windows, toy_csv):
     win = windows(fake_nvml.no_gpus())
     prepare(qtbot, win, toy_csv, epochs=3, step_delay=0.2, device="cpu", telemetry_every=0.5)  # 6 steps an epoch at 2 x 16
@@ -229,6 +230,7 @@ def test_two_cpu_processes_pause_stop_mid_run_then_continue_to_the_end(qtbot, wi
     assert "Finished" in win.controls.line.text()
 
 
+@pytest.mark.long
 def test_closing_the_window_mid_run_stops_every_rank_and_keeps_the_checkpoint(qtbot, windows, toy_csv):
     win = windows()
     prepare(qtbot, win, toy_csv, epochs=200, step_delay=0.02, device="cpu")

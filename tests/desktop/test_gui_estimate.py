@@ -190,6 +190,7 @@ def bert_folder(tmp_path_factory):
     return folder
 
 
+@pytest.mark.long
 def test_a_lora_run_shows_what_it_writes_and_the_free_space(qtbot, window, bert_folder, tmp_path):
     from trainlab_resources import resource_path
 

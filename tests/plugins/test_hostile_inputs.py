@@ -209,6 +209,7 @@ def test_a_model_json_naming_weights_outside_its_folder_is_refused(image_model_f
         task.prepare(str(shapes(tmp_path / "data", classes=2, per_class=4)), cpu_ctx(params))
 
 
+@pytest.mark.long
 @pytest.mark.skipif(os.name == "nt", reason="POSIX file modes")
 def test_an_image_run_is_readable_by_colleagues_and_a_damaged_model_is_refused(tmp_path):
     data = shapes(tmp_path / "data", classes=2, per_class=6)

@@ -15,6 +15,7 @@ from helpers import ROOT
 SPREAD = {"median", "min", "max", "spread_pct", "n"}
 
 
+@pytest.mark.long
 def test_the_quick_bench_trains_both_sides_and_prints_their_ratio(tmp_path):
     result = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "text_vs_trainer.py"), "--quick", "--pairs", "1", "--json"],

@@ -51,6 +51,7 @@ def assert_dry_run_result(name: str, entry: dict) -> None:
         assert entry["status"] == "pass", (name, entry)
 
 
+@pytest.mark.long
 def test_quick_dry_run_installs_from_a_wheel_and_runs_an_engine_check(tmp_path):
     names = ["install", "tf32", "nccl_world_size_1"]
     proc, summary, report = run_script(tmp_path, "--only", ",".join(names), timeout=300)

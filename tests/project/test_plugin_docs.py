@@ -15,6 +15,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from helpers import ROOT, one_json_line
 
 DOC = ROOT / "docs" / "plugins.md"
@@ -65,6 +67,7 @@ def houses(path: Path, rows: int = 400) -> Path:
     return path
 
 
+@pytest.mark.long
 def test_the_docs_regression_plugin_trains_evaluates_and_predicts(cli, tmp_path):
     plugin, task_id = doc_plugin(tmp_path / "plugin")
     data = houses(tmp_path / "houses.csv")

@@ -127,6 +127,7 @@ def test_multilabel_predictions_are_a_set_with_a_score_per_label(cli, runs, tmp_
     assert rows[1][1] == "a;b" and rows[2][1] == "" and float(rows[1][2]) > 0.5 > float(rows[1][4])
 
 
+@pytest.mark.long
 def test_eval_prints_the_familys_metrics_and_details_and_names_its_data(cli, runs, tmp_path):
     own = cli("eval", runs["reg"], extra_path=[FIXTURE_PLUGINS])
     assert own.returncode == 0, own.stderr

@@ -58,6 +58,7 @@ def test_the_answer_matches_the_kernels_own_cpu_flags():
     assert cpu_has_native_bf16() == bool(flags & {"avx512_bf16", "amx_bf16"}), sorted(f for f in flags if "bf16" in f or "amx" in f)
 
 
+@pytest.mark.long
 def test_a_cpu_run_plans_the_precision_auto_chose(cli, tmp_path):
     """The real CLI, --dry-run: what a CPU run will use with the default precision, and with fp32 asked for."""
     from helpers import FIXTURE_PLUGINS, write_toy_csv

@@ -154,6 +154,7 @@ def abort_with_two_ctrl_c(out, toy_csv, epochs: int, wait_for: str):
     return proc.returncode, stdout, "".join(seen) + stderr
 
 
+@pytest.mark.long
 def test_two_ctrl_c_before_any_checkpoint_say_so_and_resume_restarts_from_step_0(toy_plugin, toy_csv, tmp_path):
     out = tmp_path / "run"
     code, stdout, stderr = abort_with_two_ctrl_c(out, toy_csv, 1, "run folder:")
@@ -169,6 +170,7 @@ def test_two_ctrl_c_before_any_checkpoint_say_so_and_resume_restarts_from_step_0
     assert_same_weights(model_weights(straight.run_dir), model_weights(out))
 
 
+@pytest.mark.long
 def test_two_ctrl_c_after_a_checkpoint_say_where_resume_continues(toy_plugin, toy_csv, tmp_path):
     out = tmp_path / "run"
     code, _, stderr = abort_with_two_ctrl_c(out, toy_csv, 2, "epoch 1: val loss")

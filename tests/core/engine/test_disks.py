@@ -242,6 +242,7 @@ def test_runs_on_a_home_that_cannot_hold_the_index_is_one_line_or_read_from_the_
             assert error.startswith(f"run index {home / 'index.sqlite3'} cannot be used: ") and "read-only file system" in error
 
 
+@pytest.mark.long
 @needs_mount
 def test_eval_of_a_run_on_a_read_only_disk_is_one_line_naming_the_file(toy_csv, tmp_path):
     import shutil

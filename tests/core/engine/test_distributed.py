@@ -161,6 +161,7 @@ def test_metrics_equal_a_one_process_run_over_the_same_batches(two_rank_run, pro
         assert sorted(batch) == sorted(ranks[0][step] + ranks[1][step])
 
 
+@pytest.mark.long
 def test_sigterm_to_torchrun_stops_every_rank_and_resume_is_exact(two_rank_run, probe_home, tmp_path):
     """torchrun started directly (as a lab's script would): SIGTERM, exit 130, resume, same weights."""
     probe = tmp_path / "probe"
@@ -191,6 +192,7 @@ def test_sigterm_to_torchrun_stops_every_rank_and_resume_is_exact(two_rank_run, 
     assert resumed["metrics"] == two_rank_run["outcome"]["metrics"]
 
 
+@pytest.mark.long
 def test_a_killed_rank_fails_the_run_within_a_bounded_time_naming_it(two_rank_run, probe_home, tmp_path):
     import psutil
 
@@ -217,6 +219,7 @@ def test_a_killed_rank_fails_the_run_within_a_bounded_time_naming_it(two_rank_ru
     assert record["status"] == "failed" and "rank 1" in record["error"]
 
 
+@pytest.mark.long
 def test_two_nnodes_launches_on_loopback_form_one_run(two_rank_run, probe_home, tmp_path):
     port = free_port()
     run = tmp_path / "run"
@@ -235,6 +238,7 @@ def test_two_nnodes_launches_on_loopback_form_one_run(two_rank_run, probe_home, 
     assert not set(sum(_steps(tmp_path, 0), [])) & set(sum(_steps(tmp_path, 1), []))
 
 
+@pytest.mark.long
 def test_two_ranks_keep_one_copy_of_the_decoded_images(probe_home, tmp_path):
     # image-classification on two ranks: train (no random crop) and val in one shared array
     from trainlab.engine.shared_memory import SHARED_FOLDER, _usable

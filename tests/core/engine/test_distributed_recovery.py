@@ -67,6 +67,7 @@ def _assert_both_ranks_in(sample: dict) -> None:
     assert all(gpu["rank"] is None and gpu["host"] for gpu in sample["gpus"])  # CPU ranks use no GPU
 
 
+@pytest.mark.long
 def test_a_paused_group_stops_stepping_on_every_rank_and_resumes_to_the_same_weights(two_rank_run, probe_home, tmp_path):
     probe = tmp_path / "probe"
     probe.mkdir()
@@ -108,6 +109,7 @@ def _pause_and_resume(proc, run: Path, probe: Path, two_rank_run: dict) -> None:
     assert "paused" in logs and "resumed" in logs
 
 
+@pytest.mark.long
 def test_stop_while_paused_ends_every_rank_cancelled_with_the_checkpoint(two_rank_run, probe_home, tmp_path):
     run = tmp_path / "run"
     proc = _start([*_train_args(two_rank_run["data"], run, tmp_path, "--set", "step_delay=0.1"), "--nproc-per-node", 2], probe_home)
@@ -151,6 +153,7 @@ def _oom_run(two_rank_run, probe_home, tmp_path, batch: int, *extra: str) -> tup
     return outcome, run, probe
 
 
+@pytest.mark.long
 def test_one_rank_out_of_memory_makes_every_rank_split_the_same_way(two_rank_run, probe_home, tmp_path):
     outcome, run, _ = _oom_run(two_rank_run, probe_home, tmp_path, BATCH)
     assert outcome["steps"] == two_rank_run["outcome"]["steps"]
@@ -162,6 +165,7 @@ def test_one_rank_out_of_memory_makes_every_rank_split_the_same_way(two_rank_run
         _assert_both_ranks_in(sample)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("norm", ["batch+count", "batch"])
 def test_out_of_memory_recovery_keeps_the_buffer_broadcasts_matched(two_rank_run, probe_home, tmp_path, norm):
     """Buffers other than a batch norm's statistics are broadcast by DDP before each step's

@@ -54,6 +54,7 @@ def dry_run(cli, *args):
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc
 
 
+@pytest.mark.long
 def test_dry_run_prints_the_plan_and_estimate_and_trains_nothing(cli, bert_folder, tmp_path):
     data = sample_head(tmp_path, rows=40)
     run = tmp_path / "run"
@@ -70,6 +71,7 @@ def test_dry_run_prints_the_plan_and_estimate_and_trains_nothing(cli, bert_folde
     assert again["memory"]["probe"]["cached"] is True and again["memory"]["activations"] == memory["activations"]
 
 
+@pytest.mark.long
 def test_micro_batch_size_splits_the_batch_and_keeps_the_effective_batch(cli, bert_folder, tmp_path):
     data = sample_head(tmp_path, rows=40)
     base = ["--data", data, "--model", bert_folder, "--device", "cpu", "--batch-size", "8", "--set", "max_length=32"]

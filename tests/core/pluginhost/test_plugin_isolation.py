@@ -12,6 +12,8 @@ import json
 import shutil
 import sys
 
+import pytest
+
 from helpers import AT_IMPORT_PLUGINS, BROKEN_PLUGINS, FIXTURE_PLUGINS, one_json_line
 from trainlab.pluginhost import probe as pluginprobe
 from trainlab.pluginhost.host import PluginRegistry
@@ -25,6 +27,7 @@ def statuses(plugins):
     return {p["name"]: p for p in plugins}
 
 
+@pytest.mark.long
 def test_commands_work_and_report_plugins_broken_at_import(cli, tmp_path):
     first = cli("plugins", "--json", extra_path=PATHS, env=LIMIT, timeout=45)
     assert first.returncode == 0, first.stderr

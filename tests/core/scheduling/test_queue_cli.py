@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fixtures.waiting import wait_until
 from helpers import FIXTURE_PLUGINS, one_json_line, subprocess_env
 from trainlab.scheduling.scheduler import scheduler_holder
@@ -54,6 +56,7 @@ def test_add_list_move_pause_continue_cancel(cli, toy_csv):
     assert len(listed(cli)) == 3  # nothing added by the refused ones
 
 
+@pytest.mark.long
 def test_pause_checkpoints_frees_the_cpu_and_continue_resumes(cli, toy_csv, tmp_home):
     slow = one_json_line(queue(cli, "add", "toy-classification", "--data", toy_csv, "--epochs", "2",
                     "--set", "step_delay=0.1", "--set", "checkpoint_every_steps=1", "--no-start"))["entry"]["id"]

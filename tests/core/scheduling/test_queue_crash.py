@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fixtures.waiting import wait_until
 from helpers import FIXTURE_PLUGINS, subprocess_env
 from test_queue_cli import wait_for_line
@@ -29,6 +31,7 @@ def starts(run_dir: Path) -> list[bool]:
     return [json.loads(line)["resumed"] for line in lines if '"started"' in line]
 
 
+@pytest.mark.long
 def test_scheduler_and_runner_killed_mid_sweep_lose_and_repeat_nothing(cli, toy_plugin, toy_csv, tmp_home):
     queued = cli(
         "sweep", "toy-classification", "--data", toy_csv, "--space", "lr=1e-3:0.3:log", "--trials", "2",

@@ -11,12 +11,15 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from helpers import ROOT
 from test_plugin_kit_template import chained_venv
 
 EXAMPLE = ROOT / "examples" / "trainlab-anomaly"
 
 
+@pytest.mark.long
 def test_the_anomaly_example_installs_and_passes_the_kit(tmp_path):
     import shutil
 

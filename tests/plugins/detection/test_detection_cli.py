@@ -28,6 +28,7 @@ def _tiny_run(cli, tmp_path):
     return result, label, out, images
 
 
+@pytest.mark.long
 def test_train_eval_predict_and_the_exported_program(cli, tmp_path):
     result, label, out, images = _tiny_run(cli, tmp_path)
     first = one_json_line(result)

@@ -62,6 +62,7 @@ def test_auto_is_shallower_for_small_images_and_narrower_for_few_images():
     assert parameters(small, 64) < parameters({}, 64) / 4  # the fixed small-cnn
 
 
+@pytest.mark.long
 def test_an_auto_run_says_its_choice_records_it_and_its_model_reloads(cli, tmp_path):
     shapes(tmp_path / "d", classes=3, per_class=8, size=24)
     out = tmp_path / "run"

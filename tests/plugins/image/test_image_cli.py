@@ -24,6 +24,7 @@ def test_sample_data_ships_with_its_licence():
     assert "CC0" in (SAMPLE.parent / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.long
 def test_train_predict_eval_on_the_sample_through_the_cli(cli, tmp_path):
     out = tmp_path / "run"
     # One short epoch at 32 px: this tests the plumbing; bench/image_sample_accuracy.py the accuracy.

@@ -37,6 +37,7 @@ def test_classification_trains_on_a_table_through_the_cli(cli, tmp_path):
     assert bad.returncode == 2 and "bad.csv line 2" in one_json_line(bad)["error"] and "does not exist" in one_json_line(bad)["error"]
 
 
+@pytest.mark.long
 def test_regression_train_predict_eval_through_the_cli(cli, tmp_path):
     data = cells(tmp_path / "c", images=30, size=24)
     out = tmp_path / "run"
@@ -58,6 +59,7 @@ def test_regression_train_predict_eval_through_the_cli(cli, tmp_path):
     assert one_json_line(ev)["metrics"]["r2"] == pytest.approx(trained["metrics"]["r2"], rel=1e-5)
 
 
+@pytest.mark.long
 def test_multilabel_train_predict_through_the_cli(cli, tmp_path):
     data = scenes(tmp_path / "s", images=30, size=24)
     out = tmp_path / "run"

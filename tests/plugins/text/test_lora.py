@@ -109,6 +109,7 @@ def test_a_stopped_lora_run_resumes_to_the_same_adapters(bert_folder, tmp_path):
     assert more.status == "completed" and more.epochs == 3
 
 
+@pytest.mark.long
 def test_adapters_only_runs_predict_and_catch_a_changed_base_folder(cli, tmp_path):
     base = make_bert_folder(tmp_path / "base")
     run = tmp_path / "run"
@@ -129,6 +130,7 @@ def test_adapters_only_runs_predict_and_catch_a_changed_base_folder(cli, tmp_pat
     assert proc.returncode == 2 and str(base.resolve()) in proc.stderr and "changed" in proc.stderr
 
 
+@pytest.mark.long
 def test_unsupported_finetune_values_are_usage_errors(cli, tmp_path, bert_folder):
     images = resource_path("samples", "images") if resource_path("samples", "images").exists() else tmp_path
     proc = cli("train", "image-classification", "--data", images, "--set", "finetune=lora", "--json")

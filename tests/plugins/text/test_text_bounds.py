@@ -114,6 +114,7 @@ print(json.dumps({"peak": peak, "after": psutil.Process().memory_info().rss, "le
 SLACK = 64 << 20  # allocator noise between two processes' resident memory
 
 
+@pytest.mark.long
 @pytest.mark.skipif(sys.platform != "linux", reason="the peak resident memory is reset and read through /proc")
 def test_preparing_the_longest_rows_allowed_stays_within_the_plans_memory(tmp_path):
     # 10 MB of text in rows at the bound, beside ordinary ones

@@ -17,6 +17,7 @@ FIXTURES = TESTS / "fixtures" / "text"
 LABELS = {"food", "sports", "technology", "weather"}
 
 
+@pytest.mark.long
 def test_train_predict_and_eval_from_the_command_line(cli, tmp_path):
     run = tmp_path / "run"
     proc = cli("train", "text-classification", "--data", SAMPLE, "--epochs", "1", "--out", run, "--json", env=ONE_THREAD)

@@ -143,6 +143,7 @@ def test_a_stopped_run_resumes_to_the_same_weights(tmp_path):
     assert json.loads((tmp_path / "b" / "task_state.json").read_text()) == state_a
 
 
+@pytest.mark.long
 def test_train_and_eval_from_the_command_line(cli, tmp_path):
     run = tmp_path / "run"
     proc = cli("train", "text-multilabel", "--data", sample_head(tmp_path, rows=64, sample="text-multilabel"), "--epochs", "1", "--out", run, "--json", env=ONE_THREAD)

@@ -135,6 +135,7 @@ def test_a_stopped_run_resumes_to_the_same_weights(tmp_path):
     assert resumed.metrics["r2"] == straight.metrics["r2"]
 
 
+@pytest.mark.long
 def test_train_and_eval_from_the_command_line(cli, tmp_path):
     run = tmp_path / "run"
     proc = cli("train", "text-regression", "--data", sample_head(tmp_path, rows=64, sample="text-regression"), "--epochs", "1", "--out", run, "--json", env=ONE_THREAD)

@@ -152,6 +152,7 @@ def test_the_command_line_lists_and_clears_the_cache(tmp_path):
     assert bad.returncode == 2 and "cache limit" in bad.stderr
 
 
+@pytest.mark.long
 def test_eval_of_a_finished_run_reads_the_ids_its_training_wrote(tmp_path):
     """eval loads the tokenizer the run saved in model/, not the preset's: the same tokenizer, so the same entries."""
     data = sample_head(tmp_path, rows=24)
