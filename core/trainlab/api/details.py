@@ -33,7 +33,10 @@ registered under that name in the ``trainlab.views`` entry point group
 A prediction's ``Prediction.display()`` answers one of these too (or a
 ``Values`` or a plain text), for try-it to show it.
 
-Plain frozen dataclasses: no torch, no numpy, no Qt.
+Plain frozen dataclasses: no torch, no numpy, no Qt.  One module although
+it is long: the four kinds share their parts (columns, boxes, lines) and
+their JSON form, which change together, and a plugin author reads them as
+one reference of the eval.json format.
 """
 
 from __future__ import annotations
