@@ -125,6 +125,9 @@ def _rank(rank: int, port: int, folder: str, queue) -> None:
         with safe_open(path, framework="pt") as handle:
             results["keys"] = sorted(handle.keys())
     results["files"] = sorted(os.listdir(folder))
+    # leave together: a rank tearing the group down while its peer's last
+    # asynchronous gloo work is in flight aborts at interpreter exit (SIGABRT)
+    dist.barrier()
     dist.destroy_process_group()
     queue.put((rank, results))
 
