@@ -123,6 +123,8 @@ _API = {
     # task re-declares with the modes it supports, size classes, QLoRA's
     # requirements, and the base model fingerprint adapters are checked against.
     "FINETUNE_PARAM": "trainlab.api.finetune",
+    "GRADIENT_CHECKPOINTING_PARAM": "trainlab.api.finetune",
+    "LORA_PARAMS": "trainlab.api.finetune",
     "check_base_fingerprint": "trainlab.api.finetune",
     "check_quantized_training": "trainlab.api.finetune",
     "model_fingerprint": "trainlab.api.finetune",

@@ -40,6 +40,27 @@ FINETUNE_PARAM = Param(
     title="Fine-tuning",
 )
 
+# What every fine-tuning family that offers ``lora``/``qlora`` and activation
+# checkpointing declares alike; a task adds them to its ``params`` as they are
+# (the LoRA target layers differ by family, so each declares ``lora_target_modules``).
+GRADIENT_CHECKPOINTING_PARAM = Param(
+    "gradient_checkpointing",
+    "choice",
+    "auto",
+    "Recompute activations in the backward pass instead of keeping them (less memory, about a third slower); "
+    "auto: on for models of 1.5B parameters and more, or when the weights and optimizer alone fill most of the device.",
+    choices=("auto", "on", "off"),
+    title="Gradient checkpointing",
+    group="model",
+    advanced=True,
+)
+
+LORA_PARAMS = (
+    Param("lora_rank", "int", 0, "LoRA adapter rank (0: by the model's size, 8 or 16).", minimum=0, maximum=1024, title="LoRA rank", group="model", advanced=True),
+    Param("lora_alpha", "int", 0, "LoRA scaling alpha (0: twice the rank).", minimum=0, maximum=4096, title="LoRA alpha", group="model", advanced=True),
+    Param("lora_dropout", "float", 0.05, "Dropout on the LoRA adapters' input.", minimum=0.0, maximum=0.9, title="LoRA dropout", group="model", advanced=True),
+)
+
 QLORA_EXTRA = "pip install 'trainlab[qlora]'"
 
 

@@ -16,7 +16,20 @@ from __future__ import annotations
 
 import dataclasses
 
-from trainlab import FINETUNE_PARAM, Column, ExampleRows, InputSpec, Metric, OutputSpec, Param, Preset, TaskSpec, hookimpl
+from trainlab import (
+    FINETUNE_PARAM,
+    GRADIENT_CHECKPOINTING_PARAM,
+    LORA_PARAMS,
+    Column,
+    ExampleRows,
+    InputSpec,
+    Metric,
+    OutputSpec,
+    Param,
+    Preset,
+    TaskSpec,
+    hookimpl,
+)
 
 TASK_ID = "text-generation"
 FAMILY = "text-generation"
@@ -95,20 +108,8 @@ PARAMS = (
         "qlora (LoRA on 4-bit base weights; CUDA and the trainlab[qlora] extra), auto (by the model's size: full up to 0.6B "
         "parameters and for tiny-chat, lora up to 3.5B, qlora above where it can run).",
     ),
-    Param(
-        "gradient_checkpointing",
-        "choice",
-        "auto",
-        "Recompute activations in the backward pass instead of keeping them (less memory, about a third slower); "
-        "auto: on for models of 1.5B parameters and more, or when the weights and optimizer alone fill most of the device.",
-        choices=("auto", "on", "off"),
-        title="Gradient checkpointing",
-        group="model",
-        advanced=True,
-    ),
-    Param("lora_rank", "int", 0, "LoRA adapter rank (0: by the model's size, 8 or 16).", minimum=0, maximum=1024, title="LoRA rank", group="model", advanced=True),
-    Param("lora_alpha", "int", 0, "LoRA scaling alpha (0: twice the rank).", minimum=0, maximum=4096, title="LoRA alpha", group="model", advanced=True),
-    Param("lora_dropout", "float", 0.05, "Dropout on the LoRA adapters' input.", minimum=0.0, maximum=0.9, title="LoRA dropout", group="model", advanced=True),
+    GRADIENT_CHECKPOINTING_PARAM,
+    *LORA_PARAMS,
     Param(
         "lora_target_modules",
         "str",
