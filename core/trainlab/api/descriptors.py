@@ -8,6 +8,7 @@ imported only when a run starts, through ``TaskSpec.factory``.
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 from dataclasses import dataclass, field
@@ -37,6 +38,15 @@ CLASS_PARAMS = ("class_weighting",)
 METRIC_DISPLAYS = ("percent", "loss", "score", "count", "number")
 
 
+class _Unset(enum.Enum):
+    """``Param.before`` unset: runs made before the parameter existed behaved as its default says (an enum
+    member, so it stays itself through pickling and copies)."""
+
+    UNSET = "unset"
+
+
+AS_DEFAULT = _Unset.UNSET
+
 _TRUE = {"1", "true", "yes", "on", "y"}
 _FALSE = {"0", "false", "no", "off", "n"}
 
@@ -48,7 +58,12 @@ class Param:
     ``type`` is one of int, float, bool, str, choice, path.  For ``choice``,
     ``choices`` lists the allowed values; with ``open_choices`` other strings
     are accepted too (a model preset list that also takes a folder).
-    ``minimum``/``maximum`` bound numbers (inclusive).
+    ``minimum``/``maximum`` bound numbers (inclusive).  ``before`` is the
+    value that runs made before the parameter existed behaved as having: a
+    run resumed or evaluated from stored parameters that lack it gets
+    ``before``, not today's default (a parameter added with a default that
+    changes what a run does, a head's own learning rate, must not change
+    the runs already made).
     """
 
     name: str
@@ -62,6 +77,7 @@ class Param:
     title: str = ""
     group: str = "task"
     advanced: bool = False
+    before: Any = AS_DEFAULT
 
     def coerce(self, value: Any) -> Any:
         """Return ``value`` as this parameter's type, or raise ValueError."""
@@ -128,6 +144,11 @@ class Param:
                 self.coerce(self.default)
             except ValueError as exc:
                 problems.append(f"parameter {self.name!r}: bad default: {exc}")
+        if self.before is not AS_DEFAULT and self.before is not None:
+            try:
+                self.coerce(self.before)
+            except ValueError as exc:
+                problems.append(f"parameter {self.name!r}: bad value for runs made before it: {exc}")
         return problems
 
     def to_json(self) -> dict[str, Any]:
@@ -143,6 +164,8 @@ class Param:
             data["open_choices"] = self.open_choices
         data["group"] = self.group
         data["advanced"] = self.advanced
+        if self.before is not AS_DEFAULT:
+            data["before"] = self.before
         return data
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
-from trainlab.api.descriptors import Param, TaskSpec
+from trainlab.api.descriptors import AS_DEFAULT, Param, TaskSpec
 from trainlab.api.errors import UsageError, did_you_mean
 from trainlab.api.finetune import FINETUNE_PARAM
 
@@ -46,6 +46,7 @@ ENGINE_PARAMS: tuple[Param, ...] = (
         maximum=10**9,
         group="training",
         advanced=True,
+        before=0,  # a task's default may ask for more; runs made before it took their epochs only
     ),
     Param("grad_accum", "int", 1, "Micro-batches accumulated per optimizer step.", minimum=1, maximum=1024, group="training", advanced=True),
     Param("clip_grad_norm", "float", 1.0, "Clip the gradient norm to this value (0: off).", minimum=0.0, maximum=1e6, group="training", advanced=True),
@@ -231,27 +232,38 @@ def resolve(
     engine_params: Sequence[Param] = ENGINE_PARAMS,
     remembered: Mapping[str, Any] | None = None,
     explicit: Mapping[str, Any] | None = None,
+    *,
+    recorded: Mapping[str, Any] | None = None,
 ) -> RunParams:
     """The parameter values of a run, validated and typed.
 
-    Raises UsageError naming the first unknown key or bad value.  With the
-    engine's parameters in the schema, ``.engine`` holds them as ``EngineParams``.
+    ``recorded``: the parameters stored in a run's ``run.json`` (a run
+    resumed, evaluated or predicted with), between ``remembered`` and
+    ``explicit``; a parameter they lack takes its ``Param.before``, the value
+    runs made before it existed behaved as having, rather than today's
+    default.  Raises UsageError naming the first unknown key or bad value.
+    With the engine's parameters in the schema, ``.engine`` holds them as
+    ``EngineParams``.
     """
     schema = full_schema(spec, engine_params)
     remembered = dict(remembered or {})
     explicit = dict(explicit or {})
-    for source in (remembered, explicit):
+    stored = dict(recorded or {})
+    for source in (remembered, stored, explicit):
         for key in source:
             if key not in schema:
                 raise UsageError(f"unknown parameter {key!r} for task {spec.id}{unknown_name_hint(key, schema, spec.id)}")
     values: dict[str, Any] = {name: p.default for name, p in schema.items()}
     values.update(spec.defaults)
     # The model decides the preset, so look at the highest-precedence value.
-    model = explicit.get("model", remembered.get("model", values.get("model")))
+    model = explicit.get("model", stored.get("model", remembered.get("model", values.get("model"))))
     preset = preset_for(spec, model)
     if preset is not None:
         values.update(preset.overrides)
     values.update({k: v for k, v in remembered.items() if k not in explicit})
+    if recorded is not None:
+        values.update({name: p.before for name, p in schema.items() if name not in stored and p.before is not AS_DEFAULT})
+        values.update(stored)
     values.update(explicit)
     typed = {}
     for name, value in values.items():

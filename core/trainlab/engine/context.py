@@ -110,7 +110,7 @@ def trained_task(run_dir, device: str = "auto"):
 
     record = run_dir.read()
     entry = registry().task(record["task"])
-    params = resolve(entry.spec, ENGINE_PARAMS, {}, {**record["parameters"], "device": device})
+    params = resolve(entry.spec, ENGINE_PARAMS, {}, {"device": device}, recorded=record["parameters"])
     _, task = task_for(record["task"], params)
     # what the task fitted when it trained (target scaling, thresholds), from
     # the run folder or its exported model

@@ -244,10 +244,10 @@ def _resolve_target(request: RunRequest) -> _Target:
         raise UsageError("--data PATH is required")
     entry = registry().task(task_id)
     if prior:
-        explicit = dict(prior["parameters"])
-        # a resumed run keeps its parameters, but may move to another device, or report elsewhere
-        explicit.update({key: request.params[key] for key in ("device", "precision", "report_to", "log_model") if key in request.params})
-        params = resolve(entry.spec, ENGINE_PARAMS, {}, explicit)
+        # a resumed run keeps its parameters (those it predates as runs then behaved: Param.before), but may
+        # move to another device, or report elsewhere
+        moved = {key: request.params[key] for key in ("device", "precision", "report_to", "log_model") if key in request.params}
+        params = resolve(entry.spec, ENGINE_PARAMS, {}, moved, recorded=prior["parameters"])
     else:
         params = resolve(entry.spec, ENGINE_PARAMS, request.remembered, request.params)
         problem = _preset_of_other_tasks(entry.spec, params.get("model"))

@@ -174,6 +174,9 @@ HEAD_LR_PARAM = Param(
     title="Head learning rate",
     group="training",
     advanced=True,
+    # runs made before the parameter existed trained every weight at lr, and
+    # their checkpoints hold one optimizer group for it: resumed, they keep it
+    before="same",
 )
 
 REGRESSION_PARAMS = (

@@ -40,6 +40,20 @@ def test_values_are_typed_and_checked():
             resolve(SPEC, explicit=bad)
 
 
+def test_stored_parameters_lacking_one_take_the_value_runs_made_before_it_had():
+    spec = dataclasses.replace(SPEC, params=(*SPEC.params, Param("head", "str", "new", before="old")), defaults={**SPEC.defaults, "min_steps": 500})
+    stored = dict(resolve(spec, explicit={"lr": "0.3"}))
+    assert stored["head"] == "new" and stored["min_steps"] == 500  # a new run: today's defaults
+    assert resolve(spec, recorded=stored)["head"] == "new" and resolve(spec, recorded=stored)["lr"] == 0.3
+    del stored["head"], stored["min_steps"]  # a run stored before either parameter existed
+    older = resolve(spec, explicit={"device": "cpu"}, recorded=stored)
+    assert older["head"] == "old" and older["min_steps"] == 0 and older["lr"] == 0.3 and older["device"] == "cpu"
+    assert resolve(spec, explicit={"head": "mine"}, recorded=stored)["head"] == "mine"  # explicit still wins
+    assert resolve(spec)["head"] == "new"  # nothing recorded: a new run
+    assert Param("head", "str", "new", before="old").to_json()["before"] == "old" and "before" not in Param("x", "int", 1).to_json()
+    assert Param("n", "int", 1, minimum=1, before=0).validate_declaration() == ["parameter 'n': bad value for runs made before it: n: 0 is below the minimum 1"]
+
+
 def test_parse_assignments():
     assert parse_assignments(["a=1", "b-c=x=y"]) == {"a": "1", "b_c": "x=y"}
     with pytest.raises(UsageError, match="key=value"):

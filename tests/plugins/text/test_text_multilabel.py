@@ -9,6 +9,7 @@ from safetensors.torch import load_file
 
 from helpers import ONE_THREAD, last_json_line, sample_head, stop_after_first_epoch
 from trainlab import DataError, LabelSet, RunContext, UsageError
+from trainlab.engine.plan import plan_run
 from trainlab.engine.scripting import RunRequest, evaluate_run, run_training
 from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab_plugins.text import TEXT_MULTILABEL
@@ -196,3 +197,20 @@ def test_a_pretrained_encoder_trains_its_new_head_at_head_lr(bert_folder):
     scratch, ctx, _ = make_task()  # tiny-bert from scratch: one rate for every weight
     scratch.prepare(str(SAMPLE), ctx)
     assert all("lr" not in g for g in scratch.parameter_groups(scratch.build_model(ctx), 0.01))
+
+
+def test_a_run_made_before_head_lr_resumes_as_it_trained(tmp_path, bert_folder):
+    """Its checkpoint holds one optimizer group per weight-decay class; head_lr=auto would add the head's."""
+    data = sample_head(tmp_path, rows=32, sample="text-multilabel")
+    params = {"model": str(bert_folder), "epochs": "2", "batch_size": "8", "device": "cpu", "max_length": "32", "head_lr": "same", "min_steps": "0"}
+    first = run_training(RunRequest(task="text-multilabel", data=str(data), params=params, out=str(tmp_path / "old")), callbacks=[stop_after_first_epoch()])
+    assert first.status == "cancelled" and first.epochs == 1
+    run_json = tmp_path / "old" / "run.json"
+    record = json.loads(run_json.read_text(encoding="utf-8"))
+    del record["parameters"]["head_lr"], record["parameters"]["min_steps"]  # as a run made before either existed
+    run_json.write_text(json.dumps(record), encoding="utf-8")
+    plan = plan_run(RunRequest(resume=str(tmp_path / "old")))
+    assert plan.params["head_lr"] == "same" and plan.params["min_steps"] == 0 and plan.epochs == 2
+    resumed = run_training(RunRequest(resume=str(tmp_path / "old")))
+    assert resumed.status == "completed", resumed.error  # its optimizer state restored
+    assert resumed.epochs == 2 and resumed.steps == 2 * first.steps
