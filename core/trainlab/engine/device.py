@@ -1,8 +1,9 @@
-"""Choosing the device and numeric precision of a run."""
+"""Choosing the device, numeric precision and CPU threads of a run."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 from trainlab.api.errors import UsageError
@@ -41,6 +42,25 @@ def resolve_device(name: str) -> Any:
             raise UsageError(f"--device {name}: this machine has {count} CUDA device(s) (0..{count - 1})")
         return torch.device("cuda", index)
     raise UsageError(f"--device {name!r}: expected auto, cpu, cuda, cuda:N or mps")
+
+
+def set_training_threads() -> int:
+    """Keep torch's intra-op threads off one core, in the thread that trains; the count it trains with.
+
+    torch's threads spin while they wait; with one per core the window's GUI
+    thread (a run in its training thread), the loader and the event writer
+    wait for a core as well as for the GIL.  Every run takes the same count
+    whoever starts it (the CLI, the window, a child process, the queue): CPU
+    reductions summed over another number of threads round differently, and
+    the same settings and seed must give the same run.  A count the user set
+    (``OMP_NUM_THREADS``, a group's share of the cores) is kept.
+    """
+    import torch
+
+    cores = os.cpu_count() or 1
+    if "OMP_NUM_THREADS" not in os.environ and cores > 1 and torch.get_num_threads() >= cores:
+        torch.set_num_threads(cores - 1)
+    return torch.get_num_threads()
 
 
 def cuda_unavailable_reason() -> str:

@@ -71,6 +71,8 @@ def environment() -> dict[str, Any]:
         "cuda": torch.version.cuda,
         "cudnn": cudnn,
         "gpus": gpus,
+        # the count this thread trains with: CPU results depend on it (device.set_training_threads)
+        "torch_threads": torch.get_num_threads(),
     }
 
 

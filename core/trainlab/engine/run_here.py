@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from trainlab.api.callbacks import Callback, RunControl
+from trainlab.engine.device import set_training_threads
 from trainlab.engine.execute import execute
 from trainlab.engine.outcome import RunOutcome
 from trainlab.engine.plan import RunPlan, RunRequest, plan_run
@@ -47,6 +48,7 @@ def run_here(
     """
     control = control or RunControl()
     callbacks = list(callbacks)
+    set_training_threads()  # before preparing: the same count for every run, whoever starts it
 
     def log(event: Any) -> None:
         for callback in callbacks:

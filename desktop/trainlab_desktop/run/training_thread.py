@@ -213,22 +213,6 @@ class EventCoalescer:
         return batch
 
 
-def leave_a_core_for_the_window() -> None:
-    """Training in the window's process: keep torch's threads off one core.
-
-    torch's intra-op threads spin while they wait; with one per core the GUI
-    thread waits for a core as well as for the GIL.  On a 16-core workstation
-    this costs one thread in sixteen; on two cores it keeps the window fluid.
-    """
-    import os
-
-    import torch
-
-    cores = os.cpu_count() or 1
-    if cores > 1 and torch.get_num_threads() >= cores:
-        torch.set_num_threads(cores - 1)
-
-
 class TrainingWorker(QThread):
     """Runs one ``RunRequest``; see the module docstring for the signals.
 
@@ -350,8 +334,8 @@ class TrainingWorker(QThread):
     def run(self) -> None:  # noqa: D401 - QThread entry point
 
         if self.process is None:
-            lower_priority(self.niceness)  # this thread, and the torch threads it starts
-            leave_a_core_for_the_window()
+            # this thread, and the torch threads it starts (run_here keeps them off one core)
+            lower_priority(self.niceness)
         try:
             outcome = self._run_here() if self.process is None else self._run_process()
         except BaseException as exc:  # noqa: BLE001 - a failed run must leave the window usable
