@@ -21,7 +21,7 @@ import logging
 import time
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QEvent, QSize, QTimer, Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QByteArray, QEvent, QSize, QTimer, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -46,6 +46,9 @@ from trainlab_desktop.window_menus import WindowMenus
 log = logging.getLogger("trainlab.desktop")
 
 PAGES = ("welcome", "train", "history", "results", "tryit", "queue")
+# What the start page and the history say when the index cannot be used on a
+# full disk and the runs are read from their folders (MainWindow's context).
+READ_ONLY_NOTE = QT_TRANSLATE_NOOP("MainWindow", "The disk holding the run index is full: the runs are listed read-only from their folders.")
 
 
 def _guarded(what: str, call, *args) -> None:
@@ -314,10 +317,19 @@ class MainWindow(QMainWindow):
         def load():
             from trainlab.runfolder.index import RunStore
 
-            return RunStore().list()
+            store = RunStore(read_only_when_full=True)  # on a full disk, from the run folders (as `trainlab runs`)
+            rows = store.list()
+            return rows, store.read_only
 
-        background.start(load, lambda _tag, rows: self.welcome.set_recent_runs(rows),
-                         lambda _tag, message, _tb: log.info("run index unavailable: %s", message))
+        def loaded(_tag, result) -> None:
+            rows, read_only = result
+            self.welcome.set_recent_runs(rows, note=self.tr(READ_ONLY_NOTE) if read_only else "")
+
+        def failed(_tag, message: str, _tb) -> None:
+            log.info("run index unavailable: %s", message)
+            self.welcome.set_recent_runs_unavailable(message)
+
+        background.start(load, loaded, failed)
 
     def open_run(self, run_dir: str) -> None:
         """Show a past (or running) run: its curves here, its results page."""

@@ -318,3 +318,50 @@ def test_the_window_opens_a_run_with_a_bad_metrics_line_and_says_it_skipped_it(q
     assert window.session.source == "follow"
     assert window.session.curves.train.n == len(good) and window.session.bad_lines == 2
     assert "2 lines of metrics.jsonl" in window.status_label.text() and "skipped" in window.status_label.text()
+
+
+def a_full_disk_under(home, monkeypatch):
+    """SQLite cannot open the index (its WAL needs a -shm file: "disk I/O error"), and no byte is free under ``home``."""
+    import shutil
+    import sqlite3
+    from collections import namedtuple
+
+    real_usage = shutil.disk_usage
+    usage = namedtuple("usage", "total used free")
+
+    def connect(*args, **kwargs):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9, 0) if str(path).startswith(str(home)) else real_usage(path))
+
+
+def test_on_a_full_disk_the_window_lists_the_runs_read_only_from_their_folders(qtbot, two_runs, tmp_home, monkeypatch, window):
+    a_full_disk_under(tmp_home, monkeypatch)
+    window.history.deleteLater()
+    window._setup_steps()._history_page()  # the page as a window started on the full disk builds it
+    window.refresh_recent_runs()
+    history = window.history
+    assert history is not None, "the history page says it cannot read the index"
+    assert sorted(history.model.run_at(row)["run_dir"] for row in range(history.model.rowCount())) == sorted(two_runs)
+    window.show_page("history")
+    assert history.read_only_label.isVisible() and "read-only" in history.read_only_label.text()
+    history.select_ids([history.model.run_at(0)["id"]])
+    assert history.open_button.isEnabled()
+    assert not history.rename_button.isEnabled() and not history.delete_button.isEnabled()
+
+    qtbot.waitUntil(lambda: "read-only" in window.welcome.recent_empty.text(), timeout=30_000)
+    assert window.welcome.recent.count() == 2 and not window.welcome.recent_empty.isHidden()
+    assert "Cannot read" not in window.welcome.recent_empty.text()
+
+
+def test_the_start_page_says_when_the_index_cannot_be_read(qtbot, two_runs, monkeypatch, window):
+    import sqlite3
+
+    def connect(*args, **kwargs):  # not a full disk: a lock or a permission, say
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    window.refresh_recent_runs()
+    qtbot.waitUntil(lambda: "Cannot read the run index" in window.welcome.recent_empty.text(), timeout=30_000)
+    assert window.welcome.recent.isHidden() and "No runs yet" not in window.welcome.recent_empty.text()

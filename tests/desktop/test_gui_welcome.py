@@ -87,3 +87,30 @@ def test_every_task_with_its_sample_here_gets_a_card_a_plugins_own_included(qtbo
 def test_without_samples_only_your_own_data_is_offered(qtbot, welcome):
     welcome.set_samples([])
     assert welcome.sample_cards == {} and welcome.new_card.isVisible()
+
+
+def test_the_start_page_says_it_is_reading_the_runs_until_it_has_them(qtbot, tmp_home):
+    """Runs exist: no frame of "No runs yet" while the index is read in the background."""
+    from helpers import train_toy
+    from trainlab_desktop.app import make_application
+    from trainlab_desktop.main_window import MainWindow
+
+    import shutil
+    from pathlib import Path
+
+    trained = Path(train_toy(tmp_home.parent / f"{tmp_home.name}-trained", "toy-classification"))
+    run_dir = shutil.copytree(trained, tmp_home / "runs" / trained.name)  # found by the index's first listing
+    make_application(language="en", theme="light")
+    window = MainWindow(resolved_theme="light")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    welcome = window.welcome
+    assert not welcome.recent_loaded
+    assert welcome.recent_empty.isVisible() and "Reading" in welcome.recent_empty.text()
+    assert "No runs yet" not in welcome.recent_empty.text() and welcome.recent.isHidden()
+    window.finish_setup()
+    qtbot.waitUntil(lambda: welcome.recent_loaded, timeout=30_000)
+    assert welcome.recent.count() == 1 and welcome.recent.item(0).toolTip() == str(run_dir)
+    assert welcome.recent_empty.isHidden()
+    window._shutdown()

@@ -124,6 +124,16 @@ class RunHistoryView(QWidget):
         )
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
+        # A full disk: the index cannot be opened, the runs are read from their
+        # folders (as `trainlab runs` lists them), and nothing can be changed.
+        self.read_only_label = QLabel(
+            self.tr("The disk holding the run index is full: the runs are listed read-only from their folders; "
+                    "renaming and deleting are off until there is space again.")
+        )
+        self.read_only_label.setObjectName("historyReadOnly")
+        self.read_only_label.setProperty("role", "muted")
+        self.read_only_label.setWordWrap(True)
+        self.read_only_label.setVisible(False)
 
         bar = QHBoxLayout()
         bar.addWidget(self.filter_edit, 1)
@@ -135,6 +145,7 @@ class RunHistoryView(QWidget):
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.addLayout(bar)
+        top_layout.addWidget(self.read_only_label)
         top_layout.addWidget(self.table, 1)
         top_layout.addWidget(self.empty_label)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
@@ -176,6 +187,7 @@ class RunHistoryView(QWidget):
             self.empty_label.setText(self.tr("Cannot read the run index: {error}").format(error=str(exc)))
             self.empty_label.setVisible(True)
             return
+        self._show_read_only(self.store.read_only)
         selected = self.selected_ids()
         self.model.set_rows(rows)
         self.select_ids(selected)
@@ -188,6 +200,16 @@ class RunHistoryView(QWidget):
         if started and self.follow_box.isChecked():
             self.select_ids([max(started, key=lambda r: r.get("started") or 0)["id"]])
         self.curves.poll()
+
+    def _show_read_only(self, read_only: bool) -> None:
+        if read_only == self.read_only_label.isVisible():
+            return
+        self.read_only_label.setVisible(read_only)
+        self.table.setEditTriggers(
+            QAbstractItemView.EditTrigger.NoEditTriggers if read_only
+            else QAbstractItemView.EditTrigger.EditKeyPressed | QAbstractItemView.EditTrigger.SelectedClicked
+        )
+        self._selection_changed()
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
@@ -239,8 +261,9 @@ class RunHistoryView(QWidget):
         runs = self.selected_runs()
         self.open_button.setEnabled(len(runs) == 1)
         self.compare_button.setEnabled(len(runs) >= 2)
-        self.rename_button.setEnabled(len(runs) == 1)
-        self.delete_button.setEnabled(bool(runs))
+        writable = not self.store.read_only
+        self.rename_button.setEnabled(writable and len(runs) == 1)
+        self.delete_button.setEnabled(writable and bool(runs))
         self.curves.show_runs([r["run_dir"] for r in runs])
 
     # -- actions ---------------------------------------------------------------------------
@@ -262,7 +285,7 @@ class RunHistoryView(QWidget):
 
     def rename_current(self) -> None:
         runs = self.selected_runs()
-        if len(runs) != 1:
+        if len(runs) != 1 or self.store.read_only:
             return
         row = self.model.row_of(runs[0]["id"])
         index = self.proxy.mapFromSource(self.model.index(row, COLUMNS.index("name")))
@@ -281,7 +304,7 @@ class RunHistoryView(QWidget):
 
     def delete_selected(self) -> None:
         runs = self.selected_runs()
-        if not runs:
+        if not runs or self.store.read_only:
             return
         if len(runs) == 1:
             run = runs[0]
@@ -328,12 +351,12 @@ class RunHistoryView(QWidget):
         if len(runs) >= 2:
             menu.addAction(self.tr("Compare Curves"), self.overlay_selected)
         if len(runs) == 1:
-            menu.addAction(self.tr("Rename…"), self.rename_current)
+            menu.addAction(self.tr("Rename…"), self.rename_current).setEnabled(not self.store.read_only)
             folder = runs[0]["run_dir"]
             menu.addAction(self.tr("Show in Folder"), lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(folder)))
             menu.addAction(self.tr("Copy Folder Path"), lambda: QGuiApplication.clipboard().setText(folder))
         menu.addSeparator()
-        menu.addAction(self.tr("Delete…"), self.delete_selected)
+        menu.addAction(self.tr("Delete…"), self.delete_selected).setEnabled(not self.store.read_only)
         menu.popup(self.table.viewport().mapToGlobal(position))
 
 
@@ -346,7 +369,7 @@ def open_history_view(parent: QWidget | None = None) -> tuple[RunHistoryView | N
     from PySide6.QtCore import QCoreApplication
 
     try:
-        store = RunStore()
+        store = RunStore(read_only_when_full=True)  # on a full disk, from the run folders (as `trainlab runs`)
     except Exception as exc:  # noqa: BLE001 - IndexUnavailable, and anything else opening it raises
         reason = f"{exc.path}: {exc.reason}" if hasattr(exc, "reason") and hasattr(exc, "path") else str(exc)
         label = QLabel(QCoreApplication.translate("RunHistoryView", "Cannot read the run index: {error}").format(error=reason), parent)

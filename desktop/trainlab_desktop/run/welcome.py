@@ -209,11 +209,16 @@ class WelcomeView(QWidget):
         self.recent.itemActivated.connect(self._activated)
         self.recent.setMaximumHeight(self.recent.fontMetrics().lineSpacing() * 14)
         outer.addWidget(self.recent)
-        self.recent_empty = QLabel(self.tr("No runs yet. Your runs will be listed here."), self)
+        # Until the index was read (in the background) the list is not known to
+        # be empty: "No runs yet" for a moment would say what is not true.
+        self.recent_empty = QLabel(self.tr("Reading the run history\u2026"), self)
+        self.recent_empty.setObjectName("recent_runs_state")
         self.recent_empty.setProperty("role", "muted")
+        self.recent_empty.setWordWrap(True)
         outer.addWidget(self.recent_empty)
         outer.addStretch(1)
-        self.set_recent_runs([])
+        self.recent.setVisible(False)
+        self.recent_loaded = False
 
     def set_samples(self, offers: list[SampleOffer]) -> None:
         """A card for each task with sample data (``sample_offers``), then "Your own data"."""
@@ -253,7 +258,9 @@ class WelcomeView(QWidget):
         for column in range(MAX_COLUMNS):  # equal cards across the width
             self.cards.setColumnStretch(column, 1 if column < columns else 0)
 
-    def set_recent_runs(self, rows: list[dict[str, Any]], limit: int = 8) -> None:
+    def set_recent_runs(self, rows: list[dict[str, Any]], limit: int = 8, note: str = "") -> None:
+        """The newest runs of the index; ``note``: how they were read, when not from the index (a full disk)."""
+        self.recent_loaded = True
         self.recent.clear()
         for row in rows[:limit]:
             item = QListWidgetItem(describe_run(row))
@@ -262,7 +269,19 @@ class WelcomeView(QWidget):
             self.recent.addItem(item)
         has_runs = self.recent.count() > 0
         self.recent.setVisible(has_runs)
-        self.recent_empty.setVisible(not has_runs)
+        if has_runs:
+            self.recent_empty.setText(note)
+        else:
+            self.recent_empty.setText(self.tr("No runs yet. Your runs will be listed here.") + (f"\n{note}" if note else ""))
+        self.recent_empty.setVisible(not has_runs or bool(note))
+
+    def set_recent_runs_unavailable(self, reason: str) -> None:
+        """The run index could not be read: say so, rather than "No runs yet"."""
+        self.recent_loaded = True
+        self.recent.clear()
+        self.recent.setVisible(False)
+        self.recent_empty.setText(self.tr("Cannot read the run index: {error}").format(error=reason))
+        self.recent_empty.setVisible(True)
 
     def _activated(self, item: QListWidgetItem) -> None:
         run_dir = item.data(QtCore.Qt.ItemDataRole.UserRole)
