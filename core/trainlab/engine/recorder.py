@@ -24,7 +24,7 @@ from trainlab.api.callbacks import Callback, RunState
 from trainlab.api.events import Event, Finished, Phase, Progress
 from trainlab.api.params import engine_params
 from trainlab.pluginhost.host import registry
-from trainlab.runfolder.index import MetricsWriter, RunDir, RunStore
+from trainlab.runfolder.index import MetricsWriter, RunDir, RunStore, remember_run_folder
 from trainlab.system.fileio import disk_full_message, is_disk_full
 from trainlab.system.release import TRAINLAB_VERSION as __version__
 
@@ -250,6 +250,12 @@ class RunRecorder(Callback):
         self._index()
 
     def _index(self) -> None:
+        if self.store is None:
+            # It could not be opened when the run began (a full disk, an I/O error): try again, and
+            # meanwhile note the folder where the next listing looks, so the run is listed all the same.
+            remember_run_folder(self.run_dir.path)
+            with contextlib.suppress(Exception):
+                self.store = RunStore()
         if self.store is not None:
             try:
                 self.store.record(self._record, self.run_dir.path)

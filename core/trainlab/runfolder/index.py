@@ -29,7 +29,7 @@ from trainlab.runfolder.tail import MetricsTail
 from trainlab.system import paths
 from trainlab.system.fileio import atomic_write_json, disk_full_message, folder_write_problem, free_bytes, is_disk_full
 
-__all__ = ["RUN_SCHEMA_VERSION", "IndexUnavailable", "MetricsWriter", "RunDir", "RunFileError", "RunStore", "new_run_id"]
+__all__ = ["RUN_SCHEMA_VERSION", "IndexUnavailable", "MetricsWriter", "RunDir", "RunFileError", "RunStore", "new_run_id", "remember_run_folder"]
 NETWORK_FILESYSTEMS = {"nfs", "nfs4", "cifs", "smbfs", "smb3", "sshfs", "fuse.sshfs", "9p", "afs", "ceph", "glusterfs", "lustre"}
 
 
@@ -214,6 +214,35 @@ def _is_damage(exc: BaseException) -> bool:
     name = getattr(exc, "sqlite_errorname", "")
     text = str(exc).lower()
     return name in ("SQLITE_NOTADB", "SQLITE_CORRUPT") or "not a database" in text or "malformed" in text
+
+
+def remember_run_folder(run_dir: Path | str, db_path: Path | None = None) -> bool:
+    """Note a run folder outside ``runs/`` (``--out``) in ``other-run-folders.txt`` beside the index.
+
+    Also without the index: a run that could not open it (a full disk, an I/O
+    error) is still found, and indexed, by the next listing.  Returns whether
+    the folder is noted (or needs no note); never raises.
+    """
+    db_path = Path(db_path) if db_path else paths.index_path()
+    folder = str(Path(run_dir).expanduser().resolve())
+    if Path(folder).parent == (db_path.parent / "runs").resolve():
+        return True
+    listed = db_path.parent / RunStore.OTHER_FOLDERS
+    try:
+        known = listed.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    except OSError:
+        known = []
+    if folder in (line.strip() for line in known):
+        return True
+    try:
+        fd = os.open(listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            os.write(fd, (folder + "\n").encode("utf-8", "surrogateescape"))  # one append: safe beside other writers
+        finally:
+            os.close(fd)
+    except OSError:
+        return False  # a cache of a cache: the run is still indexed, or its folder is all there is
+    return True
 
 
 class RunStore:
@@ -427,20 +456,10 @@ class RunStore:
     def _remember_folder(self, run_dir: Path) -> None:
         """Note a run folder outside ``runs/`` (``--out``) in the list a rebuild reads."""
         folder = str(Path(run_dir).expanduser().resolve())
-        if Path(folder).parent == self.runs_folder.resolve():
+        if folder in self._read_other_folders():
             return
-        known = self._read_other_folders()
-        if folder in known:
-            return
-        try:
-            fd = os.open(self.other_folders_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-            try:
-                os.write(fd, (folder + "\n").encode("utf-8", "surrogateescape"))  # one append: safe beside other writers
-            finally:
-                os.close(fd)
-            known.add(folder)
-        except OSError:
-            pass  # a cache of a cache: the run is still indexed
+        if remember_run_folder(folder, self.db_path):
+            self._read_other_folders().add(folder)
 
     def _read_other_folders(self) -> set[str]:
         if self._other_folders is None:

@@ -256,3 +256,15 @@ def test_a_full_home_lists_the_runs_read_only_from_their_folders(home, monkeypat
     assert f"the disk holding {home} is full (0 bytes free)" in note[0] and "read-only from their folders" in note[0]
     with pytest.raises(IndexUnavailable):  # a writer is still told: the index cannot take its run
         RunStore()
+
+
+def test_an_out_run_that_could_not_open_the_index_is_listed_once_the_index_is_back(tmp_path):
+    home = tmp_path / "home"
+    (home / "index.sqlite3").mkdir(parents=True)  # an index that cannot be opened while the run trains
+    out = tmp_path / "elsewhere" / "run"
+    data = write_toy_csv(tmp_path / "toy.csv", rows=48)
+    result = cli("train", "toy-classification", "--data", data, "--epochs", "1", "--out", out, "--json", env={"TRAINLAB_HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    assert "run index unavailable" in result.stderr
+    (home / "index.sqlite3").rmdir()
+    assert listed(home) == [str(out.resolve())]
