@@ -1,0 +1,419 @@
+"""Every write point: fail each one (ENOSPC, EIO, EFBIG) and SIGKILL at each, and check what is left.
+
+The way SQLite tests its I/O error paths, one point at a time, below Python:
+strace's syscall tampering (``-e inject=SYSCALL:error=ENOSPC:when=K``,
+``:signal=KILL``) fails the call itself, so the native writers (safetensors,
+SQLite) meet the error exactly where Python code does.  strace traces the
+main thread only (no ``-f``): its counter of calls is per thread, and the
+main thread, which writes the run folder and the index, makes the same calls
+in the same order every time, so "the K-th write of the main thread" is the
+same call in every run.  Each trial's own trace shows which call was
+tampered with; one that hit another file than the one aimed at is counted
+as ``missed``, not as tried.
+
+Scenarios (each from a fresh copy of the same prepared home, so its calls repeat):
+
+  train    ``trainlab train`` of the toy fixture task (2 epochs, a checkpoint
+           every epoch, the model export, eval.json, the index), in a home
+           that already lists an earlier run
+  resume   ``trainlab train --resume`` of a run interrupted after its first
+           checkpoint
+  index    ``trainlab runs`` after the index was lost: it is rebuilt from
+           the run folders it knows
+
+A write point is a distinct (system call, file kind) in a scenario's main
+thread, where the file kind is the path with the run folder, the home and
+temporary names made generic (``RUN/.run.json.*.tmp``); for each, the first
+call and, when it is another code place later in the run (the last
+checkpoint, the final run.json), the last call.  Appended metrics lines are
+one point (first and last), not one per line.  System calls: write,
+pwrite64, ftruncate, fsync, fdatasync, rename, renameat, mkdir.
+
+After each trial, with the public tools only:
+
+  reason       exit 0, or 1/2 with stderr's last line a one-line reason and
+               no "Traceback" anywhere (a kill: nothing to read)
+  intact       every JSON file in the run folder parses, every safetensors
+               file verifies (the earlier run's too), the index passes
+               SQLite's integrity check
+  recovers     a run left unfinished resumes (``train --resume``) to
+               completed; one that never wrote run.json restarts with the same
+               command; a failed ``runs`` runs again
+  index        ``trainlab runs --json`` lists every run folder, each with the
+               status its run.json says, and no temporary is left behind
+
+    python bench/write_points.py [--scenario train,resume,index] [--errors ENOSPC,EIO,EFBIG,KILL]
+                                 [--points N] [--json]
+
+``--quick``: the train scenario's first 3 points, ENOSPC and KILL.  The last
+line is a JSON object: points found, trials tried, survived, per error, and
+each failure with its reason.  Needs strace (Debian: ``apt-get install strace``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from crash_battery import FIXTURES, write_data
+from pairs import bench_parser, emit, speaker
+
+SYSCALLS = ("write", "pwrite64", "ftruncate", "fsync", "fdatasync", "rename", "renameat", "mkdir")
+ERRORS = ("ENOSPC", "EIO", "EFBIG", "KILL")
+SCENARIOS = ("train", "resume", "index")
+# no time-driven writes (samples, time-based checkpoints): the main thread then makes the same calls every run
+TRAIN = ["--epochs", "2", "--set", "log_interval=0", "--set", "telemetry_every=0", "--set", "checkpoint_every_minutes=0"]
+_CALL = re.compile(r"^(?P<name>\w+)\((?P<args>.*)\)\s+=\s+(?P<result>.*)$")
+_FD_PATH = re.compile(r"^-?\d+<(?P<path>[^>]*)>")
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str  # the system call
+    index: int  # its number among the main thread's calls of that name, from 1
+    kind: str  # the file, generic
+    injected: bool = False
+    killed: bool = False
+
+
+@dataclass(frozen=True)
+class Point:
+    scenario: str
+    call: Call
+    which: str  # "first" or "last"
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario}: {self.call.name} {self.call.kind} ({self.which})"
+
+
+def generic(path: str, places: dict[str, str]) -> str | None:
+    """``path`` with the scenario's folders named (RUN, HOME, EARLIER) and temporary names made generic;
+    None for a path outside them (stdout, pipes, the data)."""
+    for name, folder in sorted(places.items(), key=lambda item: -len(item[1])):
+        if path == folder or path.startswith(folder + "/"):
+            path = name + path[len(folder):]
+            break
+    else:
+        return None
+    path = re.sub(r"/\.([^/]+)\.[A-Za-z0-9_]{8}\.tmp$", r"/.\1.*.tmp", path)  # atomic_write's temporary
+    path = re.sub(r"/\.tmp[A-Za-z0-9]{6}$", "/.tmp*", path)  # safetensors' own (Rust tempfile)
+    return re.sub(r"/(\.?)[0-9a-f]{32}\.json", r"/\1*.json", path)  # the verified-checksum cache, by path
+
+
+def parse_trace(text: str, places: dict[str, str]) -> list[Call]:
+    """Every traced call on a file of the scenario's, numbered per system call as strace counts them."""
+    counts: dict[str, int] = {}
+    calls = []
+    for line in text.splitlines():
+        match = _CALL.match(line.strip())
+        if match is None or match["name"] not in SYSCALLS:
+            continue
+        name = match["name"]
+        counts[name] = counts.get(name, 0) + 1
+        args = match["args"]
+        if name in ("rename", "renameat"):
+            strings = _STRING.findall(args)
+            path = strings[-1] if strings else ""
+        elif name == "mkdir":
+            strings = _STRING.findall(args)
+            path = strings[0] if strings else ""
+        else:
+            fd = _FD_PATH.match(args)
+            path = fd["path"] if fd else ""
+        kind = generic(path, places)
+        if kind is not None:
+            calls.append(Call(name, counts[name], kind, "(INJECTED)" in match["result"], match["result"].strip() == "?"))
+    return calls
+
+
+def points_of(scenario: str, calls: list[Call], last: bool = True) -> list[Point]:
+    """First (and last) call of each (system call, file kind), in the order the first ones came."""
+    groups: dict[tuple[str, str], list[Call]] = {}
+    for call in calls:
+        groups.setdefault((call.name, call.kind), []).append(call)
+    found = []
+    for group in groups.values():
+        found.append(Point(scenario, group[0], "first"))
+        if last and len(group) > 1:
+            found.append(Point(scenario, group[-1], "last"))
+    return sorted(found, key=lambda p: calls.index(p.call))
+
+
+class Harness:
+    def __init__(self, work: Path):
+        self.work = work
+        self.data = write_data(work / "toy.csv", rows=48)
+        self.base = work / "base"
+        self.trials = 0
+
+    def env(self, home: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env["TRAINLAB_HOME"] = str(home)
+        env["PYTHONPATH"] = os.pathsep.join([str(FIXTURES), *filter(None, [os.environ.get("PYTHONPATH")])])
+        env.setdefault("OMP_NUM_THREADS", "1")
+        return env
+
+    def trainlab(self, home: Path, *args: str, strace: list[str] | None = None) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "trainlab", *args]
+        return subprocess.run([*(strace or []), *command], check=False, capture_output=True, text=True, env=self.env(home), timeout=600)
+
+    def train_args(self, out: Path) -> list[str]:
+        return ["train", "toy-classification", "--data", str(self.data), "--out", str(out), *TRAIN, "--json"]
+
+    # -- the prepared home: an earlier completed run, and a run interrupted after its first checkpoint -----
+    def prepare(self) -> None:
+        home = self.base / "home"
+        done = self.trainlab(home, *self.train_args(self.base / "earlier"))
+        if done.returncode != 0:
+            raise SystemExit(f"the earlier run failed: {done.stderr[-2000:]}")
+        interrupted = self.base / "interrupted"
+        # killed at the rename after its first checkpoint's: the checkpoint of epoch 1 is kept
+        log = self.base / "rename.txt"
+        self.trainlab(home, *self.train_args(interrupted), strace=self.strace(log, "rename"))
+        places = {"RUN": str(interrupted)}
+        first = next(c for c in parse_trace(log.read_text(errors="replace"), places) if c.kind == "RUN/checkpoints/last.safetensors")
+        shutil.rmtree(interrupted)
+        cut = self.trainlab(home, *self.train_args(interrupted),
+                            strace=self.strace(log, "rename", f"rename:signal=KILL:when={first.index + 1}"))  # fmt: skip
+        if cut.returncode == 0 or not (interrupted / "checkpoints" / "last.safetensors").is_file():
+            raise SystemExit(f"could not interrupt the run to resume: {cut.returncode} {cut.stderr[-2000:]}")
+
+    def stage(self, scenario: str, trial: Path) -> tuple[list[str], dict[str, str], Path | None]:
+        """A fresh copy of the prepared home for one run of ``scenario``: its command, its folders, its run."""
+        home = trial / "home"
+        shutil.copytree(self.base / "home", home)
+        earlier = trial / "earlier"
+        shutil.copytree(self.base / "earlier", earlier)
+        interrupted = trial / "interrupted"
+        shutil.copytree(self.base / "interrupted", interrupted)
+        # the copies are the runs this home lists: point its index and list of folders at them
+        for name in ("other-run-folders.txt",):
+            listed = home / name
+            if listed.is_file():
+                listed.write_text(listed.read_text().replace(str(self.base), str(trial)))
+        (home / "index.sqlite3").unlink()
+        for suffix in ("-wal", "-shm"):
+            Path(f"{home / 'index.sqlite3'}{suffix}").unlink(missing_ok=True)
+        places = {"HOME": str(home), "EARLIER": str(earlier), "INTERRUPTED": str(interrupted)}
+        copied = time.monotonic()
+        if scenario != "index":
+            self.trainlab(home, "runs", "--json")  # the index as it was before: listing both runs
+        if scenario == "resume":
+            # A file changed in the last 2 s has its checksum verdict not cached (fileio.RACY_SECONDS); the
+            # copied checkpoint's change time is now: wait it out, so the run caches its verdict every time.
+            time.sleep(max(0.0, copied + 2.5 - time.monotonic()))
+        if scenario == "train":
+            run = trial / "run"
+            places["RUN"] = str(run)
+            return self.train_args(run), places, run
+        if scenario == "resume":
+            return ["train", "--resume", str(interrupted), "--json"], places, interrupted
+        return ["runs", "--json"], places, None
+
+    def trace(self, scenario: str) -> list[Call]:
+        trial = Path(tempfile.mkdtemp(prefix=f"{scenario}-enumerate-", dir=self.work))
+        args, places, _ = self.stage(scenario, trial)
+        log = trial / "strace.txt"
+        done = self.trainlab(trial / "home", *args, strace=self.strace(log, ",".join(SYSCALLS)))
+        if done.returncode != 0:
+            raise SystemExit(f"{scenario}: the untouched run failed: {done.stderr[-2000:]}")
+        calls = parse_trace(log.read_text(errors="replace"), places)
+        shutil.rmtree(trial, ignore_errors=True)
+        return calls
+
+    @staticmethod
+    def strace(log: Path, traced: str, inject: str | None = None) -> list[str]:
+        command = ["strace", "-qq", "-y", "-s", "0", "-e", "signal=none", "-o", str(log), "-e", f"trace={traced}"]
+        return command + (["-e", f"inject={inject}"] if inject else [])
+
+    # -- one trial ----------------------------------------------------------------------------------------
+    def trial(self, point: Point, error: str) -> dict:
+        self.trials += 1
+        trial = self.work / f"trial-{self.trials:04d}"
+        trial.mkdir()
+        args, places, run = self.stage(point.scenario, trial)
+        home = trial / "home"
+        log = trial / "strace.txt"
+        how = "signal=KILL" if error == "KILL" else f"error={error}"
+        done = self.trainlab(home, *args, strace=self.strace(log, point.call.name, f"{point.call.name}:{how}:when={point.call.index}"))
+        hit = [c for c in parse_trace(log.read_text(errors="replace"), places) if c.injected or c.killed]
+        result: dict = {"point": point.label, "error": error, "exit_code": done.returncode}
+        if not hit or hit[0].kind != point.call.kind:
+            result.update(missed=True, hit=hit[0].kind if hit else None)
+            shutil.rmtree(trial, ignore_errors=True)
+            return result
+        problems = []
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        result["reason"] = lines[-1] if lines else ""
+        if error == "KILL":
+            if done.returncode not in (-9, 137):
+                problems.append(f"not killed (exit {done.returncode})")
+        elif done.returncode not in (0, 1, 2):
+            problems.append(f"exit {done.returncode}")
+        elif "Traceback" in done.stderr:
+            problems.append("a traceback on stderr")
+        elif done.returncode != 0 and (not lines or len(lines[-1]) > 400):
+            problems.append("no one-line reason")
+        problems += self.intact(trial, home)
+        problems += self.recover(point, args, home, run)
+        problems += self.indexed(trial, home, run)
+        result["problems"] = problems
+        result["survived"] = not problems
+        if not problems:
+            shutil.rmtree(trial, ignore_errors=True)
+        return result
+
+    def intact(self, trial: Path, home: Path) -> list[str]:
+        from trainlab.api.errors import UsageError
+        from trainlab.runfolder.index import RunDir
+        from trainlab.system.fileio import verify_safetensors
+
+        problems = []
+        for folder in (p for p in trial.iterdir() if p.is_dir() and p.name != "home"):
+            if (folder / "run.json").exists():
+                try:
+                    RunDir(folder).read_record()
+                except UsageError as exc:
+                    problems.append(f"run.json unreadable: {exc}")
+            for path in folder.rglob("*.json"):
+                try:
+                    json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    problems.append(f"{path.relative_to(trial)} does not parse: {exc}")
+            for path in folder.rglob("*.safetensors"):
+                try:
+                    verify_safetensors(path)
+                except UsageError as exc:
+                    problems.append(str(exc))
+        index = home / "index.sqlite3"
+        if index.exists():
+            try:
+                with sqlite3.connect(index) as db:
+                    verdict = db.execute("PRAGMA integrity_check").fetchone()[0]
+                if verdict != "ok":
+                    problems.append(f"index damaged: {verdict}")
+            except sqlite3.Error as exc:
+                problems.append(f"index unreadable: {exc}")
+        return problems
+
+    def recover(self, point: Point, args: list[str], home: Path, run: Path | None) -> list[str]:
+        if run is None:  # the index scenario: the listing again
+            again = self.trainlab(home, *args)
+            return [] if again.returncode == 0 else [f"runs fails again: {again.stderr.strip()[-300:]}"]
+        status = _status(run)
+        if status == "completed":
+            return []
+        again = self.trainlab(home, *(args if status is None else ["train", "--resume", str(run), "--json"]))
+        lines = again.stdout.strip().splitlines()
+        data = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
+        if again.returncode == 0 and data.get("status") == "completed":
+            return []
+        how = "restart" if status is None else f"resume (run.json said {status})"
+        return [f"{how} fails: exit {again.returncode}: {(data.get('error') or again.stderr.strip())[-300:]}"]
+
+    def indexed(self, trial: Path, home: Path, run: Path | None) -> list[str]:
+        listing = self.trainlab(home, "runs", "--json")
+        if listing.returncode != 0:
+            return [f"runs fails: {listing.stderr.strip()[-300:]}"]
+        rows = {r["run_dir"]: r["status"] for r in json.loads(listing.stdout.strip().splitlines()[-1]).get("runs", [])}
+        problems = []
+        for folder in (p for p in trial.iterdir() if p.is_dir() and p.name != "home"):
+            status = _status(folder)
+            if status is not None and rows.get(str(folder.resolve())) != status:
+                problems.append(f"index says {rows.get(str(folder.resolve()))} for {folder.name}, its run.json {status}")
+        if run is not None:  # the run that ended (or was resumed): nothing of its writing left behind
+            left = [p.name for p in run.rglob(".*tmp*")] + [p.name for p in run.glob(".trainlab-reserved-space")]
+            if left:
+                problems.append(f"left in {run.name}: {', '.join(sorted(left))}")
+        return problems
+
+
+def _place(point: Point) -> tuple[str, str, str]:
+    """A point's code place and file kind across scenarios: the resumed run is a run like another."""
+    return point.call.name, point.call.kind.replace("INTERRUPTED", "RUN"), point.which
+
+
+def _status(run: Path) -> str | None:
+    try:
+        return json.loads((run / "run.json").read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError):
+        return None
+
+
+def main() -> int:
+    parser = bench_parser(__doc__, "the train scenario's first 3 points, ENOSPC and KILL")
+    parser.add_argument("--scenario", default=",".join(SCENARIOS), help="comma-separated: " + ", ".join(SCENARIOS))
+    parser.add_argument("--errors", default=",".join(ERRORS), help="comma-separated: " + ", ".join(ERRORS))
+    parser.add_argument("--points", type=int, default=0, help="only the first N points of each scenario (0: all)")
+    parser.add_argument("--first-only", action="store_true", help="only the first call of each (system call, file kind)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (the failed trials' folders)")
+    args = parser.parse_args()
+    if args.quick:
+        args.scenario, args.errors, args.points = "train", "ENOSPC,KILL", 3
+    scenarios = [s for s in args.scenario.split(",") if s]
+    errors = [e for e in args.errors.split(",") if e]
+    if shutil.which("strace") is None:
+        raise SystemExit("write_points needs strace (Debian: apt-get install strace)")
+    say = speaker(args)
+    began = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="trainlab-write-points-"))
+    os.environ["TRAINLAB_HOME"] = str(work / "checker-home")  # this process's checks keep their verdict cache here
+    results: list[dict] = []
+    found: dict[str, int] = {}
+    seen: set[tuple[str, str, str]] = set()
+    new: dict[str, int] = {}
+    try:
+        harness = Harness(work)
+        harness.prepare()
+        for scenario in scenarios:
+            points = points_of(scenario, harness.trace(scenario), last=not args.first_only)
+            found[scenario] = len(points)
+            # the resume and the listing share most code places with the train scenario: try only their own
+            points = [p for p in points if _place(p) not in seen]
+            seen.update(_place(p) for p in points)
+            new[scenario] = len(points)
+            say(f"{scenario}: {found[scenario]} write points, {len(points)} not met in an earlier scenario")
+            for point in points[: args.points or None]:
+                for error in errors:
+                    result = harness.trial(point, error)
+                    results.append(result)
+                    verdict = "missed" if result.get("missed") else ("ok" if result["survived"] else "FAIL " + "; ".join(result["problems"]))
+                    say(f"{point.label:<62} {error:<6} exit {result['exit_code']:>4}  {verdict}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    tried = [r for r in results if not r.get("missed")]
+    survived = [r for r in tried if r["survived"]]
+    summary = {
+        "command": "python bench/write_points.py " + " ".join(sys.argv[1:]),
+        "scenarios": scenarios,
+        "points_found": found,
+        "points_new": new,
+        "points_tried": len({r["point"] for r in tried}),
+        "trials": len(tried),
+        "survived": len(survived),
+        "missed": len(results) - len(tried),
+        "per_error": {e: {"tried": sum(1 for r in tried if r["error"] == e), "survived": sum(1 for r in survived if r["error"] == e)}
+                      for e in errors},
+        "failures": [{k: r[k] for k in ("point", "error", "exit_code", "reason", "problems")} for r in tried if not r["survived"]],
+        "seconds": round(time.perf_counter() - began, 1),
+    }
+    say(f"points tried {summary['points_tried']}, trials {summary['trials']}, survived {summary['survived']}, "
+        f"missed {summary['missed']}; {summary['seconds']} s")  # fmt: skip
+    emit("write_points", args, summary)
+    return 0 if summary["survived"] == summary["trials"] and summary["trials"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""The write-point harness (bench/write_points.py): its tracing and tampering, on the run index.
+
+A short version: ``trainlab runs`` rebuilding a lost index (SQLite, native
+writes) is traced, its first write points are failed with ENOSPC and
+SIGKILLed there, and each time the listing answers in one line or not at
+all and the next listing is whole.  The exhaustive harness (training,
+resume, index; ENOSPC, EIO, EFBIG, SIGKILL) runs behind --runslow.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from helpers import ROOT, subprocess_env
+
+pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (apt-get install strace)")
+
+
+@pytest.fixture()
+def write_points(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import write_points
+
+    return write_points
+
+
+def _listed_run(home):
+    run = home / "runs" / "r1"
+    run.mkdir(parents=True)
+    record = {"schema_version": 1, "id": "r1", "task": "toy-classification", "status": "completed",
+              "timings": {"started": 1700000000, "finished": 1700000010, "duration": 10}}  # fmt: skip
+    (run / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    return run
+
+
+def test_the_generic_names_hide_temporaries_and_folders(write_points):
+    places = {"RUN": "/w/run", "HOME": "/w/home"}
+    assert write_points.generic("/w/run/.run.json.ab_3x9zq.tmp", places) == "RUN/.run.json.*.tmp"
+    assert write_points.generic("/w/run/checkpoints/.tmpXvNzQ4", places) == "RUN/checkpoints/.tmp*"
+    assert write_points.generic("/w/home/index.sqlite3-wal", places) == "HOME/index.sqlite3-wal"
+    assert write_points.generic("/w/data.csv", places) is None
+
+
+def test_failing_and_killing_the_index_rebuild_at_its_first_write_points(write_points, tmp_path):
+    home = tmp_path / "home"
+    _listed_run(home)
+    places = {"HOME": str(home)}
+    command = [sys.executable, "-m", "trainlab", "runs", "--json"]
+
+    def traced(log, traced_calls, inject=None):
+        shutil.rmtree(home / "logs", ignore_errors=True)
+        for leftover in home.glob("index.sqlite3*"):
+            leftover.unlink()
+        strace = write_points.Harness.strace(log, traced_calls, inject)
+        return subprocess.run([*strace, *command], check=False, capture_output=True, text=True, timeout=60, env=_env(home))
+
+    log = tmp_path / "trace.txt"
+    assert traced(log, ",".join(write_points.SYSCALLS)).returncode == 0
+    points = write_points.points_of("index", write_points.parse_trace(log.read_text(), places))
+    native = [p for p in points if p.call.kind.startswith("HOME/index.sqlite3")]
+    assert len(native) >= 3, [p.label for p in points]  # SQLite's own writes are seen, below Python
+    for point in native[:3]:
+        for how in ("error=ENOSPC", "signal=KILL"):
+            done = traced(log, point.call.name, f"{point.call.name}:{how}:when={point.call.index}")
+            hit = [c for c in write_points.parse_trace(log.read_text(), places) if c.injected or c.killed]
+            assert hit and hit[0].kind == point.call.kind, (point.label, hit)  # the call aimed at, and no other
+            if how == "signal=KILL":
+                assert done.returncode in (-9, 137)
+            else:
+                assert done.returncode in (0, 2), done.stderr
+                assert "Traceback" not in done.stderr
+                if done.returncode == 2:
+                    assert len(done.stderr.strip().splitlines()) == 1 and "index" in done.stderr, done.stderr
+            again = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60, env=_env(home))
+            assert again.returncode == 0, (point.label, how, again.stderr)
+            rows = json.loads(again.stdout.strip().splitlines()[-1])["runs"]
+            assert [(r["id"], r["status"]) for r in rows] == [("r1", "completed")], (point.label, how)
+            with sqlite3.connect(home / "index.sqlite3") as db:
+                assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _env(home):
+    return subprocess_env(TRAINLAB_HOME=str(home))
+
+
+@pytest.mark.slow
+def test_the_quick_harness_survives_every_trial():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "write_points.py"), "--quick", "--json"],
+                            check=False, capture_output=True, text=True, timeout=1800)  # fmt: skip
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["trials"] == 6 and summary["missed"] == 0, summary
+    assert summary["survived"] == summary["trials"], summary["failures"]
+    assert result.returncode == 0
