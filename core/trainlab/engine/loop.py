@@ -381,13 +381,22 @@ class Trainer:
         """One attempt at the step (see ``_run_group``)."""
         splits = self.position.micro_splits
         self.strategy.begin_step(self.train_model)
-        pieces = []
-        for batch in group:
-            pieces.extend(split_batch(batch, splits) if splits > 1 else [batch])
+        pieces, owners = [], []  # the micro-batches, and the batch of the group each comes from
+        for number, batch in enumerate(group):
+            split = split_batch(batch, splits) if splits > 1 else [batch]
+            pieces.extend(split)
+            owners.extend([number] * len(split))
         sizes = [batch_size_of(p) for p in pieces]
         total = sum(sizes) or 1
         share, counted = self.strategy.step_share(span, total)
-        loss_total, factor, synced = self._forward_backward_all(pieces, sizes, total, share, self._loss_weights(pieces, sizes))
+        weights = self._loss_weights(pieces)
+        if weights is not None:
+            # the task's units (a language model's trained tokens): every process's share of the
+            # group's units, so that the step's gradient is that of the mean over all of them
+            per_batch = [sum(w for w, owner in zip(weights, owners) if owner == b) for b in range(len(group))]
+            share, per_batch = self.strategy.unit_share(span, per_batch)
+            weights = [w if per_batch[owner] else 0 for w, owner in zip(weights, owners)]
+        loss_total, factor, synced = self._forward_backward_all(pieces, sizes, total, share, weights)
         ranks = self.strategy.step_out_of_memory(synced, lambda: self._stand_in_loss(pieces[0]))
         if ranks:
             raise _OutOfMemoryInTheGroup(ranks)
@@ -398,26 +407,29 @@ class Trainer:
         self._apply_gradients()
         return counted, loss_total, factor
 
-    def _loss_weights(self, pieces: list[Any], sizes: list[int]) -> list[int]:
-        """What each piece's mean loss is a mean over: its examples, or what the task's
-        ``loss_weight`` counts (a language model's trained tokens), so that the step's gradient
-        is that of the mean over all of them.  In a group of processes, examples: the group's
-        count of the task's units would need a collective of its own."""
+    def _loss_weights(self, pieces: list[Any]) -> list[int] | None:
+        """What each piece's mean loss is a mean over, where the task's ``loss_weight`` counts it
+        (a language model's trained tokens); None: its examples."""
         weigh = getattr(self.task, "loss_weight", None)  # a plugin API 1 task may not subclass Task
-        weights = [weigh(p) for p in pieces] if weigh is not None and self.strategy.world_size == 1 else []
-        return sizes if not weights or None in weights else [int(w) for w in weights]
+        weights = [weigh(p) for p in pieces] if weigh is not None else []
+        return None if not weights or None in weights else [int(w) for w in weights]
 
     def _forward_backward_all(self, pieces: list[Any], sizes: list[int], total: int, share: float, weights: list[int] | None = None) -> tuple[Any, float, bool]:
         """Every micro-batch's forward and backward: (the summed loss or None, its factor, whether
         the synchronising backward ran).  An out-of-memory goes to the strategy."""
         loss_total: torch.Tensor | None = None
         factor, synced = 1.0, False
-        weights = weights if weights is not None else sizes
-        weight_total = sum(weights) or 1
+        unit_total = sum(weights) if weights is not None else 0
         for number, (piece, size) in enumerate(zip(pieces, sizes)):
             last = number == len(pieces) - 1
+            # each micro-batch's mean loss weighted by its share of the group's, so that the
+            # gradient is that of the whole group's mean loss (over examples, or the task's units)
+            if weights is None:
+                weight = (size or None, total)
+            else:
+                weight = (weights[number], unit_total or 1)
             try:
-                loss, n = self._forward_backward(piece, last, weights[number], weight_total, share)
+                loss, n = self._forward_backward(piece, last, weight, share)
             except Exception as exc:  # noqa: BLE001 - the strategy raises again what is not an out-of-memory it waits out
                 self.strategy.piece_out_of_memory(exc, last)
                 break
@@ -429,16 +441,17 @@ class Trainer:
                 loss_total, factor = (summed if loss_total is None else loss_total + summed), 1.0
         return loss_total, factor, synced
 
-    def _forward_backward(self, piece: Any, last: bool, size: int, total: int, share: float) -> tuple[torch.Tensor, int]:
-        """One micro-batch's forward and backward; inner pieces skip a group's all-reduce."""
+    def _forward_backward(self, piece: Any, last: bool, part: tuple[int | None, int], share: float) -> tuple[torch.Tensor, int]:
+        """One micro-batch's forward and backward; inner pieces skip a group's all-reduce.
+        ``part``: (what the piece's mean loss is over, or None for the examples train_step counts;
+        the same counted over this process's step)."""
         task, ctx = self.task, self.ctx
         piece = task.to_device(piece, ctx)
         with self.strategy.no_sync(self.train_model, last):
             with autocast(self.device, ctx.precision):
                 loss, n = task.train_step(self.train_model, piece, ctx)
-            # Weight each micro-batch's mean loss by its share of the group, so
-            # the gradient is that of the whole group's mean loss.
-            weight = (size or n) / total * share
+            size, total = part
+            weight = (n if size is None else size) / total * share
             weighted = loss if weight == 1.0 else loss * weight  # one piece holding the whole batch: as it is
             self.strategy.backward(weighted, self.scaler, last)
         return loss, n

@@ -11,8 +11,9 @@ loop calls it at a few points, as Lightning's strategies are called:
   shards).
 * ``fitting``: around the whole of training (hooks in, and what the final
   evaluations need after).
-* ``train_batches`` / ``step_share``: this process's share of an epoch's
-  batches, and the weight of its examples in the group's mean loss.
+* ``train_batches`` / ``step_share`` / ``unit_share``: this process's share
+  of an epoch's batches, and the weight of its examples (or of the task's
+  units, a language model's trained tokens) in the group's mean loss.
 * ``begin_step`` / ``no_sync`` / ``backward`` / ``piece_out_of_memory`` /
   ``step_out_of_memory``: one optimizer step, and the decision, together,
   about an out-of-memory in it.

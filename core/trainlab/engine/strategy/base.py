@@ -49,6 +49,12 @@ class Strategy:
         of which this process holds ``examples``."""
         return 1.0, examples
 
+    def unit_share(self, span: tuple[int, int], units: list[int]) -> tuple[float, list[int]]:
+        """For a task whose loss is a mean over its own units (``Task.loss_weight``: a language
+        model's trained tokens), ``units`` per batch of the step ``span``: (weight of this process's
+        mean loss, the units as they count here).  One process: all of it."""
+        return 1.0, units
+
     # -- one step ------------------------------------------------------------------
     def begin_step(self, train_model: Any) -> None:
         """Before a step's first forward."""

@@ -159,6 +159,19 @@ class DataParallel(Strategy):
         counted = sum(self._global_sizes[span[0] : span[1]])
         return self.world_size * real / max(1, counted), counted
 
+    def unit_share(self, span: tuple[int, int], units: list[int]) -> tuple[float, list[int]]:
+        # The group's units, summed over the ranks (a padding repeat counts none); DDP averages the
+        # ranks' gradients, so scaling by world size x this rank's share of them makes that the
+        # mean over every unit of the group's step, however unevenly the ranks hold them.
+        import torch
+        import torch.distributed as dist
+
+        counted = [u if real else 0 for u, real in zip(units, self._real_sizes[span[0] : span[1]])]
+        mine = sum(counted)
+        group_units = torch.tensor([float(mine)], dtype=torch.float64)
+        dist.all_reduce(group_units, group=self.group.control_group)
+        return (self.world_size * mine / float(group_units) if float(group_units) > 0 else 0.0), counted
+
     # -- one step --------------------------------------------------------------------
     def begin_step(self, train_model: Any) -> None:
         """DDP broadcasts rank 0's batch-norm statistics before the step's first forward if a batch
