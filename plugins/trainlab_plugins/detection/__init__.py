@@ -54,8 +54,12 @@ PARAMS = (
           "Weights already on this machine to start from: a whole detector's or only its backbone's "
           "(.safetensors, or .pth/.pt read with weights_only=True); tensors of another shape (a head for other classes) are left out.",
           title="Weights file", group="model"),
-    Param("image_size", "int", 512, "Longer side the images are resized to (aspect ratio kept); SSDlite always takes 320 x 320.",
-          minimum=32, maximum=2048, title="Image size", group="data"),
+    Param("image_size", "choice", "auto",
+          "Longer side the images are resized to (aspect ratio kept), in pixels; SSDlite always takes 320 x 320. "
+          "auto: the training images' median longer side, at most 320 on a CPU and 512 on a GPU: small images are "
+          "never blown up (a larger input costs time and shows the detector no more detail), large ones are shrunk "
+          "to what the device trains in reasonable time.",
+          choices=("auto", "320", "512", "640", "800"), open_choices=True, title="Image size", group="data"),
     Param("format", "choice", "auto", "Annotation format: auto (found from the files), coco, yolo or voc.",
           choices=("auto", "coco", "yolo", "voc"), title="Annotation format", group="data"),
     Param("augmentation", "choice", "auto",
@@ -100,7 +104,7 @@ PRESETS = (
     Preset("auto", "Chosen for the machine", "small-fcos on a CPU (from scratch, fast), Faster R-CNN ResNet-50 FPN v2 on a GPU.",
            {"lr": 0.001, "batch_size": 8}),
     Preset("small-fcos", "Small FCOS", "TrainLab's small FCOS, from scratch: fast on a CPU, for small sets and small images.",
-           {"lr": 0.002, "batch_size": 16, "image_size": 320}),
+           {"lr": 0.002, "batch_size": 16}),
     Preset("fasterrcnn_mobilenet_v3_large_fpn", "Faster R-CNN MobileNetV3", "Two-stage detector on a light backbone.",
            {"lr": 0.0003, "batch_size": 8}),
     Preset("fasterrcnn_resnet50_fpn_v2", "Faster R-CNN ResNet-50 v2", "The strongest here; wants a GPU.",

@@ -91,6 +91,35 @@ def read_weights_file(path: Path) -> dict[str, torch.Tensor]:
     return state
 
 
+# image_size=auto: the training images' median longer side, at most this on each device.
+# Small images are never blown up: a 128 px image resized to 512 costs 16 times the pixels
+# and shows the detector nothing more.
+AUTO_SIZE_CAP = {"cpu": 320, "gpu": 512}
+MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 32, 4096
+
+
+def resolve_image_size(value: str, items: Sequence[formats.ImageBoxes], cuda: bool) -> tuple[int, str]:
+    """(the longer side images are resized to; why), for ``image_size`` = auto or a number of pixels."""
+    text = str(value).strip().lower()
+    if text != "auto":
+        try:
+            size = int(text)
+        except ValueError:
+            size = 0
+        if not MIN_IMAGE_SIZE <= size <= MAX_IMAGE_SIZE:
+            raise UsageError(f"image_size={value}: auto, or the longer side in pixels ({MIN_IMAGE_SIZE} to {MAX_IMAGE_SIZE})")
+        return size, f"image_size {size}"
+    cap = AUTO_SIZE_CAP["gpu" if cuda else "cpu"]
+    sides = sorted(max(item.width, item.height) for item in items)
+    if not sides:
+        return cap, f"image_size auto: {cap} (no images to measure)"
+    median = sides[len(sides) // 2]
+    size = max(MIN_IMAGE_SIZE, min(median, cap))
+    where = "a GPU" if cuda else "a CPU"
+    why = "the images' own size" if size == median else f"the cap on {where}"
+    return size, f"image_size auto: {size} px ({why}; median image {median} px)"
+
+
 # tile=auto tiles when the median box is under SMALL_BOX of the image's side and the median
 # image's longer side is over LARGE_IMAGE times image_size: resized whole, such boxes would
 # be a few pixels.
@@ -146,7 +175,7 @@ class ObjectDetectionTask(Task):
 
     def __init__(self, spec: TaskSpec, params: Mapping[str, Any]):
         super().__init__(spec, params)
-        self.image_size = int(self.params.get("image_size", 512))
+        self.image_size = 0  # the longer side in pixels, from image_size at the first prepare (or the trained model's)
         self.arch = ""
         self.found: formats.Found | None = None
         self.category_ids: list[int] = []
@@ -242,6 +271,10 @@ class ObjectDetectionTask(Task):
             ctx.log(f"skipped: {where}: {reason}")
         if len(found.problems) > 10:
             ctx.log(f"... and {len(found.problems) - 10} more skipped (listed in the data summary)")
+        if not self.image_size:
+            self.image_size, why = resolve_image_size(str(self.params.get("image_size", "auto")),
+                                                      found.splits.get("train") or [], ctx.is_cuda)  # fmt: skip
+            ctx.log(why)
         if self.tile is None:
             self.tile, why = resolve_tile(str(self.params.get("tile", "auto")), found.splits.get("train") or [], self.image_size)
             ctx.log(f"tiling {why}")
@@ -367,7 +400,8 @@ class ObjectDetectionTask(Task):
 
     # -- fitted state and outputs ------------------------------------------------
     def fitted_state(self) -> dict[str, Any]:
-        return {"architecture": self.arch, "category_ids": self.category_ids, "classes": self.label_names, "tile": self.tile or 0}
+        return {"architecture": self.arch, "category_ids": self.category_ids, "classes": self.label_names, "tile": self.tile or 0,
+                "image_size": self.image_size}
 
     def load_fitted_state(self, state: Mapping[str, Any]) -> None:
         self.arch = str(state.get("architecture") or self.arch)
@@ -376,6 +410,8 @@ class ObjectDetectionTask(Task):
             self.label_names = [str(c) for c in state["classes"]]
         if "tile" in state:
             self.tile = int(state["tile"] or 0)
+        if state.get("image_size"):
+            self.image_size = int(state["image_size"])
 
     def model_description(self) -> dict[str, Any]:
         return {
@@ -433,6 +469,7 @@ class ObjectDetectionTask(Task):
 
         meta = json.loads((Path(model_dir) / META_FILE).read_text(encoding="utf-8"))
         self.arch, self.label_names = meta["architecture"], list(meta["classes"])
+        self.image_size = int(meta["image_size"])
         model = self._detector()
         model.load_state_dict(load_file(str(Path(model_dir) / MODEL_FILE)))
         return model
