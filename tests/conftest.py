@@ -68,6 +68,7 @@ def pytest_addoption(parser):
 RANK_PAIR_FILES = frozenset({
     "test_distributed.py", "test_distributed_recovery.py", "test_gui_distributed.py",
     "test_shared_memory.py", "test_oom_flags_in_bucket.py", "test_bench_ddp_scaling.py", "test_rank_sync_points.py",
+    "test_detection_distributed.py",
 })  # fmt: skip
 
 
