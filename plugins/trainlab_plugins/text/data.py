@@ -224,6 +224,8 @@ def _json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
             value = json.loads(raw)
         except ValueError as exc:
             raise DataError(f"{path}: line {line}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+        except RecursionError:  # arrays or objects nested thousands deep
+            raise DataError(f"{path}: line {line}: JSON nested too deeply to read") from None
         yield line, value
 
 

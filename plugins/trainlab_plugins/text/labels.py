@@ -70,7 +70,10 @@ class NumberLabel(LabelKind):
                     hint = " (write the decimal separator as a dot: 3.5, not 3,5)"
                 raise DataError(f"{path}: line {line}: label {text!r} is not a number{hint}") from None
         else:
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an integer past the largest float
+                number = math.inf
         if not math.isfinite(number):
             raise DataError(f"{path}: line {line}: label {value!r} is not a finite number (NaN and infinities cannot be learned)")
         return number

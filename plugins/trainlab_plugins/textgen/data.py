@@ -230,9 +230,12 @@ def read_records(path: Path) -> Iterator[tuple[str, Any]]:
             if not line.strip():
                 continue
             try:
-                yield f"{path}, line {number}", json.loads(line)
+                record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            except RecursionError:  # arrays or objects nested thousands deep
+                raise DataError(f"{path}, line {number}: JSON nested too deeply to read") from None
+            yield f"{path}, line {number}", record
     elif suffix == ".json":
         yield from _json_array(path)
     elif suffix in (".csv", ".tsv"):
@@ -292,6 +295,8 @@ def _json_array(path: Path) -> Iterator[tuple[str, Any]]:
                     if not eof and fill():
                         continue
                     raise DataError(f"{path}, line {line + exc.lineno - 1}: not valid JSON ({exc.msg})") from None
+                except RecursionError:  # arrays or objects nested thousands deep
+                    raise DataError(f"{path}, line {line}: JSON nested too deeply to read") from None
                 yield f"{path}, line {line}", record
                 line += buf[:end].count("\n")
                 buf = buf[end:]
@@ -339,8 +344,8 @@ def _parquet(path: Path) -> Iterator[tuple[str, Any]]:
             for record in batch.to_pylist():
                 row += 1
                 yield f"{path}, row {row}", record
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: cannot read it as Parquet ({exc})") from None
+    except (OSError, ValueError) as exc:  # Arrow's messages may span lines: one line here
+        raise DataError(f"{path}: cannot read it as Parquet ({' '.join(str(exc).split())})") from None
 
 
 def text_file_examples(path: Path) -> Iterator[Example]:
