@@ -123,6 +123,12 @@ class Splits:
     form: str = "folders"  # "folders" (class folders) or "tables" (images listed in tables)
 
 
+def shown_names(names: Iterable[str]) -> str:
+    """Class names for a message: as they are, or quoted and escaped when one holds a
+    newline or another unprintable character, so that the message stays on one line."""
+    return ", ".join(name if name.isprintable() else repr(name) for name in names)
+
+
 def _is_hidden(name: str) -> bool:
     return name.startswith(".") or name.startswith("__MACOSX")
 
@@ -426,8 +432,8 @@ def read_dataset(
             unknown = sorted({r.label for r in scan.records} - set(names))
             if unknown:
                 raise DataError(
-                    f"{folders.get(split, root)} holds classes the model was not trained on: {', '.join(unknown)} "
-                    f"(it knows {', '.join(names)})"
+                    f"{folders.get(split, root)} holds classes the model was not trained on: {shown_names(unknown)} "
+                    f"(it knows {shown_names(names)})"
                 )
         if not any(scan.records for scan in scans.values()):
             raise DataError(f"no usable images in {root} ({_skip_text(skipped)})")
@@ -440,7 +446,7 @@ def read_dataset(
         extra = sorted({r.label for r in scan.records} - train_labels)
         if extra:
             raise DataError(
-                f"{folders[split]} holds classes that {folders['train']} lacks: {', '.join(extra)}; "
+                f"{folders[split]} holds classes that {folders['train']} lacks: {shown_names(extra)}; "
                 "add training images for them or remove those folders"
             )
         missing = sorted(train_labels - {r.label for r in scan.records})

@@ -20,6 +20,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from trainlab import DataError
+from trainlab_plugins.image.folder import shown_names
 from trainlab_plugins.image.table import ListedImage
 
 Row = tuple[ListedImage, Any]
@@ -67,11 +68,11 @@ class ClassLabels:
             return
         if trained:
             raise DataError(
-                f"{source} holds classes the model was not trained on: {', '.join(unknown)} (it knows {', '.join(names)})"
+                f"{source} holds classes the model was not trained on: {shown_names(unknown)} (it knows {shown_names(names)})"
             )
         first = next(item.where for item, label in rows if label in unknown)
         raise DataError(
-            f"{source} holds classes that training lacks: {', '.join(unknown)} (first: {first}); "
+            f"{source} holds classes that training lacks: {shown_names(unknown)} (first: {first}); "
             "add training images for them or remove those rows"
         )
 
@@ -113,7 +114,10 @@ class NumberLabels:
         if isinstance(value, bool) or isinstance(value, (dict, list)):
             raise DataError(f"{where}: label {value!r} is not a number")
         if isinstance(value, (int, float)):
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an integer past the largest float
+                number = math.inf
         else:
             text = str(value).strip()
             if not text:

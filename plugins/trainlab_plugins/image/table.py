@@ -121,6 +121,8 @@ def _jsonl_rows(path: Path, text: str, image_column: str, label_column: str) -> 
             record = json.loads(raw)
         except ValueError as exc:
             raise DataError(f"{path}: line {line}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+        except RecursionError:  # arrays or objects nested thousands deep
+            raise DataError(f"{path}: line {line}: JSON nested too deeply to read") from None
         if not isinstance(record, dict):
             raise DataError(f'{path}: line {line}: expected a JSON object like {{"{image_column}": ..., "{label_column}": ...}}')
         if first:
@@ -146,7 +148,7 @@ def _path_problem(image: str) -> str:
     since opening a FIFO waits for a writer and a device such as /dev/zero never ends."""
     try:
         mode = os.stat(image).st_mode
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL or a lone surrogate, which no file name holds
         return MISSING_FILE
     return "" if stat.S_ISREG(mode) else NOT_A_FILE
 
