@@ -176,6 +176,33 @@ def check_box(box: list[float], width: int, height: int) -> tuple[list[float] | 
     return [max(0.0, x1), max(0.0, y1), min(float(width), x2), min(float(height), y2)], ""
 
 
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; False, not an error, for a name no file can have (too long, a NUL)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _shown(path: Path) -> str:
+    """A path named in a message: as it is, or quoted and escaped when it holds a newline or another control character."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
+def _read_text(path: Path) -> str:
+    """A list file's text (classes.txt, a YOLO image list, a VOC split list); DataError naming it otherwise."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot be read as UTF-8 text ({' '.join(str(exc).split())})") from None
+
+
+def _is_id(value: Any) -> bool:
+    """Whether a COCO id can be one: a number or a string (a list or an object cannot key anything)."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 class _Images:
     """Image headers read once each, with the reason a file cannot be used."""
 
@@ -183,7 +210,7 @@ class _Images:
         self.found = found
 
     def header(self, path: Path, where: Any) -> tuple[int, int, int] | None:
-        if not path.is_file():
+        if not _is_file(path):
             self.found.note(where, MISSING_IMAGE, path)
             return None
         try:
@@ -224,12 +251,14 @@ def read_coco_file(path: Path, found: Found, image_root: Path | None = None,
         data = json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: not a readable COCO JSON file ({exc})") from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise DataError(f"{path}: not a readable COCO JSON file (nested too deeply)") from None
     if not isinstance(data, dict) or not isinstance(data.get("images"), list) or not isinstance(data.get("annotations", []), list):
         raise DataError(f"{path}: not a COCO instances file (it needs 'images', 'annotations' and 'categories' lists)")
     categories = data.get("categories") or []
     try:
         cats = sorted((int(c["id"]), str(c["name"])) for c in categories)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise DataError(f"{path}: every category needs an id and a name") from None
     if classes is not None and category_ids is not None and not found.classes:
         found.classes[:] = classes
@@ -241,16 +270,16 @@ def read_coco_file(path: Path, found: Found, image_root: Path | None = None,
     roots = [r for r in (image_root, path.parent, path.parent / "images") if r is not None]
     headers = _Images(found)
     images: dict[Any, ImageBoxes] = {}
-    listed = {entry.get("id") for entry in data["images"] if isinstance(entry, dict)}
+    listed = {entry.get("id") for entry in data["images"] if isinstance(entry, dict) and _is_id(entry.get("id"))}
     stated: dict[Any, tuple[int, int] | None] = {}
     for n, entry in enumerate(data["images"]):
         ident = entry.get("id", n) if isinstance(entry, dict) else n
         where = _JsonWhere(path, text, "images", ident)
-        if not isinstance(entry, dict) or "file_name" not in entry or "id" not in entry:
+        if not isinstance(entry, dict) or "file_name" not in entry or not _is_id(entry.get("id")):
             found.note(where, BAD_LINE)
             continue
         name = str(entry["file_name"])
-        file = next((r / name for r in roots if (r / name).is_file()), roots[0] / name)
+        file = next((r / name for r in roots if _is_file(r / name)), roots[0] / name)
         header = headers.header(file, where)
         if header is None:
             continue
@@ -266,7 +295,10 @@ def read_coco_file(path: Path, found: Found, image_root: Path | None = None,
         try:
             image_id, cid = ann["image_id"], int(ann["category_id"])
             x, y, w, h = (float(v) for v in ann["bbox"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
+            found.note(where, BAD_LINE)
+            continue
+        if not _is_id(image_id):
             found.note(where, BAD_LINE)
             continue
         if image_id not in images:
@@ -334,7 +366,7 @@ def _yolo_names(value: Any, where: Path) -> list[str]:
     if isinstance(value, dict):
         try:
             indexed = {int(k): str(v) for k, v in value.items()}
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise DataError(f"{where}: names must map class numbers to names") from None
         if sorted(indexed) != list(range(len(indexed))):
             raise DataError(f"{where}: names must number the classes 0, 1, 2, ... without gaps")
@@ -379,11 +411,15 @@ def _label_file(image: Path) -> Path:
 
 
 def _list_images(folder: Path) -> list[Path]:
-    if folder.is_file() and folder.suffix == ".txt":  # a list of image paths, one a line
-        lines = folder.read_text(encoding="utf-8").splitlines()
+    if _is_file(folder) and folder.suffix == ".txt":  # a list of image paths, one a line
+        lines = _read_text(folder).splitlines()
         return [(folder.parent / line.strip()) for line in lines if line.strip()]
-    if not folder.is_dir():
-        raise DataError(f"image folder {folder} does not exist")
+    try:
+        is_dir = folder.is_dir()
+    except (OSError, ValueError):  # a name no folder can have (too long)
+        is_dir = False
+    if not is_dir:
+        raise DataError(f"image folder {_shown(folder)} does not exist")
     return sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
 
 
@@ -431,8 +467,8 @@ def read_yolo(root: Path, found: Found) -> None:
     if yaml_path is not None:
         try:
             config = yaml.safe_load(yaml_path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise DataError(f"{yaml_path}: not readable YAML ({exc})") from None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:  # PyYAML's messages span lines: one line here
+            raise DataError(f"{yaml_path}: not readable YAML ({' '.join(str(exc).split())})") from None
         if not isinstance(config, dict):
             raise DataError(f"{yaml_path}: expected a mapping with 'names'")
         found.classes[:] = _yolo_names(config.get("names"), yaml_path)
@@ -440,7 +476,7 @@ def read_yolo(root: Path, found: Found) -> None:
         names_file = next((root / n for n in ("classes.txt", "labels.txt") if (root / n).is_file()), None)
         if names_file is None:
             raise DataError(f"{root}: a YOLO folder needs a data.yaml with the class names (or classes.txt)")
-        found.classes[:] = [n.strip() for n in names_file.read_text(encoding="utf-8").splitlines() if n.strip()]
+        found.classes[:] = [n.strip() for n in _read_text(names_file).splitlines() if n.strip()]
     headers = _Images(found)
     for split, folders in _yolo_image_folders(root, config, yaml_path).items():
         items: list[ImageBoxes] = []
@@ -453,7 +489,7 @@ def read_yolo(root: Path, found: Found) -> None:
                 upright = upright_size(width, height, orientation)
                 image = ImageBoxes(str(path), upright[0], upright[1], orientation=orientation)
                 label_file = _label_file(path)
-                if label_file.is_file():
+                if _is_file(label_file):
                     read_yolo_label_file(label_file, image, (width, height), found.classes, found)
                 items.append(image)
         found.splits[split] = items
@@ -528,7 +564,7 @@ def read_voc(root: Path, found: Found) -> None:
         except ValueError as exc:
             found.note(str(file), BAD_LINE, exc)
     if names_file is not None:
-        found.classes[:] = [n.strip() for n in names_file.read_text(encoding="utf-8").splitlines() if n.strip()]
+        found.classes[:] = [n.strip() for n in _read_text(names_file).splitlines() if n.strip()]
     else:
         found.classes[:] = sorted({o.get("name", "") for _, d in parsed for o in d["objects"]} - {""})
     by_stem: dict[str, ImageBoxes] = {}
@@ -536,8 +572,9 @@ def read_voc(root: Path, found: Found) -> None:
     for file, data in parsed:
         name = data["filename"] or file.stem
         image_path = img_dir / name
-        if not image_path.is_file():
-            image_path = next((img_dir / (file.stem + e) for e in (".jpg", ".png", ".jpeg") if (img_dir / (file.stem + e)).is_file()), image_path)
+        if not _is_file(image_path):
+            beside = (img_dir / (file.stem + e) for e in (".jpg", ".png", ".jpeg"))
+            image_path = next((p for p in beside if _is_file(p)), image_path)
         header = headers.header(image_path, str(file))
         if header is None:
             continue
@@ -545,7 +582,7 @@ def read_voc(root: Path, found: Found) -> None:
         upright = upright_size(width, height, orientation)
         try:
             said = (int(float(data["size"]["width"])), int(float(data["size"]["height"])))
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, OverflowError):
             said = None
         drawn_upright = orientation != 1 and said == upright and upright != (width, height)
         image = ImageBoxes(str(image_path), upright[0], upright[1], orientation=1 if drawn_upright else orientation)
@@ -569,7 +606,7 @@ def read_voc(root: Path, found: Found) -> None:
     listed = {s: sets / f"{s}.txt" for s in SPLITS if (sets / f"{s}.txt").is_file()}
     if listed:
         for split, file in listed.items():
-            stems = [line.split()[0] for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+            stems = [line.split()[0] for line in _read_text(file).splitlines() if line.strip()]
             found.splits[split] = [by_stem[s] for s in stems if s in by_stem]
     else:
         found.splits["all"] = list(by_stem.values())
@@ -647,7 +684,7 @@ def read_detection_data(data_path: str, form: str = "auto", *, cache: Path | Non
             found = Found.from_json(json.loads(entry.read_text(encoding="utf-8")))
             os.utime(entry)
             return found, True
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             pass  # a damaged entry is read again
     found = Found(form=form, classes=[], splits={})
     {"coco": read_coco, "yolo": read_yolo, "voc": read_voc}[form](root, found)
