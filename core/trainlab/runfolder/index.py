@@ -502,10 +502,11 @@ class RunStore:
         for folder in self.run_folders():
             if str(folder) in known_dirs:
                 continue
-            run_dir = RunDir(folder)
-            if str(run_dir.path) in known_dirs or not run_dir.run_json.is_file():
-                continue
             try:
+                # a listed path may be no path at all (a NUL in other-run-folders.txt) or too long to look at
+                run_dir = RunDir(folder)
+                if str(run_dir.path) in known_dirs or not run_dir.run_json.is_file():
+                    continue
                 data = run_dir.read()
                 run_id = data.get("id") or run_dir.path.name
                 if not isinstance(run_id, str) or run_id in known_ids:
@@ -527,6 +528,8 @@ class RunStore:
         run.json that is gone leaves the row as it was (a folder being
         deleted, or on a disk not mounted now).
         """
+        if not isinstance(row["run_dir"], str):  # not a folder TrainLab wrote: nothing to read again
+            return
         run_json = Path(row["run_dir"]) / "run.json"
         signature = _signature(run_json)
         if signature is None or signature == row["run_json"]:

@@ -55,6 +55,8 @@ def read_json_object(path: str | Path) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as exc:
         raise RunFileError(path, f"is not valid JSON ({exc})") from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise RunFileError(path, "is not valid JSON (nested too deeply to read)") from None
     if not isinstance(data, dict):
         raise RunFileError(path, f"is not a JSON object (it holds a {_kind(data)})")
     return data

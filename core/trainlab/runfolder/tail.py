@@ -41,7 +41,10 @@ def parse_event_line(line: bytes | str) -> Event | None:
             raise ValueError(f"not UTF-8: {exc}") from None
     if not line.strip():
         return None
-    data = json.loads(line)
+    try:
+        data = json.loads(line)
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise ValueError("JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise ValueError(f"not an event object: {line[:40]!r}")
     try:
