@@ -21,7 +21,7 @@ import logging
 import time
 from typing import Any
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QByteArray, QEvent, QSize, QTimer, Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QByteArray, QEvent, QPoint, QRect, QSize, QTimer, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -429,22 +429,36 @@ class MainWindow(QMainWindow):
         self.settings.window_state = bytes(self.saveState().toBase64()).decode("ascii")
 
     def _restore_geometry(self) -> None:
-        if self.settings.geometry:
+        if self.settings.geometry:  # the size and place the window had when it last closed
             self.restoreGeometry(QByteArray.fromBase64(self.settings.geometry.encode("ascii")))
         else:
-            self.resize(self._first_size())
+            self.setGeometry(self._first_geometry())
         if self.settings.window_state:
             self.restoreState(QByteArray.fromBase64(self.settings.window_state.encode("ascii")))
 
-    def _first_size(self) -> QSize:
-        """1360x860 where the screen has room, else what it has (a 1366x768 laptop):
-        never wider or taller than the screen's free area, never under the minimum."""
-        wanted = QSize(1360, 860)
+    # The first launch takes this share of the screen's free area (what panels
+    # and docks leave), centred: room for the plots beside the form on a laptop,
+    # and not a wall of empty space on a large monitor.
+    FIRST_SHARE = 0.9
+    FIRST_MAX = QSize(1800, 1150)
+
+    def _first_geometry(self) -> QRect:
         screen = self.screen() or QApplication.primaryScreen()
         if screen is None:
-            return wanted
+            return QRect(QPoint(0, 0), self._first_size())
+        free = screen.availableGeometry()
+        rect = QRect(QPoint(0, 0), self._first_size())
+        rect.moveCenter(free.center())
+        return rect
+
+    def _first_size(self) -> QSize:
+        """``FIRST_SHARE`` of the screen's free area (at most ``FIRST_MAX``), never under the minimum."""
+        screen = self.screen() or QApplication.primaryScreen()
+        if screen is None:
+            return QSize(1360, 860)
         free = screen.availableGeometry().size()
-        return wanted.boundedTo(free).expandedTo(self.minimumSize())
+        wanted = QSize(round(free.width() * self.FIRST_SHARE), round(free.height() * self.FIRST_SHARE))
+        return wanted.boundedTo(self.FIRST_MAX).expandedTo(self.minimumSize())
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange and self.plots is not None:

@@ -1,4 +1,4 @@
-"""The window at its 960x640 minimum (a laptop screen): nothing overlaps or is cut off.
+"""The window at its 960x640 minimum (a laptop screen) and at common screen sizes: nothing overlaps or is cut off.
 
 At that size the run controls and the plots' bar wrap onto more rows, the
 metrics plot gets a row of its own, and the run pane scrolls vertically
@@ -66,12 +66,117 @@ def test_the_run_pane_at_the_minimum_size_wraps_and_scrolls(qtbot, window):
     assert not page.plots._narrow
 
 
-def test_the_first_launch_fits_the_screen(qtbot, window):
-    free = window.screen().availableGeometry().size()
+def test_the_first_launch_takes_a_share_of_the_screen_centred(qtbot, window):
+    free = window.screen().availableGeometry()
     size = window._first_size()
     assert size.width() <= max(free.width(), window.minimumWidth())
     assert size.height() <= max(free.height(), window.minimumHeight())
     assert size.width() >= window.minimumWidth() and size.height() >= window.minimumHeight()
+    if free.width() * window.FIRST_SHARE >= window.minimumWidth():  # not the minimum on a small screen
+        assert size.width() == min(round(free.width() * window.FIRST_SHARE), window.FIRST_MAX.width())
+    first = window._first_geometry()
+    assert first.size() == size and abs(first.center().x() - free.center().x()) <= 1
+
+
+def _metrics_run(tmp_path):
+    """A finished classification run's folder: 20 epochs of accuracy and macro F1 (the titles at their longest)."""
+    import json
+
+    from trainlab.api.events import EvalResult, TrainStep
+    from trainlab.runfolder.index import MetricsWriter
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"id": "r", "task": "image-classification", "status": "completed",
+                                              "family": "classification", "parameters": {"monitor": "accuracy"}}))
+    writer = MetricsWriter(run / "metrics.jsonl")
+    for step in range(1, 461):
+        writer.write(TrainStep(step=step, epoch=1 + step // 23, loss=2.0 / step, lr=0.002 * (1 - step / 460)))
+    for epoch in range(1, 21):
+        value = 0.5 + epoch / 42
+        writer.write(EvalResult(step=23 * epoch, epoch=epoch, loss=1.0 / epoch, metrics={"accuracy": value, "macro_f1": value},
+                                best=epoch == 18, monitor="accuracy"))
+    writer.close()
+    return run
+
+
+def _tick_labels(axis) -> list[tuple[object, str]]:
+    """(rect in the axis's coordinates, text) of every tick label ``axis`` draws."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    painter.setFont(axis.style["tickFont"] or axis.font())
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [(rect, text) for rect, _flags, text in (specs[2] if specs else [])]
+
+
+def _tick_labels_inside(plot, view) -> None:
+    """Every drawn tick label of ``plot``'s left and bottom axes lies inside the plots' view (not cut at its edge)."""
+    visible = view.mapToScene(view.viewport().rect()).boundingRect()
+    for side in ("left", "bottom"):
+        axis = plot.getAxis(side)
+        labels = _tick_labels(axis)
+        assert labels, f"no {side} tick labels on {plot.titleLabel.text[:40]!r}"
+        for rect, text in labels:
+            scene = axis.mapRectToScene(rect)
+            assert visible.contains(scene), f"{side} tick label {text!r} of {plot.titleLabel.text[:40]!r} is cut ({scene} in {visible})"
+            if side == "left":
+                assert axis.mapRectToScene(axis.boundingRect()).contains(scene), f"{text!r} wider than its axis"
+
+
+def test_at_common_screen_sizes_the_plots_sit_side_by_side_and_nothing_is_cut(qtbot, window, tmp_path):
+    """1280x800 and 1920x1080: training loss above; validation loss, the metrics and the learning rate
+    in one row, none squeezed to its axis by the metrics' title; no legend over a curve; every tick label whole."""
+    from trainlab.viewmodel.curves import RunCurves
+
+    window.show_page("train")
+    plots = window.plots
+    run = _metrics_run(tmp_path)
+    plots.reset(RunCurves.from_metrics(run / "metrics.jsonl"))
+    plots.show_run_metrics(str(run), "image-classification")
+    assert plots.loss_plot.legend is None  # the curves are named in the title
+    assert "smoothed" in plots.loss_plot.titleLabel.text
+    for size in ((1280, 800), (1920, 1080)):
+        _settle(qtbot, window, *size)
+        qtbot.wait(200)
+        assert not plots._narrow, size
+        metric = plots.metrics.plots[0]
+        rows = {p.sceneBoundingRect().top() for p in (plots.eval_loss_plot, plots.lr_plot)}
+        assert len(rows) == 1, "validation loss and learning rate side by side"
+        for side in (plots.eval_loss_plot, plots.lr_plot):
+            assert side.sceneBoundingRect().width() >= plots.SIDE_MIN_WIDTH - 1, f"{side.titleLabel.text} squeezed at {size}"
+            assert not side.sceneBoundingRect().intersects(metric.sceneBoundingRect().adjusted(2, 0, -2, 0))
+        assert plots.lr_plot.sceneBoundingRect().right() <= plots.view.width(), f"the learning rate is cut at {size}"
+        for plot in (plots.loss_plot, plots.eval_loss_plot, metric, plots.lr_plot):
+            _tick_labels_inside(plot, plots.view)
+        assert "2e-3" in [text for _rect, text in _tick_labels(plots.lr_plot.getAxis("left"))]
+
+
+def test_the_start_page_scrolls_rather_than_cutting_a_card(qtbot, window):
+    welcome = window.welcome
+    window.show_page("welcome")
+    for size in ((1280, 800), (960, 640)):
+        _settle(qtbot, window, *size)
+        for task, card in welcome.sample_cards.items():
+            body = card.body
+            needed = body.heightForWidth(body.width())
+            assert body.height() >= needed, f"{task}'s description is cut at {size}: {body.height()} of {needed} px"
+
+
+def test_the_progress_line_ends_in_an_ellipsis_when_it_is_too_long(qtbot, window):
+    window.show_page("train")
+    _settle(qtbot, window, 960, 640)
+    text = "Epoch 12 of 20 \u00b7 step 10,512 of 18,000 \u00b7 ETA 1 h 12 min \u00b7 12,345.6 samples/s \u00b7 evaluating"
+    window.controls.show_done(text)
+    line = window.controls.line
+    qtbot.wait(50)
+    assert line.shown_text().endswith("\u2026") and line.toolTip() == text
+    window.controls.show_done("Finished")
+    assert line.shown_text() == "Finished"
 
 
 def test_the_progress_line_never_resizes_the_plots(qtbot, window):

@@ -76,6 +76,10 @@ def plot_colors(resolved_theme: str) -> PlotColors:
     return DARK_PLOTS if resolved_theme == "dark" else LIGHT_PLOTS
 
 
+def _html(text: str) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _curve(plot: pg.PlotItem, name: str, smooth: bool = False) -> pg.PlotDataItem:
     """A per-step curve: clipped to the view, downsampled to what the pixels can show.
 
@@ -96,8 +100,25 @@ def _curve(plot: pg.PlotItem, name: str, smooth: bool = False) -> pg.PlotDataIte
     return item
 
 
-def _axes(bottom: type[GridAxis]) -> dict[str, GridAxis]:
-    return {"left": GridAxis("left"), "bottom": bottom("bottom")}
+class RateAxis(GridAxis):
+    """The learning rate's axis: 0, 5e-4, 1e-3 (pyqtgraph's 0.0005, 0.001 did not
+    fit the axis of a plot this small, and were cut to "0.00" or left out)."""
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
+        return [_rate(v * scale) for v in values]
+
+
+def _rate(value: float) -> str:
+    if value == 0 or abs(value) < 1e-12:
+        return "0"
+    if 1e-2 <= abs(value) < 1e3:
+        return f"{value:g}"
+    mantissa, exponent = f"{value:.1e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def _axes(bottom: type[GridAxis], left: type[GridAxis] = GridAxis) -> dict[str, GridAxis]:
+    return {"left": left("left"), "bottom": bottom("bottom")}
 
 
 def _set(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray, finite: bool) -> None:
@@ -157,17 +178,20 @@ class LivePlots(QWidget):
         # the metric plots: as many as the run's metrics need, in the middle column
         self.metrics_layout = self.view.addLayout(row=1, col=1)
         self.metrics_layout.setContentsMargins(0, 0, 0, 0)
-        self.lr_plot = self.view.addPlot(row=1, col=2, axisItems=_axes(GridAxis), viewBox=SteadyViewBox())
+        self.lr_plot = self.view.addPlot(row=1, col=2, axisItems=_axes(GridAxis, RateAxis), viewBox=SteadyViewBox())
         self._set_steady(False)
+        # room at the right for the last tick label of the bottom axes (400 of 0..400 was cut to "4")
+        self.view.ci.setContentsMargins(2, 2, 14, 2)
+        for plot in (self.eval_loss_plot, self.lr_plot):  # never squeezed to their axis by the metrics' titles
+            plot.setMinimumWidth(self.SIDE_MIN_WIDTH)
         self._narrow = False  # the learning-rate plot on a row of its own (_arrange)
         self.view.ci.layout.setRowStretchFactor(0, 3)
         self.view.ci.layout.setRowStretchFactor(1, 2)
         for plot in (self.loss_plot, self.eval_loss_plot, self.lr_plot):
             plot.setMenuEnabled(True)
             plot.getViewBox().setMouseEnabled(x=True, y=True)
-        # a legend would cover the points of this small plot: the title says
-        # which curve is which, in the curves' colours (apply_colors)
-        self.loss_plot.addLegend(offset=(-10, 10))
+        # no legend: in the plot it covered the curves; the title names the
+        # two curves in their colours (apply_colors)
         self.eval_loss_plot.setLabel("bottom", self.tr("epoch"))
 
         self.loss_raw = _curve(self.loss_plot, self.tr("loss"))
@@ -176,7 +200,6 @@ class LivePlots(QWidget):
         self.best_loss = self.eval_loss_plot.plot([], [], pen=None, symbol="star", symbolSize=14)  # monitor=loss
         self.metrics = MetricPlots(self.metrics_layout, colors, self.tr("epoch"))
         self.lr = _curve(self.lr_plot, self.tr("learning rate"), smooth=True)
-        self.lr_plot.getAxis("left").enableAutoSIPrefix(True)
         self._colors = colors
         self.apply_colors(colors)
         self._update_axis_labels()
@@ -187,6 +210,7 @@ class LivePlots(QWidget):
 
     # -- arrangement -----------------------------------------------------------
     NARROW_WIDTH = 600  # under it, three plots side by side are too small to read
+    SIDE_MIN_WIDTH = 150  # the validation loss and learning rate beside the metrics
     WIDE_MIN_HEIGHT, NARROW_MIN_HEIGHT = 320, 480
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
@@ -227,8 +251,11 @@ class LivePlots(QWidget):
                 axis.setPen(colors.foreground)
                 axis.setTextPen(colors.foreground)
             grid_below(plot, colors.background, colors.grid_alpha)
+        title, raw, smooth = self.tr("Training loss"), self.tr("loss"), self.tr("smoothed")
+        raw = f"<span style='color:{colors.loss_raw}'>\u2014 {_html(raw)}</span>"
+        smooth = f"<span style='color:{colors.loss_smooth}'><b>\u2014</b> {_html(smooth)}</span>"
+        self.loss_plot.setTitle(f"<span style='color:{colors.foreground}'>{_html(title)}</span>&nbsp;&nbsp;&nbsp;{raw}&nbsp;&nbsp;{smooth}")
         for plot, title in (
-            (self.loss_plot, self.tr("Training loss")),
             (self.eval_loss_plot, self.tr("Validation loss")),
             (self.lr_plot, self.tr("Learning rate")),
         ):
@@ -243,9 +270,6 @@ class LivePlots(QWidget):
         self.best_loss.setSymbolBrush("#f2c94c")
         self.best_loss.setSymbolPen(colors.foreground)
         self.lr.setPen(pg.mkPen(colors.lr, width=2))
-        legend = self.loss_plot.legend
-        if legend is not None:
-            legend.setLabelTextColor(colors.foreground)
 
     # -- data ----------------------------------------------------------------
     def reset(self, curves: RunCurves | None = None) -> None:

@@ -229,9 +229,12 @@ class MetricPlots:
         separator = f"<span style='color:{self.colors.foreground}'> \u00b7 </span>"
         title = separator.join(parts)
         if monitored is not None:
-            # as precise as the run's "Finished:" line, which states the same best
+            # as precise as the run's "Finished:" line, which states the same best; on a
+            # line of its own beside other metrics: a title's width is its plot's least
+            # width, and one line of it all squeezed the plot beside it to its axis
             best = f" {_html(format_metric(monitored.name, best_value, monitored, detail=True))}" if best_value is not None else ""
-            title += f"<span style='color:{self.colors.foreground}'> \u00b7 \u2605 {_html(best_label)}{best}</span>"
+            title += "<br>" if len(group) > 1 else separator
+            title += f"<span style='color:{self.colors.foreground}'>\u2605 {_html(best_label)}{best}</span>"
         plot.setTitle(title)
 
     def point_counts(self) -> dict[str, int]:
@@ -241,7 +244,8 @@ class MetricPlots:
         """Each plot's title as plain text (what tests read)."""
         import re
 
-        return [re.sub(r"<[^>]+>", "", p.titleLabel.text).replace("&amp;", "&").replace("&lt;", "<") for p in self.plots]
+        return [re.sub(r"<[^>]+>", "", p.titleLabel.text.replace("<br>", " \u00b7 ")).replace("&amp;", "&").replace("&lt;", "<")
+                for p in self.plots]
 
 
 def _display(name: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence, QPainter
 from PySide6.QtWidgets import (
     QComboBox,
     QLabel,
@@ -47,6 +47,26 @@ def _tool_button(action: QAction, parent: QWidget, name: str) -> QToolButton:
     button.setObjectName(name)
     button.setMinimumWidth(84)
     return button
+
+
+class ElidedLine(QLabel):
+    """A one-line label that ends in "…" where its text is wider than it (the whole text in its tooltip),
+    rather than showing the text cut off mid-letter at its right edge."""
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+        text = self.text()
+        room = self.contentsRect().width()
+        if not text or self.fontMetrics().horizontalAdvance(text) <= room:
+            super().paintEvent(event)
+            return
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        elided = self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, room)
+        painter.drawText(self.contentsRect(), int(self.alignment() | Qt.AlignmentFlag.AlignVCenter), elided)
+
+    def shown_text(self) -> str:
+        """The text as drawn (what a test reads)."""
+        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, self.contentsRect().width())
 
 
 class RunControls(QWidget):
@@ -115,7 +135,7 @@ class RunControls(QWidget):
         self.bar.setTextVisible(True)
         self.bar.setFormat("")
         layout.addWidget(self.bar)
-        self.line = QLabel(self)
+        self.line = ElidedLine(self)
         self.line.setObjectName("progress_line")
         self.line.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # The line changes several times a second while a run trains; were its

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -160,7 +161,20 @@ class WelcomeView(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        outer = QVBoxLayout(self)
+        # The page scrolls rather than squeezing the cards: on a 1280x800 screen a
+        # long task description was cut off mid-sentence at the bottom of its card.
+        scroll = QScrollArea(self)
+        scroll.setObjectName("welcome_scroll")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        content = QWidget(scroll)
+        content.setObjectName("welcome_content")
+        scroll.setWidget(content)
+        page = QVBoxLayout(self)
+        page.setContentsMargins(0, 0, 0, 0)
+        page.addWidget(scroll)
+        self.scroll = scroll
+        outer = QVBoxLayout(content)
         outer.setContentsMargins(36, 28, 36, 24)
         outer.setSpacing(14)
         title = QLabel(self.tr("Welcome to TrainLab"), self)

@@ -927,6 +927,10 @@ Command line: --nproc-per-node N --device cpu</source>
 <context>
     <name>MainWindow</name>
     <message>
+        <source>The disk holding the run index is full: the runs are listed read-only from their folders.</source>
+        <translation>存放运行索引的磁盘已满：运行记录从各自的文件夹中以只读方式列出。</translation>
+    </message>
+    <message>
         <source>Start</source>
         <translation>开始</translation>
     </message>
@@ -1940,6 +1944,10 @@ In a separate process: a crash of the training (a driver fault, say) cannot take
         <translation>还没有运行记录。在这里或通过 `trainlab train` 训练模型后，运行会出现在此列表中。</translation>
     </message>
     <message>
+        <source>The disk holding the run index is full: the runs are listed read-only from their folders; renaming and deleting are off until there is space again.</source>
+        <translation>存放运行索引的磁盘已满：运行记录从各自的文件夹中以只读方式列出；在腾出空间之前，无法重命名或删除。</translation>
+    </message>
+    <message>
         <source>Cannot read the run index: {error}</source>
         <translation>无法读取运行索引：{error}</translation>
     </message>
@@ -2505,6 +2513,10 @@ or choose one</source>
         <translation>在本机训练图像和文本模型：数据留在本机，不下载任何内容。</translation>
     </message>
     <message>
+        <source>Reading the run history…</source>
+        <translation>正在读取运行记录…</translation>
+    </message>
+    <message>
         <source>Try {task}</source>
         <translation>试试“{task}”</translation>
     </message>
@@ -2515,6 +2527,10 @@ or choose one</source>
     <message>
         <source>A short demo run on the sample data that comes with this task.</source>
         <translation>用此任务自带的示例数据进行一次简短的演示训练。</translation>
+    </message>
+    <message>
+        <source>Cannot read the run index: {error}</source>
+        <translation>无法读取运行索引：{error}</translation>
     </message>
     <message>
         <source>New training…</source>
