@@ -164,9 +164,8 @@ def child(case: str, checkpointing: bool, steps: int) -> dict:
         "parameters": sum(p.numel() for p in lm.parameters()),
         "measured_mb": round(measured / 1e6, 2),
         "estimate_mb": round(estimate.total / 1e6, 2),
-        "estimate_parts_mb": {
-            k: round(v / 1e6, 2) for k, v in estimate.to_json().items() if k != "total"
-        },
+        "estimate_parts_mb": {k: round(v / 1e6, 2) for k, v in estimate.parts().items()},
+        "estimate_peak_at": estimate.peak_at,
         "error_pct": round(100 * (estimate.total - measured) / measured, 1),
     }
 

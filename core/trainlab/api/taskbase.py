@@ -129,7 +129,7 @@ class RunContext:
     log: Callable[[str], None] = print
     class_weights: Any = None  # torch.Tensor on device, or None
     multiprocessing_context: str | None = None  # start method for DataLoader workers
-    purpose: str = "train"  # why the task is prepared: "train", "resume" or "evaluate"
+    purpose: str = "train"  # why the task is prepared: "train", "resume", "evaluate" or "dry-run" (an estimate, no training)
     # evaluate: the data is not the run's own, so all of it is evaluated (no
     # train/validation split); on its own data a run is evaluated on the same
     # validation split it was trained with

@@ -248,6 +248,7 @@ def _dry_run(request, progress, out: Output) -> int:
     from trainlab.engine.memory import estimate_memory
     from trainlab.engine.plan import plan_run
 
+    request.dry_run = True
     plan = plan_run(request, log=progress.on_event)
     estimate = plan.memory or estimate_memory(plan)
     described = plan.to_json()

@@ -369,7 +369,7 @@ def _analytic_estimate(plan: Any, micro: int, static: StaticBytes, why: str) -> 
         gradients=int(figures["gradients"]),
         optimizer=int(figures["optimizer"]),
         activations=int(figures["activations"]),
-        other=0,
+        other=int(figures.get("other", 0)),
         micro_batch=micro,
         batch_size=plan.engine.batch_size,
         activation_per_example=figures["activations"] / max(1, micro),

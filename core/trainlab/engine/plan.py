@@ -51,6 +51,7 @@ class RunRequest:
     resume: str | None = None
     remembered: dict[str, Any] = field(default_factory=dict)
     more_epochs: int = 0
+    dry_run: bool = False  # train --dry-run: planned for its estimate only (ctx.purpose "dry-run")
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -165,7 +166,7 @@ def plan_run(
     run_id, run_dir = _run_folder(request, target)
     if target.source is not None and target.source.note:
         said(target.source.note, target.source.level)
-    ctx = _run_context(target, said, mp_context, should_stop)
+    ctx = _run_context(target, said, mp_context, should_stop, dry_run=request.dry_run)
     engine = target.params.engine
     problem = sharding_problem(sharding=engine.sharding, world_size=distributed.world_size(), finetune=str(target.params.get("finetune", "full")),
                                precision=ctx.precision, cuda=ctx.is_cuda, micro_batch_size=engine.micro_batch_size)  # fmt: skip
@@ -301,13 +302,13 @@ def _run_folder(request: RunRequest, target: _Target) -> tuple[str, RunDir]:
     return run_id, run_dir
 
 
-def _run_context(target: _Target, say: _Said, mp_context: str | None, should_stop: Callable[[], bool] | None) -> RunContext:
+def _run_context(target: _Target, say: _Said, mp_context: str | None, should_stop: Callable[[], bool] | None, *, dry_run: bool = False) -> RunContext:
     """The task's view of the run (device and precision resolved); UsageError for what this machine lacks."""
     ctx = make_context(target.params, None, say, mp_context)
     parse_micro_batch_size(target.params.engine.micro_batch_size)
     if target.params.engine.optimizer == "adamw8bit":
         check_quantized_training("optimizer=adamw8bit", ctx.device)
-    ctx.purpose = "resume" if target.prior else "train"
+    ctx.purpose = "resume" if target.prior else "dry-run" if dry_run else "train"
     if should_stop is not None:
         ctx.should_stop = should_stop
     return ctx

@@ -42,6 +42,8 @@ from trainlab_plugins.textgen.generate import ChatPredictor, GeneratedText, gene
 from trainlab_plugins.textgen.metrics import GenerationMetrics
 from trainlab_plugins.textgen.model import IGNORE, SFTModel, base_lm
 
+GPU_24GB = 24 * sft_memory.GiB  # the card the memory answer is asked about (RTX 3090/4090, A10, L4)
+
 DESCRIBE_CHARS = 300
 TRUNCATION_WARNING_SHARE = 0.05
 PROMPT_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".txt")
@@ -142,6 +144,8 @@ class TextGenerationTask(Task):
         self.plan: text_finetune.FinetunePlan | None = None
         self.eval_model: Any = None  # the model of the last evaluation pass (for its generations)
         self._precision = "fp32"
+        self._device = "cpu"
+        self.shapes_only = False  # a dry run of a model folder holding config.json but no weights
 
     # -- data ---------------------------------------------------------------
     def prepare(self, data_path: str, ctx: RunContext, label_names: Sequence[str] | None = None) -> DataSummary:
@@ -162,7 +166,7 @@ class TextGenerationTask(Task):
             if model == TINY_CHAT:
                 self.source = text_models.ModelSource("preset", model, resource_path("vocab", TINY_CHAT))
             else:
-                self.source = text_models.resolve_source(model)
+                self.source = self._resolve_source(model, ctx)
         self.tokenizer = self._load_tokenizer(self.source)
         self.format = templates.setup_tokenizer(self.tokenizer, self.template, self.source.describe())
         self.data = chat_data.read_data(data_path, self.columns, float(self.params.get("val_fraction") or 0.1), ctx.seed, whole=ctx.whole_data)
@@ -179,11 +183,25 @@ class TextGenerationTask(Task):
             self.rows[name] = self._rows(name, ctx.seed)
         self.plan = self._plan(ctx)
         self._precision = ctx.precision
+        self._device = getattr(ctx.device, "type", str(ctx.device))
         summary = self._summary(stats)
         summary.notes = self.summary_lines(summary)  # the window's data check shows them too
         for line in summary.notes:
             ctx.log(line)
         return summary
+
+    def _resolve_source(self, model: str, ctx: RunContext) -> text_models.ModelSource:
+        """The model folder; in a dry run also one holding only config.json and a tokenizer (its shapes, for
+        the memory model: a 7B answers on a machine that could not load it)."""
+        try:
+            return text_models.resolve_source(model)
+        except UsageError:
+            folder = Path(model).expanduser()
+            if ctx.purpose != "dry-run" or not (folder / "config.json").is_file() or any(folder.glob("*.safetensors")) or any(folder.glob("*.bin")):
+                raise
+        self.shapes_only = True
+        ctx.log(f"model folder {folder} holds no weights: the dry run reads its shapes from config.json (the memory model's estimate)")
+        return text_models.ModelSource("folder", model, folder.resolve())
 
     def _load_tokenizer(self, source: text_models.ModelSource) -> Any:
         from transformers import AutoTokenizer
@@ -267,6 +285,7 @@ class TextGenerationTask(Task):
                 summary.extra["base_model"] = {"path": str(self.source.path), "fingerprint": model_fingerprint(self.source.path)}
         if self.plan is not None and self.source is not None:
             summary.extra["memory_model"] = self._memory_model().to_json()
+            summary.extra["memory_on_gpu"] = self._gpu_answer()
         if self.packing and "train" in self.rows:
             summary.extra["packed_rows"] = len(self.rows["train"])
         if "train" in self.encoded and self.encoded["train"]:
@@ -291,7 +310,7 @@ class TextGenerationTask(Task):
         if self.plan is None or self.source is None:
             return None
         m = self._memory_model(micro_batch)
-        return {"weights": m.weights + m.adapters, "gradients": m.gradients, "optimizer": m.optimizer, "activations": m.activations + m.logits}
+        return {"weights": m.weights + m.adapters, "gradients": m.gradients, "optimizer": m.optimizer, "activations": m.activations + m.logits, "other": m.runtime}
 
     def _memory_model(self, micro_batch: int | None = None) -> sft_memory.SFTMemory:
         from transformers import AutoConfig
@@ -306,7 +325,32 @@ class TextGenerationTask(Task):
             checkpointing=self.plan.gradient_checkpointing,
             lora_rank=self.plan.lora_rank,
             loss_chunk=int(self.params.get("loss_chunk") or 1024),
+            device=self._device,
+            trained_embeddings=self._trains_embeddings(),
         )
+
+    def _trains_embeddings(self) -> bool:
+        """Whether a LoRA run trains the embeddings and output layer in full (the template added tokens)."""
+        return self.format is not None and bool(set(self.format.added_tokens) - {templates.PAD_TOKEN})
+
+    def _gpu_answer(self) -> dict[str, Any]:
+        """What each fine-tuning mode would need on a GPU in bf16 at this run's batch and max_length, and
+        whether it fits a 24 GB card (the question before buying or renting one), whatever this machine is."""
+        from transformers import AutoConfig
+
+        assert self.plan is not None and self.source is not None
+        config = AutoConfig.from_pretrained(str(self.source.path), local_files_only=True)
+        counts = sft_memory.parameter_counts(config)
+        batch = int(self.params.get("batch_size") or 1)
+        modes = {}
+        for mode in ("qlora", "lora", "full"):
+            m = sft_memory.sft_memory(
+                config, mode=mode, precision="bf16", max_length=self.max_length, micro_batch=batch, checkpointing=True,
+                lora_rank=self.plan.lora_rank, loss_chunk=int(self.params.get("loss_chunk") or 1024), counts=counts, device="cuda",
+                trained_embeddings=self._trains_embeddings(),
+            )
+            modes[mode] = {"total": m.total, "fits_24gb": m.fits(GPU_24GB)}
+        return {"batch": batch, "max_length": self.max_length, "checkpointing": True, "capacity": GPU_24GB, "modes": modes}
 
     def summary_lines(self, summary: DataSummary) -> list[str]:
         extra = summary.extra
@@ -344,6 +388,14 @@ class TextGenerationTask(Task):
             lines.append(
                 f"SFT memory model (batch {self.params.get('batch_size')}, max_length {self.max_length}): about {figures['total'] / 2**30:.2f} GiB "
                 f"(weights {figures['weights'] / 2**30:.2f}, activations {figures['activations'] / 2**30:.2f}, logits {figures['logits'] / 2**30:.2f})"
+            )
+        gpu = extra.get("memory_on_gpu")
+        if gpu:
+            sizes = ", ".join(f"{mode} about {m['total'] / 2**30:.1f} GiB" for mode, m in gpu["modes"].items())
+            fitting = [mode for mode, m in gpu["modes"].items() if m["fits_24gb"]]
+            lines.append(
+                f"on a GPU (bf16, checkpointing, batch {gpu['batch']}, max_length {gpu['max_length']}): {sizes}; "
+                + (f"a 24 GB GPU fits {' and '.join(fitting)}" if fitting else "none fits a 24 GB GPU")
             )
         return lines
 
@@ -424,6 +476,9 @@ class TextGenerationTask(Task):
             dtype = torch.bfloat16  # frozen base weights in bf16; the adapters train in fp32
         if torch.get_default_device().type == "meta" or self.source.kind == "preset":  # the memory estimate (shapes only), or from scratch
             lm = AutoModelForCausalLM.from_config(config, dtype=dtype)
+        elif self.shapes_only:
+            # the memory probe of a dry run: nothing to load; the engine falls back to the memory model
+            raise RuntimeError(f"model folder {self.source.path} holds no weights (config.json only)")
         else:
             quantized: dict[str, Any] = {}
             if plan.mode == "qlora":
@@ -469,7 +524,7 @@ class TextGenerationTask(Task):
 
                 lm = prepare_model_for_kbit_training(lm, use_gradient_checkpointing=plan.gradient_checkpointing, gradient_checkpointing_kwargs={"use_reentrant": False})
             # tokens the template added have new embedding rows: they train in full with the adapters
-            saved = ["embed_tokens", "lm_head"] if self.format is not None and set(self.format.added_tokens) - {templates.PAD_TOKEN} else None
+            saved = ["embed_tokens", "lm_head"] if self._trains_embeddings() else None
             config = LoraConfig(
                 task_type="CAUSAL_LM",
                 r=plan.lora_rank,
