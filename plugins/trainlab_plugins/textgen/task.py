@@ -46,6 +46,7 @@ GPU_24GB = 24 * sft_memory.GiB  # the card the memory answer is asked about (RTX
 
 DESCRIBE_CHARS = 300
 TRUNCATION_WARNING_SHARE = 0.05
+MEGABATCH = 50  # batches sorted together by length (a window wide enough to match lengths, narrow enough to stay random)
 PROMPT_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".txt")
 
 
@@ -119,6 +120,23 @@ def collate_rows(rows: Sequence[Row], pad_id: int, *, packed: bool) -> dict[str,
     else:
         batch["attention_mask"] = mask
     return batch
+
+
+def length_grouped_batches(order: list[int], lengths: list[int], batch_size: int, megabatch: int = MEGABATCH) -> list[list[int]]:
+    """Batches of rows of similar length, in an order still random: ``order`` (a shuffle) is cut into
+    megabatches of ``megabatch`` batches, each sorted longest first and cut into batches; the
+    megabatches keep their random order.  The batch holding the longest row goes first, so that a
+    run that will not fit in memory says so at its first step, not hours in (as Hugging Face's
+    LengthGroupedSampler does).  A function of ``order`` alone: the same shuffle, the same batches."""
+    size = batch_size * megabatch
+    ordered: list[int] = []
+    for start in range(0, len(order), size):
+        ordered += sorted(order[start : start + size], key=lambda i: -lengths[i])
+    batches = [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
+    if batches:
+        longest = max(range(len(batches)), key=lambda b: lengths[batches[b][0]])
+        batches.insert(0, batches.pop(longest))
+    return batches
 
 
 class TextGenerationTask(Task):
@@ -409,7 +427,9 @@ class TextGenerationTask(Task):
         return collate_rows(items, self.tokenizer.pad_token_id, packed=any(r.packed for r in items))
 
     def batch_order(self, split: str, epoch: int, batch_size: int, seed: int) -> list[list[int]]:
-        """Train: the rows shuffled by (seed, epoch), long rows kept together in groups when not packed; eval: by length."""
+        """Train: the rows shuffled by (seed, epoch), and when not packed grouped by length
+        (``length_grouped_batches``): a function of (seed, epoch), so a resumed run skips the
+        batches it trained and goes on with the same ones; eval: by length."""
         rows = self.rows[split]
         n = len(rows)
         if split != "train":
@@ -417,16 +437,9 @@ class TextGenerationTask(Task):
             return [order[i : i + batch_size] for i in range(0, n, batch_size)]
         gen = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
         order = torch.randperm(n, generator=gen).tolist()
-        if not self.packing:
-            # length grouping: sort within windows of 50 batches, then shuffle the batches
-            window = batch_size * 50
-            grouped: list[int] = []
-            for start in range(0, n, window):
-                grouped += sorted(order[start : start + window], key=lambda i: len(rows[i]))
-            order = grouped
-        batches = [order[i : i + batch_size] for i in range(0, n, batch_size)]
-        perm = torch.randperm(len(batches), generator=gen).tolist()
-        return [batches[i] for i in perm]
+        if self.packing:  # packed rows are all about max_length long: nothing to group
+            return [order[i : i + batch_size] for i in range(0, n, batch_size)]
+        return length_grouped_batches(order, [len(r) for r in rows], batch_size)
 
     def loader_options(self, split: str, ctx: RunContext) -> dict[str, Any]:
         return {"num_workers": 0, "pin_memory": ctx.is_cuda}

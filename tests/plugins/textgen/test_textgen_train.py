@@ -154,8 +154,10 @@ class StopAtStep(Callback):
             self.control.request_stop("test stop")
 
 
-def test_a_packed_run_stopped_mid_epoch_resumes_bit_exact(llama_folder, chats, tmp_path):
-    params = _params(llama_folder, finetune="full", packing="true", max_length="96", batch_size="2", epochs="2", eval_generations="0", final_weights="last")
+@pytest.mark.parametrize("packing", ["true", "false"])
+def test_a_run_stopped_mid_epoch_resumes_bit_exact(llama_folder, chats, tmp_path, packing):
+    """Packed rows, or length-grouped batches: the resumed run trains the batches the straight one did."""
+    params = _params(llama_folder, finetune="full", packing=packing, max_length="96", batch_size="2", epochs="2", eval_generations="0", final_weights="last")
     straight = run_training(RunRequest(task="text-generation", data=str(chats), params=params, out=str(tmp_path / "straight")))
     assert straight.status == "completed", straight.error
     control = RunControl()
@@ -219,3 +221,33 @@ def test_a_runs_chat_compares_with_its_base_model_in_the_runs_template(lora_run,
         model = load_chat_model(source, "cpu")
         assert model.prompt(messages).startswith("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is 3 plus one?")
         assert isinstance("".join(model.stream(messages, settings)), str)
+
+
+def _padding(batches, lengths):
+    padded = sum(max(lengths[i] for i in b) * len(b) for b in batches)
+    return 1 - sum(lengths[i] for b in batches for i in b) / padded
+
+
+def test_length_grouping_cuts_padding_starts_with_the_longest_batch_and_repeats_under_the_seed(qwen_folder, tmp_path):
+    import random
+
+    from trainlab.engine.plan import plan_run
+
+    rng = random.Random(0)
+    words = [" ".join(["word"] * rng.choice([1, 2, 3, 20, 40])) for _ in range(300)]
+    data = tmp_path / "varied.jsonl"
+    data.write_text("".join(json.dumps({"messages": [{"role": "user", "content": "Say it"}, {"role": "assistant", "content": w}]}) + "\n" for w in words), encoding="utf-8")
+    plan = plan_run(RunRequest(task="text-generation", data=str(data), params=_params(qwen_folder, finetune="full", max_length="128"), out=str(tmp_path / "r")))
+    task = plan.task
+    lengths = [len(r) for r in task.dataset("train")]
+    grouped = task.batch_order("train", 1, 4, 3)
+    assert sorted(i for b in grouped for i in b) == list(range(len(lengths)))  # every row once
+    assert max(lengths[i] for i in grouped[0]) == max(lengths)  # out of memory shows at step 1
+    shuffled = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(1)).tolist()
+    random_batches = [shuffled[i : i + 4] for i in range(0, len(shuffled), 4)]
+    assert _padding(grouped, lengths) < 0.5 * _padding(random_batches, lengths)
+    assert task.batch_order("train", 1, 4, 3) == grouped  # what a resumed run recomputes
+    assert task.batch_order("train", 2, 4, 3) != grouped and task.batch_order("train", 1, 4, 4) != grouped
+    # the batches' order is still random: not sorted by length from first to last
+    firsts = [max(lengths[i] for i in b) for b in grouped[1:]]
+    assert firsts != sorted(firsts, reverse=True)
