@@ -437,10 +437,13 @@ class MainWindow(QMainWindow):
             self.restoreState(QByteArray.fromBase64(self.settings.window_state.encode("ascii")))
 
     # The first launch takes this share of the screen's free area (what panels
-    # and docks leave), centred: room for the plots beside the form on a laptop,
-    # and not a wall of empty space on a large monitor.
+    # and docks leave), centred, and not a wall of empty space on a large
+    # monitor; on a laptop screen as much of it as it takes for the plots to sit
+    # side by side beside the form (FIRST_ROOMY, less a window frame's title bar).
     FIRST_SHARE = 0.9
     FIRST_MAX = QSize(1800, 1150)
+    FIRST_ROOMY = QSize(1280, 800)
+    FRAME_ALLOWANCE = 40
 
     def _first_geometry(self) -> QRect:
         screen = self.screen() or QApplication.primaryScreen()
@@ -452,13 +455,15 @@ class MainWindow(QMainWindow):
         return rect
 
     def _first_size(self) -> QSize:
-        """``FIRST_SHARE`` of the screen's free area (at most ``FIRST_MAX``), never under the minimum."""
+        """``FIRST_SHARE`` of the screen's free area, or ``FIRST_ROOMY`` where that is more and the
+        screen has room (at most ``FIRST_MAX``), never under the minimum."""
         screen = self.screen() or QApplication.primaryScreen()
         if screen is None:
             return QSize(1360, 860)
         free = screen.availableGeometry().size()
         wanted = QSize(round(free.width() * self.FIRST_SHARE), round(free.height() * self.FIRST_SHARE))
-        return wanted.boundedTo(self.FIRST_MAX).expandedTo(self.minimumSize())
+        roomy = self.FIRST_ROOMY.boundedTo(QSize(free.width(), free.height() - self.FRAME_ALLOWANCE))
+        return wanted.expandedTo(roomy).boundedTo(self.FIRST_MAX).expandedTo(self.minimumSize())
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange and self.plots is not None:

@@ -73,7 +73,8 @@ def test_the_first_launch_takes_a_share_of_the_screen_centred(qtbot, window):
     assert size.height() <= max(free.height(), window.minimumHeight())
     assert size.width() >= window.minimumWidth() and size.height() >= window.minimumHeight()
     if free.width() * window.FIRST_SHARE >= window.minimumWidth():  # not the minimum on a small screen
-        assert size.width() == min(round(free.width() * window.FIRST_SHARE), window.FIRST_MAX.width())
+        share = max(round(free.width() * window.FIRST_SHARE), min(free.width(), window.FIRST_ROOMY.width()))
+        assert size.width() == min(share, window.FIRST_MAX.width())
     first = window._first_geometry()
     assert first.size() == size and abs(first.center().x() - free.center().x()) <= 1
 
@@ -130,7 +131,8 @@ def _tick_labels_inside(plot, view) -> None:
 
 def test_at_common_screen_sizes_the_plots_sit_side_by_side_and_nothing_is_cut(qtbot, window, tmp_path):
     """1280x800 and 1920x1080: training loss above; validation loss, the metrics and the learning rate
-    in one row, none squeezed to its axis by the metrics' title; no legend over a curve; every tick label whole."""
+    in one row, none squeezed to its axis by the metrics' title; no legend over a curve; every tick label whole.
+    Narrower, the metrics take a row of their own rather than squeeze the others."""
     from trainlab.viewmodel.curves import RunCurves
 
     window.show_page("train")
@@ -140,10 +142,12 @@ def test_at_common_screen_sizes_the_plots_sit_side_by_side_and_nothing_is_cut(qt
     plots.show_run_metrics(str(run), "image-classification")
     assert plots.loss_plot.legend is None  # the curves are named in the title
     assert "smoothed" in plots.loss_plot.titleLabel.text
-    for size in ((1280, 800), (1920, 1080)):
+    # 1152x720: the first launch's 90 % of a 1280x800 screen, where the metrics' title decides the arrangement
+    for size in ((1280, 800), (1920, 1080), (1152, 720), (1280, 800)):
         _settle(qtbot, window, *size)
         qtbot.wait(200)
-        assert not plots._narrow, size
+        if size != (1152, 720):
+            assert not plots._narrow, size
         metric = plots.metrics.plots[0]
         rows = {p.sceneBoundingRect().top() for p in (plots.eval_loss_plot, plots.lr_plot)}
         assert len(rows) == 1, "validation loss and learning rate side by side"

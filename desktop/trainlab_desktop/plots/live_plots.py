@@ -210,12 +210,24 @@ class LivePlots(QWidget):
 
     # -- arrangement -----------------------------------------------------------
     NARROW_WIDTH = 600  # under it, three plots side by side are too small to read
-    SIDE_MIN_WIDTH = 150  # the validation loss and learning rate beside the metrics
+    SIDE_MIN_WIDTH = 140  # the validation loss and learning rate beside the metrics
     WIDE_MIN_HEIGHT, NARROW_MIN_HEIGHT = 320, 480
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        self._arrange(event.size().width() < self.NARROW_WIDTH)
+        self._arrange(self._too_narrow(event.size().width()))
+
+    def _too_narrow(self, width: int) -> bool:
+        """Whether the plots' second row cannot hold its three plots side by side at ``width``:
+        under ``NARROW_WIDTH``, or less than the metrics' titles and the two other plots need."""
+        if width < self.NARROW_WIDTH:
+            return True
+        metrics = self.metrics_layout.effectiveSizeHint(Qt.SizeHint.MinimumSize).width()
+        grid = self.view.ci.layout
+        left, _top, right, _bottom = grid.getContentsMargins()
+        needed = metrics + 2 * self.SIDE_MIN_WIDTH + left + right + 2 * grid.horizontalSpacing()
+        # a little slack once wide, so a title a character longer does not flip the arrangement back and forth
+        return width < needed + (0 if self._narrow else 8)
 
     def _arrange(self, narrow: bool) -> None:
         """Wide: validation loss, the metrics and the learning rate side by side
@@ -369,6 +381,8 @@ class LivePlots(QWidget):
 
     def _draw_metrics(self) -> None:
         self.metrics.draw(self.curves, self.tr("best"), self.tr("last"))
+        if self.isVisible():  # the titles' widths changed: do the three still fit side by side?
+            self._arrange(self._too_narrow(self.width()))
         evals = self.curves.evals
         best = evals.column("best") > 0.5
         if self.metrics.monitored == "loss" and best.any():
