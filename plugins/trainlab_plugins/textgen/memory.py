@@ -6,8 +6,9 @@ device), no step run.  What a training step holds at once:
 * **weights** by how they are held: fp32 for full fine-tuning (the engine
   trains fp32 weights under autocast), the precision's width for a LoRA
   base, 4-bit NF4 with double-quantised constants (about 0.52 bytes a
-  weight) for QLoRA's linear layers, their embeddings and output layer at 2
-  bytes, plus one projection dequantised to 16 bits while it computes;
+  weight) for QLoRA's linear layers, the rest (embeddings, output layer,
+  norms) in fp32 as PEFT's k-bit preparation upcasts them, plus one
+  projection dequantised to 16 bits while it computes;
 * **LoRA adapters** (``r x (in + out)`` per targeted projection) in fp32,
   and the trained copies of the embeddings and output layer when a
   template added tokens;
@@ -116,8 +117,8 @@ def _counts(config_json: str) -> tuple[int, int]:
 
 def _layer_activations(hidden: int, kv: int, inter: int, heads: int, *, mode: str, act: int) -> int:
     """Bytes one decoder layer saves for its backward, per token."""
-    # the residual stream is at the weights' width: fp32 in full fine-tuning
-    residual = 4 if mode == "full" else act
+    # the residual stream is at the embeddings' width: fp32 in full fine-tuning and QLoRA
+    residual = 4 if mode in ("full", "qlora") else act
     # each RMSNorm: its input upcast to fp32, and the scaled output the next projections read; with
     # a trained norm weight also the normalised hidden state its gradient needs
     norm = hidden * (4 + residual + (residual if mode == "full" else 0))
@@ -150,12 +151,12 @@ def sft_memory(
     hidden, kv, inter, layers, vocab, heads = _dims(config)
     total, linear = counts or parameter_counts(config)
     act = 4 if precision == "fp32" else 2
-    residual = 4 if mode == "full" else act
+    residual = 4 if mode in ("full", "qlora") else act
     if mode == "full":
         weights = 4 * total
     elif mode == "qlora":
         # one projection at a time dequantised to 16 bits for its matmul
-        weights = int(NF4_BYTES * linear) + 2 * (total - linear) + 2 * max(hidden, inter) * max(hidden, kv, inter)
+        weights = int(NF4_BYTES * linear) + 4 * (total - linear) + 2 * max(hidden, inter) * max(hidden, kv, inter)
     else:
         weights = act * total
     # q, k, v, o, gate, up, down: r x (in + out) each

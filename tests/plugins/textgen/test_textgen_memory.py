@@ -12,7 +12,7 @@ QWEN_7B = Qwen2Config(hidden_size=3584, intermediate_size=18944, num_hidden_laye
 
 def test_a_7b_qlora_at_length_1024_fits_in_24_gb_and_full_fine_tuning_does_not():
     qlora = sft_memory(QWEN_7B, mode="qlora", precision="bf16", max_length=1024, micro_batch=1, checkpointing=True, lora_rank=16, device="cuda")
-    assert 4 * GiB < qlora.weights < 7 * GiB  # 4-bit projections, 16-bit embeddings and output layer
+    assert 6 * GiB < qlora.weights < 8 * GiB  # 4-bit projections; embeddings and output layer upcast to fp32 by PEFT
     assert qlora.total < 0.9 * 24 * GiB and qlora.fits(24 * GiB)
     assert qlora.runtime == 0  # the graph's bookkeeping is host memory, not the GPU's
     full = sft_memory(QWEN_7B, mode="full", precision="bf16", max_length=1024, micro_batch=1, checkpointing=True, device="cuda")
