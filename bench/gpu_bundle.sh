@@ -22,8 +22,9 @@ OUT_DIR="$ROOT/.whl"
 DOWNLOAD=1
 # Packages the machine's Python (torch, torchvision, transformers, safetensors,
 # psutil, nvidia-ml-py, pluggy, numpy, pillow there) lacks.
-# peft (and accelerate, which it needs) for the LoRA checks: pure Python
-EXTRA=("platformdirs>=4" "peft>=0.13" "accelerate>=0.26")
+# peft (and accelerate, which it needs) for the LoRA checks: pure Python;
+# liger-kernel (pure Python over the triton torch ships) for textgen_fused_loss
+EXTRA=("platformdirs>=4" "peft>=0.13" "accelerate>=0.26" "liger-kernel")
 
 tree_stamp() {
     # What the device tool copies (tracked and untracked-not-ignored files);
