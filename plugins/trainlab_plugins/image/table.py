@@ -207,6 +207,7 @@ def no_usable_rows(path: Path, result: ScanResult) -> DataError:
     if not result.skipped:
         return DataError(f"{path}: the table lists no images")
     where, reason = result.skipped_examples[0] if result.skipped_examples else ("", "")
+    where = where if where.isprintable() else repr(where)  # a listed path with a newline: still one line
     hint = f" (paths are relative to {path.parent}, or absolute)" if reason == MISSING_FILE else ""
     counts = ", ".join(f"{n} {why}" for why, n in result.skipped.most_common())
     return DataError(f"{path}: no usable image ({counts}); first: {where}: {reason}{hint}")
