@@ -71,9 +71,9 @@ _COMMON = dict(
 )  # fmt: skip
 PROFILES = {
     "short": settings(max_examples=SHORT_EXAMPLES, derandomize=True, **_COMMON),
-    "long": settings(max_examples=LONG_EXAMPLES, derandomize=False, **_COMMON),
+    "thorough": settings(max_examples=LONG_EXAMPLES, derandomize=False, **_COMMON),
 }
-DEPTHS = [pytest.param("short", id="short"), pytest.param("long", id="long", marks=pytest.mark.slow)]
+DEPTHS = [pytest.param("short", id="short"), pytest.param("thorough", id="thorough", marks=pytest.mark.slow)]
 
 
 def one_line_error(call: Callable[[], Any], errors: tuple[type[BaseException], ...] = (UsageError,)) -> Any:

@@ -46,13 +46,15 @@ image_cell = st.one_of(
 )  # fmt: skip
 # Cases that failed once, kept: a listed path holding a NUL or a lone surrogate
 # (ValueError, UnicodeEncodeError from os.stat), an integer past the largest
-# float as a number label (OverflowError), JSON nested past the recursion limit.
+# float as a number label (OverflowError), JSON nested past the recursion limit,
+# a missing image whose path holds a newline (named in the error).
 TABLE_EXAMPLES = (
     b'{"image": "a\\u0000b.png", "label": "x"}\n{"image": "png.png", "label": "y"}\n',
     b'{"image": "\\ud800.png", "label": "x"}\n{"image": "png.png", "label": "y"}\n',
     b"image,label\na\x00b.png,x\npng.png,y\n",
     b'{"image": "png.png", "label": 1' + b"0" * 400 + b'}\n{"image": "jpeg.jpg", "label": 2}\n',
     b'{"image": "png.png", "label": ' + b"[" * 3000 + b"]" * 3000 + b"}\n",
+    b'{"image": "!\\n!", "label": null}',  # the path, with its newline, in the error: two lines
 )
 listed_row = st.fixed_dictionaries({"image": image_cell, "label": st.one_of(json_scalar, st.lists(odd_text, max_size=3))})
 
