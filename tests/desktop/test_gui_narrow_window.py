@@ -165,10 +165,14 @@ def test_the_start_page_scrolls_rather_than_cutting_a_card(qtbot, window):
     window.show_page("welcome")
     for size in ((1280, 800), (960, 640)):
         _settle(qtbot, window, *size)
+        qtbot.wait(100)
+        viewport = welcome.scroll.viewport()
+        assert welcome.scroll.horizontalScrollBar().maximum() == 0, f"the start page scrolls sideways at {size}"
         for task, card in welcome.sample_cards.items():
             body = card.body
             needed = body.heightForWidth(body.width())
             assert body.height() >= needed, f"{task}'s description is cut at {size}: {body.height()} of {needed} px"
+            assert _rect_in(card, viewport).right() < viewport.width(), f"{task}'s card is cut at the right at {size}"
 
 
 def test_the_progress_line_ends_in_an_ellipsis_when_it_is_too_long(qtbot, window):

@@ -174,7 +174,7 @@ class WelcomeView(QWidget):
         page.setContentsMargins(0, 0, 0, 0)
         page.addWidget(scroll)
         self.scroll = scroll
-        outer = QVBoxLayout(content)
+        outer = self.content_layout = QVBoxLayout(content)
         outer.setContentsMargins(36, 28, 36, 24)
         outer.setSpacing(14)
         title = QLabel(self.tr("Welcome to TrainLab"), self)
@@ -260,12 +260,30 @@ class WelcomeView(QWidget):
         card = self.sample_cards.get(task_id)
         return card.button if card is not None else None
 
+    def _fitting_columns(self, width: int) -> int:
+        """How many cards side by side ``width`` pixels of the page hold, each at its least width."""
+        cards = [*self.sample_cards.values(), self.new_card]
+        least = max(card.minimumSizeHint().width() for card in cards)
+        margins = self.content_layout.contentsMargins()
+        room = width - margins.left() - margins.right() - self.scroll.verticalScrollBar().sizeHint().width()
+        spacing = self.cards.horizontalSpacing()
+        return max(1, min(MAX_COLUMNS, (room + spacing) // (least + spacing)))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        if self._fitting_columns(event.size().width()) != self._fitting:
+            self._lay_out_cards()
+
     def _lay_out_cards(self) -> None:
         cards = [*self.sample_cards.values(), self.new_card]
         total = len(cards)
-        # one row for up to four cards; more wrap into rows of three or four
+        # one row for up to four cards; more wrap into rows of three or four; fewer in
+        # a narrow window (side by side, the cards' least widths were wider than the page)
         columns = total if total <= MAX_COLUMNS else (3 if total <= 6 else MAX_COLUMNS)
-        self.cards.removeWidget(self.new_card)
+        self._fitting = self._fitting_columns(self.width())
+        columns = min(columns, self._fitting)
+        for card in cards:
+            self.cards.removeWidget(card)
         for index, card in enumerate(cards):
             self.cards.addWidget(card, index // columns, index % columns)
             card.show()  # now, not when the layout next gets round to it
