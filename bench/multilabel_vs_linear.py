@@ -21,7 +21,19 @@ thresholds chosen on the validation split the same way, the fair comparison
 with threshold=auto (both then flatter themselves alike).  Goal: TrainLab at or above the baseline
 at its defaults for a pretrained model.
 
-    .venv/bin/python bench/multilabel_vs_linear.py [--model tiny-bert|FOLDER] [--rows 2000] [--tags 8] [--quick] [--json]
+``--task text-regression`` checks that the same pretrained-encoder defaults
+train a regression head: the same descriptions, the target each package's
+log10 of its ``Installed-Size`` (KiB); TrainLab's R^2 on the validation
+split against a mean predictor's (the training mean: R^2 about 0) and TF-IDF
++ ridge regression's, and whether its training loss fell (the mean of the
+first and of the last tenth of its logged losses).
+
+``--model`` takes a local pretrained folder (transformers' files: config,
+weights, tokenizer); docs/results/text-classification.md says how to get
+all-MiniLM-L6-v2 as one without the hub.
+
+    .venv/bin/python bench/multilabel_vs_linear.py [--model tiny-bert|FOLDER] [--task text-multilabel|text-regression]
+        [--rows 2000] [--tags 8] [--quick] [--json]
 
 The last line is a JSON object with the figures.
 """
@@ -31,6 +43,7 @@ from __future__ import annotations
 import collections
 import csv
 import json
+import math
 import os
 import random
 import subprocess
@@ -44,9 +57,9 @@ LISTS = Path("/var/lib/apt/lists")
 SKIPPED_FACETS = ("role::", "suite::", "special::", "made-of::", "devel::lang")
 
 
-def debian_packages() -> list[tuple[str, str, list[str]]]:
-    """(package, one-line description, debtags) of every package in the local lists that has tags."""
-    found: dict[str, tuple[str, list[str]]] = {}
+def debian_packages() -> list[tuple[str, str, list[str], int]]:
+    """(package, one-line description, debtags, installed size in KiB or 0) of every package in the local lists that has tags."""
+    found: dict[str, tuple[str, list[str], int]] = {}
     for path in sorted(LISTS.glob("*_Packages*")):
         if path.suffix == ".lz4":
             text = subprocess.run(["lz4cat", str(path)], capture_output=True, text=True, check=True).stdout
@@ -63,25 +76,51 @@ def debian_packages() -> list[tuple[str, str, list[str]]]:
                     fields[key] = value.strip()
             if fields.get("Package") and fields.get("Tag") and fields.get("Description"):
                 tags = [t.strip() for t in fields["Tag"].split(",") if t.strip()]
-                found[fields["Package"]] = (fields["Description"], tags)
-    return [(name, text, tags) for name, (text, tags) in sorted(found.items())]
+                size = fields.get("Installed-Size", "")
+                found[fields["Package"]] = (fields["Description"], tags, int(size) if size.isdigit() else 0)
+    return [(name, *fields) for name, fields in sorted(found.items())]
 
 
 def tagged_rows(rows: int, n_tags: int, seed: int) -> tuple[list[tuple[str, list[str]]], list[str]]:
     packages = debian_packages()
     if not packages:
         raise SystemExit(f"no tagged package lists under {LISTS} (apt-get update fills them)")
-    counts = collections.Counter(t for _, _, tags in packages for t in tags if not t.startswith(SKIPPED_FACETS))
+    counts = collections.Counter(t for _, _, tags, _ in packages for t in tags if not t.startswith(SKIPPED_FACETS))
     chosen = [tag for tag, _ in counts.most_common(n_tags)]
     seen: set[str] = set()
     usable = []
-    for _, text, tags in packages:
+    for _, text, tags, _ in packages:
         keep = [t for t in tags if t in chosen]
         if keep and text.lower() not in seen:
             seen.add(text.lower())
             usable.append((text, keep))
     random.Random(seed).shuffle(usable)
     return usable[:rows], chosen
+
+
+def sized_rows(rows: int, seed: int) -> list[tuple[str, float]]:
+    """(description, log10 of the installed size in KiB) of ``rows`` packages with a size, descriptions seen once."""
+    seen: set[str] = set()
+    usable = []
+    for _, text, _, size in debian_packages():
+        if size > 0 and text.lower() not in seen:
+            seen.add(text.lower())
+            usable.append((text, round(math.log10(size), 4)))
+    random.Random(seed).shuffle(usable)
+    return usable[:rows]
+
+
+def baseline_r2(train, val) -> tuple[float, float]:
+    """R^2 on the validation split of the training mean, and of TF-IDF + ridge regression."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import Ridge
+    from sklearn.metrics import r2_score
+
+    y_train, y_val = [y for _, y in train], [y for _, y in val]
+    mean = float(r2_score(y_val, [sum(y_train) / len(y_train)] * len(y_val)))
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
+    x_train, x_val = vectorizer.fit_transform([x for x, _ in train]), vectorizer.transform([x for x, _ in val])
+    return mean, float(r2_score(y_val, Ridge(alpha=1.0).fit(x_train, y_train).predict(x_val)))
 
 
 def baseline_micro_f1(train, val, labels) -> tuple[float, float]:
@@ -117,9 +156,87 @@ def write_split(path: Path, rows) -> None:
             writer.writerow([text, ";".join(tags)])
 
 
+def write_numbers(path: Path, rows) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
+
+
+def train_run(task: str, data: Path, home: str, args) -> tuple[object, dict, dict, float]:
+    """TrainLab's run at its defaults for ``--model``: (outcome, run.json, eval.json, seconds)."""
+    from trainlab.api.params import parse_assignments
+    from trainlab.engine.scripting import RunRequest, run_training
+
+    params = {"model": args.model, "device": args.device, "seed": str(args.seed), **parse_assignments(args.set)}
+    if args.quick:
+        params.update(epochs="1", min_steps="0")
+    started = time.perf_counter()
+    outcome = run_training(RunRequest(task=task, data=str(data), params=params, out=str(Path(home) / "run")))
+    seconds = time.perf_counter() - started
+    if outcome.status != "completed":
+        raise SystemExit(f"the TrainLab run {outcome.status}: {outcome.error}")
+    record = json.loads((Path(outcome.run_dir) / "run.json").read_text(encoding="utf-8"))
+    report = json.loads((Path(outcome.run_dir) / "eval.json").read_text(encoding="utf-8"))
+    return outcome, record, report, seconds
+
+
+def loss_fell(run_dir: str) -> tuple[float, float]:
+    """The mean training loss over the first and over the last tenth of the run's logged train events."""
+    losses = []
+    for line in (Path(run_dir) / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
+        event = json.loads(line) if line.strip() else {}
+        if event.get("event") == "train" and isinstance(event.get("loss"), (int, float)):
+            losses.append(float(event["loss"]))
+    tenth = max(1, len(losses) // 10)
+    return sum(losses[:tenth]) / tenth, sum(losses[-tenth:]) / tenth
+
+
+def regression(args, say) -> int:
+    rows = sized_rows(400 if args.quick else args.rows, args.seed)
+    cut = int(len(rows) * 0.8)
+    train, val = rows[:cut], rows[cut:]
+    say(f"{len(train)} train / {len(val)} val package descriptions, target log10(installed KiB)")
+    mean_r2, ridge_r2 = baseline_r2(train, val)
+    say(f"mean predictor: R^2 {mean_r2:.3f}; TF-IDF + ridge: R^2 {ridge_r2:.3f}")
+    home = tempfile.mkdtemp(prefix="trainlab-bench-")
+    os.environ["TRAINLAB_HOME"] = home  # keep the bench run out of the user's history
+    data = Path(home) / "data"
+    data.mkdir()
+    write_numbers(data / "train.csv", train)
+    write_numbers(data / "val.csv", val)
+    outcome, record, report, seconds = train_run("text-regression", data, home, args)
+    r2 = float(report["metrics"]["r2"])
+    first, last = loss_fell(outcome.run_dir)
+    say(f"TrainLab text-regression ({args.model}): R^2 {r2:.3f}, training loss {first:.3f} -> {last:.3f} ({seconds:.0f} s)")
+    return emit(
+        "multilabel_vs_linear",
+        args,
+        {
+            "task": "text-regression",
+            "data": "debian package descriptions, log10 installed size",
+            "train_rows": len(train),
+            "val_rows": len(val),
+            "mean_predictor_r2": round(mean_r2, 4),
+            "tfidf_ridge_r2": round(ridge_r2, 4),
+            "model": args.model,
+            "trainlab_r2": round(r2, 4),
+            "trainlab_mae": round(float(report["metrics"]["mae"]), 4),
+            "trainlab_loss_first_tenth": round(first, 4),
+            "trainlab_loss_last_tenth": round(last, 4),
+            "trainlab_seconds": round(seconds, 1),
+            "trainlab_parameters": {k: record["parameters"][k] for k in ("lr", "head_lr", "epochs", "min_steps", "batch_size") if k in record["parameters"]},
+            "trainlab_steps": outcome.steps,
+            "above_mean_predictor": r2 > mean_r2,
+            "loss_fell": last < first,
+        },
+    )
+
+
 def main() -> int:
     parser = bench_parser(__doc__, "400 rows, one epoch")
-    parser.add_argument("--model", default="tiny-bert", help="a pretrained folder, or tiny-bert (from scratch)")
+    parser.add_argument("--model", default="tiny-bert", help="a local pretrained folder, or tiny-bert (from scratch)")
+    parser.add_argument("--task", default="text-multilabel", choices=("text-multilabel", "text-regression"))
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--tags", type=int, default=8)
     parser.add_argument("--seed", type=int, default=42)
@@ -127,6 +244,8 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more TrainLab parameters (not the defaults then)")
     args = parser.parse_args()
     say = speaker(args)
+    if args.task == "text-regression":
+        return regression(args, say)
     rows, labels = tagged_rows(400 if args.quick else args.rows, args.tags, args.seed)
     cut = int(len(rows) * 0.8)
     train, val = rows[:cut], rows[cut:]
@@ -146,19 +265,7 @@ def main() -> int:
     write_split(data / "train.csv", train)
     write_split(data / "val.csv", val)
 
-    from trainlab.api.params import parse_assignments
-    from trainlab.engine.scripting import RunRequest, run_training
-
-    params = {"model": args.model, "device": args.device, "seed": str(args.seed), **parse_assignments(args.set)}
-    if args.quick:
-        params["epochs"] = "1"
-    started = time.perf_counter()
-    outcome = run_training(RunRequest(task="text-multilabel", data=str(data), params=params, out=str(Path(home) / "run")))
-    seconds = time.perf_counter() - started
-    if outcome.status != "completed":
-        raise SystemExit(f"the TrainLab run {outcome.status}: {outcome.error}")
-    record = json.loads((Path(outcome.run_dir) / "run.json").read_text(encoding="utf-8"))
-    report = json.loads((Path(outcome.run_dir) / "eval.json").read_text(encoding="utf-8"))
+    outcome, record, report, seconds = train_run("text-multilabel", data, home, args)
     trainlab = float(report["metrics"]["micro_f1"])
     say(f"TrainLab text-multilabel ({args.model}): micro-F1 {trainlab:.3f} ({seconds:.0f} s)")
     return emit(
@@ -176,7 +283,7 @@ def main() -> int:
             "model": args.model,
             "trainlab_micro_f1": round(trainlab, 4),
             "trainlab_seconds": round(seconds, 1),
-            "trainlab_parameters": {k: record["parameters"][k] for k in ("lr", "epochs", "batch_size", "threshold", "class_weighting") if k in record["parameters"]},
+            "trainlab_parameters": {k: record["parameters"][k] for k in ("lr", "head_lr", "epochs", "min_steps", "batch_size", "threshold", "class_weighting") if k in record["parameters"]},
             "trainlab_steps": outcome.steps,
             "above_baseline": trainlab >= baseline,
             "above_tuned_baseline": trainlab >= baseline_tuned,
