@@ -91,12 +91,12 @@ def test_without_samples_only_your_own_data_is_offered(qtbot, welcome):
 
 def test_the_start_page_says_it_is_reading_the_runs_until_it_has_them(qtbot, tmp_home):
     """Runs exist: no frame of "No runs yet" while the index is read in the background."""
+    import shutil
+    from pathlib import Path
+
     from helpers import train_toy
     from trainlab_desktop.app import make_application
     from trainlab_desktop.main_window import MainWindow
-
-    import shutil
-    from pathlib import Path
 
     trained = Path(train_toy(tmp_home.parent / f"{tmp_home.name}-trained", "toy-classification"))
     run_dir = shutil.copytree(trained, tmp_home / "runs" / trained.name)  # found by the index's first listing
