@@ -122,15 +122,13 @@ def _layer_activations(hidden: int, kv: int, inter: int, heads: int, *, mode: st
     # each RMSNorm: its input upcast to fp32, and the scaled output the next projections read; with
     # a trained norm weight also the normalised hidden state its gradient needs
     norm = hidden * (4 + residual + (residual if mode == "full" else 0))
-    if mode == "full" and act == 2:
-        # autocast's 16-bit copy of the input of each of q, k, v, gate and up (it caches weights' casts, not inputs')
-        norm += 5 * hidden * act // 2
     # SDPA keeps q and k after the rotary embedding, v, its output (no length x length scores) and a
     # log-sum-exp per head; the output projection reads that output as it is
     attention = act * (2 * hidden + 2 * kv) + 4 * heads
     # the MLP: gate's output (for SiLU's backward), SiLU's, up's, and their product (the down projection's input)
     mlp = act * 4 * inter
-    adapters = act * (6 * hidden + inter) if mode in ("lora", "qlora") else 0  # each adapter's dropped-out input
+    # each adapter's dropped-out input, in fp32: PEFT casts the input to the adapters' own dtype
+    adapters = 4 * (6 * hidden + inter) if mode in ("lora", "qlora") else 0
     return 2 * norm + attention + mlp + adapters
 
 
@@ -178,6 +176,10 @@ def sft_memory(
     # states, which its chunks keep)
     top = tokens * (hidden * (4 + (residual if mode == "full" else 0)) + act * hidden)
     saved = top + (tokens * layers * residual * hidden if checkpointing else layers * layer)
+    if mode == "full" and act == 2 and not checkpointing:
+        # autocast's 16-bit copy of each projection's fp32 weight, which the backward keeps (with
+        # checkpointing a layer's copies go with its activations and come back with its recompute)
+        saved += 2 * linear
     chunk = min(loss_chunk, tokens)
     # the loss's backward: the log-softmax saved, the NLL's gradient, the logits' gradient (fp32), and
     # under autocast the 16-bit logits the recomputed chunk made before upcasting them
