@@ -292,8 +292,9 @@ class Task:
         None, the default: its examples.  A language model's loss is a mean
         over trained tokens, which differ from batch to batch: returning
         their count makes the engine weigh the micro-batches of an
-        accumulated step by it, so the step's gradient is that of the mean
-        over every trained token of the step, however they were batched.
+        accumulated step, and the ranks of a torchrun group, by it, so the
+        step's gradient is that of the mean over every trained token of the
+        step, however they were batched and spread.
         """
         return None
 
