@@ -43,7 +43,13 @@ After each trial, with the public tools only:
                status its run.json says, and no temporary is left behind
 
     python bench/write_points.py [--scenario train,resume,index] [--errors ENOSPC,EIO,EFBIG,KILL]
-                                 [--points N] [--json]
+                                 [--first-only] [--points N] [--only TEXT] [--budget SECONDS] [--keep] [--json]
+
+``--first-only`` tries the first call of each point only; a point of the
+resume or the listing met already in the train scenario (the same code
+place and file kind) is tried once, there.  ``--budget`` starts no new point
+after that many seconds (the scenarios' points are taken in turn, so each is
+sampled) and says how many it left.
 
 ``--quick``: the train scenario's first 3 points, ENOSPC and KILL.  The last
 line is a JSON object: points found, trials tried, survived, per error, and
@@ -155,6 +161,7 @@ class Harness:
         self.work = work
         self.data = write_data(work / "toy.csv", rows=48)
         self.base = work / "base"
+        self.site = work / "site"
         self.trials = 0
 
     def env(self, home: Path) -> dict[str, str]:
@@ -172,14 +179,17 @@ class Harness:
         return ["train", "toy-classification", "--data", str(self.data), "--out", str(out), *TRAIN, "--json"]
 
     # -- the prepared home: an earlier completed run, and a run interrupted after its first checkpoint -----
+    # Every run happens in the same folder (``site``), a fresh copy of ``base`` each time: the same paths in
+    # every trial, so the copied index is right as it is and the calls repeat to the byte.
     def prepare(self) -> None:
-        home = self.base / "home"
-        done = self.trainlab(home, *self.train_args(self.base / "earlier"))
+        site = self.site
+        home = site / "home"
+        done = self.trainlab(home, *self.train_args(site / "earlier"))
         if done.returncode != 0:
             raise SystemExit(f"the earlier run failed: {done.stderr[-2000:]}")
-        interrupted = self.base / "interrupted"
+        interrupted = site / "interrupted"
         # killed at the rename after its first checkpoint's: the checkpoint of epoch 1 is kept
-        log = self.base / "rename.txt"
+        log = self.work / "rename.txt"
         self.trainlab(home, *self.train_args(interrupted), strace=self.strace(log, "rename"))
         places = {"RUN": str(interrupted)}
         first = next(c for c in parse_trace(log.read_text(errors="replace"), places) if c.kind == "RUN/checkpoints/last.safetensors")
@@ -188,49 +198,37 @@ class Harness:
                             strace=self.strace(log, "rename", f"rename:signal=KILL:when={first.index + 1}"))  # fmt: skip
         if cut.returncode == 0 or not (interrupted / "checkpoints" / "last.safetensors").is_file():
             raise SystemExit(f"could not interrupt the run to resume: {cut.returncode} {cut.stderr[-2000:]}")
+        self.trainlab(home, "runs", "--json")  # the index as it is before each trial: both runs, one interrupted
+        shutil.copytree(site, self.base)
 
-    def stage(self, scenario: str, trial: Path) -> tuple[list[str], dict[str, str], Path | None]:
-        """A fresh copy of the prepared home for one run of ``scenario``: its command, its folders, its run."""
-        home = trial / "home"
-        shutil.copytree(self.base / "home", home)
-        earlier = trial / "earlier"
-        shutil.copytree(self.base / "earlier", earlier)
-        interrupted = trial / "interrupted"
-        shutil.copytree(self.base / "interrupted", interrupted)
-        # the copies are the runs this home lists: point its index and list of folders at them
-        for name in ("other-run-folders.txt",):
-            listed = home / name
-            if listed.is_file():
-                listed.write_text(listed.read_text().replace(str(self.base), str(trial)))
-        (home / "index.sqlite3").unlink()
-        for suffix in ("-wal", "-shm"):
-            Path(f"{home / 'index.sqlite3'}{suffix}").unlink(missing_ok=True)
-        places = {"HOME": str(home), "EARLIER": str(earlier), "INTERRUPTED": str(interrupted)}
+    def stage(self, scenario: str) -> tuple[list[str], dict[str, str], Path | None]:
+        """A fresh copy of the prepared site for one run of ``scenario``: its command, its folders, its run."""
+        site = self.site
+        shutil.rmtree(site, ignore_errors=True)
+        shutil.copytree(self.base, site)
         copied = time.monotonic()
-        if scenario != "index":
-            self.trainlab(home, "runs", "--json")  # the index as it was before: listing both runs
+        home, earlier, interrupted = site / "home", site / "earlier", site / "interrupted"
+        places = {"HOME": str(home), "EARLIER": str(earlier), "INTERRUPTED": str(interrupted)}
+        if scenario == "train":
+            run = site / "run"
+            places["RUN"] = str(run)
+            return self.train_args(run), places, run
         if scenario == "resume":
             # A file changed in the last 2 s has its checksum verdict not cached (fileio.RACY_SECONDS); the
             # copied checkpoint's change time is now: wait it out, so the run caches its verdict every time.
             time.sleep(max(0.0, copied + 2.5 - time.monotonic()))
-        if scenario == "train":
-            run = trial / "run"
-            places["RUN"] = str(run)
-            return self.train_args(run), places, run
-        if scenario == "resume":
             return ["train", "--resume", str(interrupted), "--json"], places, interrupted
+        for lost in home.glob("index.sqlite3*"):  # the index scenario: it was lost
+            lost.unlink()
         return ["runs", "--json"], places, None
 
     def trace(self, scenario: str) -> list[Call]:
-        trial = Path(tempfile.mkdtemp(prefix=f"{scenario}-enumerate-", dir=self.work))
-        args, places, _ = self.stage(scenario, trial)
-        log = trial / "strace.txt"
-        done = self.trainlab(trial / "home", *args, strace=self.strace(log, ",".join(SYSCALLS)))
+        args, places, _ = self.stage(scenario)
+        log = self.work / "strace.txt"
+        done = self.trainlab(self.site / "home", *args, strace=self.strace(log, ",".join(SYSCALLS)))
         if done.returncode != 0:
             raise SystemExit(f"{scenario}: the untouched run failed: {done.stderr[-2000:]}")
-        calls = parse_trace(log.read_text(errors="replace"), places)
-        shutil.rmtree(trial, ignore_errors=True)
-        return calls
+        return parse_trace(log.read_text(errors="replace"), places)
 
     @staticmethod
     def strace(log: Path, traced: str, inject: str | None = None) -> list[str]:
@@ -240,18 +238,15 @@ class Harness:
     # -- one trial ----------------------------------------------------------------------------------------
     def trial(self, point: Point, error: str) -> dict:
         self.trials += 1
-        trial = self.work / f"trial-{self.trials:04d}"
-        trial.mkdir()
-        args, places, run = self.stage(point.scenario, trial)
-        home = trial / "home"
-        log = trial / "strace.txt"
+        args, places, run = self.stage(point.scenario)
+        trial, home = self.site, self.site / "home"
+        log = self.work / "strace.txt"
         how = "signal=KILL" if error == "KILL" else f"error={error}"
         done = self.trainlab(home, *args, strace=self.strace(log, point.call.name, f"{point.call.name}:{how}:when={point.call.index}"))
         hit = [c for c in parse_trace(log.read_text(errors="replace"), places) if c.injected or c.killed]
         result: dict = {"point": point.label, "error": error, "exit_code": done.returncode}
         if not hit or hit[0].kind != point.call.kind:
             result.update(missed=True, hit=hit[0].kind if hit else None)
-            shutil.rmtree(trial, ignore_errors=True)
             return result
         problems = []
         lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -270,8 +265,8 @@ class Harness:
         problems += self.indexed(trial, home, run)
         result["problems"] = problems
         result["survived"] = not problems
-        if not problems:
-            shutil.rmtree(trial, ignore_errors=True)
+        if problems:  # kept for a look (--keep)
+            shutil.copytree(trial, self.work / f"failed-{self.trials:04d}", symlinks=True)
         return result
 
     def intact(self, trial: Path, home: Path) -> list[str]:
@@ -357,6 +352,8 @@ def main() -> int:
     parser.add_argument("--errors", default=",".join(ERRORS), help="comma-separated: " + ", ".join(ERRORS))
     parser.add_argument("--points", type=int, default=0, help="only the first N points of each scenario (0: all)")
     parser.add_argument("--first-only", action="store_true", help="only the first call of each (system call, file kind)")
+    parser.add_argument("--only", default="", help="only the points whose label holds this text (\"train: rename RUN/run.json\")")
+    parser.add_argument("--budget", type=float, default=0, help="start no new point after this many seconds (0: no limit)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (the failed trials' folders)")
     args = parser.parse_args()
     if args.quick:
@@ -373,9 +370,11 @@ def main() -> int:
     found: dict[str, int] = {}
     seen: set[tuple[str, str, str]] = set()
     new: dict[str, int] = {}
+    left = 0
     try:
         harness = Harness(work)
         harness.prepare()
+        queues = []
         for scenario in scenarios:
             points = points_of(scenario, harness.trace(scenario), last=not args.first_only)
             found[scenario] = len(points)
@@ -384,12 +383,18 @@ def main() -> int:
             seen.update(_place(p) for p in points)
             new[scenario] = len(points)
             say(f"{scenario}: {found[scenario]} write points, {len(points)} not met in an earlier scenario")
-            for point in points[: args.points or None]:
-                for error in errors:
-                    result = harness.trial(point, error)
-                    results.append(result)
-                    verdict = "missed" if result.get("missed") else ("ok" if result["survived"] else "FAIL " + "; ".join(result["problems"]))
-                    say(f"{point.label:<62} {error:<6} exit {result['exit_code']:>4}  {verdict}")
+            queues.append([p for p in points if args.only in p.label][: args.points or None])
+        # the scenarios' points in turn, so that a --budget that runs out still samples each of them
+        order = [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
+        for point in order:
+            if args.budget and time.perf_counter() - began > args.budget:
+                left += 1
+                continue
+            for error in errors:
+                result = harness.trial(point, error)
+                results.append(result)
+                verdict = "missed" if result.get("missed") else ("ok" if result["survived"] else "FAIL " + "; ".join(result["problems"]))
+                say(f"{point.label:<62} {error:<6} exit {result['exit_code']:>4}  {verdict}")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -404,13 +409,14 @@ def main() -> int:
         "trials": len(tried),
         "survived": len(survived),
         "missed": len(results) - len(tried),
+        "points_left_by_the_budget": left,
         "per_error": {e: {"tried": sum(1 for r in tried if r["error"] == e), "survived": sum(1 for r in survived if r["error"] == e)}
                       for e in errors},
         "failures": [{k: r[k] for k in ("point", "error", "exit_code", "reason", "problems")} for r in tried if not r["survived"]],
         "seconds": round(time.perf_counter() - began, 1),
     }
     say(f"points tried {summary['points_tried']}, trials {summary['trials']}, survived {summary['survived']}, "
-        f"missed {summary['missed']}; {summary['seconds']} s")  # fmt: skip
+        f"missed {summary['missed']}, left by the budget {left}; {summary['seconds']} s")  # fmt: skip
     emit("write_points", args, summary)
     return 0 if summary["survived"] == summary["trials"] and summary["trials"] else 1
 
