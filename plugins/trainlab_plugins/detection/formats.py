@@ -469,6 +469,8 @@ def read_yolo(root: Path, found: Found) -> None:
             config = yaml.safe_load(yaml_path.read_text(encoding="utf-8")) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:  # PyYAML's messages span lines: one line here
             raise DataError(f"{yaml_path}: not readable YAML ({' '.join(str(exc).split())})") from None
+        except RecursionError:  # lists or mappings nested hundreds deep
+            raise DataError(f"{yaml_path}: not readable YAML (nested too deeply)") from None
         if not isinstance(config, dict):
             raise DataError(f"{yaml_path}: expected a mapping with 'names'")
         found.classes[:] = _yolo_names(config.get("names"), yaml_path)
