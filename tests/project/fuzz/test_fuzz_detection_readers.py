@@ -119,11 +119,11 @@ def test_yolo_folders_read_or_name_the_file_in_one_line(tmp_path, depth):
         one_line_error(lambda: read_detection_data(str(root), "yolo"))
 
     # Cases that failed once, kept: PyYAML's messages of several lines, a data.yaml
-    # that is not UTF-8, an infinite class number, a folder named with a newline or
-    # too long a name.
+    # that is not UTF-8 or nested past the recursion limit, an infinite class
+    # number, a folder named with a newline or too long a name.
     examples = tuple(
         (config, b"0 0.5 0.5 0.2 0.2", PNG, b"")
-        for config in (b"[\n", b"\x80", b"names: {.inf: a}\n", b'{"names": ["a"], "train": "a\\nb"}',
+        for config in (b"[\n", b"\x80", b"[" * 1000, b"names: {.inf: a}\n", b'{"names": ["a"], "train": "a\\nb"}',
                        b'{"names": ["a"], "train": "' + b"x" * 300 + b'"}')
     )  # fmt: skip
     fuzz(depth, "detection yolo", strategy, check, examples=examples)
