@@ -107,6 +107,10 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
 # What ``atomic_write`` leaves behind when its process dies between the
 # temporary file and the rename: ``.<name>.<8 random characters>.tmp``.
 _TEMPORARY = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+# And what a native writer inside it leaves: safetensors writes a temporary of
+# its own beside the target (Rust's tempfile crate: ``.tmp<6 characters>``)
+# and renames it over ours, so a kill during its write leaves that one.
+_NATIVE_TEMPORARY = re.compile(r"^\.tmp[A-Za-z0-9]{6}$")
 
 
 def remove_stale_temporaries(folder: Path, *, recursive: bool = True) -> list[Path]:
@@ -119,9 +123,9 @@ def remove_stale_temporaries(folder: Path, *, recursive: bool = True) -> list[Pa
     folder = Path(folder)
     removed: list[Path] = []
     try:
-        candidates = folder.rglob(".*.tmp") if recursive else folder.glob(".*.tmp")
+        candidates = [p for pattern in (".*.tmp", ".tmp*") for p in (folder.rglob(pattern) if recursive else folder.glob(pattern))]
         for path in candidates:
-            if _TEMPORARY.match(path.name) and path.is_file() and not path.is_symlink():
+            if (_TEMPORARY.match(path.name) or _NATIVE_TEMPORARY.match(path.name)) and path.is_file() and not path.is_symlink():
                 try:
                     path.unlink()
                     removed.append(path)

@@ -365,6 +365,9 @@ def plant_temporaries(rd: RunDir) -> list:
         rd.checkpoints / ".last.safetensors.k2j4h5g6.tmp",
         rd.model_dir / ".model.pt2.abcd_123.tmp",
         rd.path / ".run.json.x1y2z3w4.tmp",
+        # safetensors' own temporaries, beside the file it writes (a kill inside its write leaves one)
+        rd.checkpoints / ".tmpcocmcU",
+        rd.model_dir / ".tmpXvNzQ4",
     ]
     for path in planted:
         path.write_bytes(b"\0" * 4096)
@@ -377,6 +380,8 @@ def test_stale_temporaries_go_on_resume_and_at_the_end_of_a_run(toy_plugin, toy_
     rd = RunDir(first.run_dir)
     keep = rd.path / "notes.tmp"  # not a temporary of ours
     keep.write_text("mine")
+    also_kept = rd.path / ".tmp-notes"
+    also_kept.write_text("mine")
     planted = plant_temporaries(rd)
 
     class SeesThemGone(Callback):
@@ -386,7 +391,7 @@ def test_stale_temporaries_go_on_resume_and_at_the_end_of_a_run(toy_plugin, toy_
     check = SeesThemGone()
     run_training(RunRequest(resume=first.run_dir), callbacks=[check])
     assert check.left == []  # removed before the resumed run wrote anything
-    assert keep.read_text() == "mine"
+    assert keep.read_text() == "mine" and also_kept.read_text() == "mine"
 
     class PlantsMidRun(Callback):
         def on_epoch_end(self, state):
@@ -394,7 +399,7 @@ def test_stale_temporaries_go_on_resume_and_at_the_end_of_a_run(toy_plugin, toy_
 
     second = train(toy_csv, tmp_path, "second", callbacks=[PlantsMidRun()], epochs=1)
     assert second.status == "completed"
-    assert list(RunDir(second.run_dir).path.rglob("*.tmp")) == []
+    assert list(RunDir(second.run_dir).path.rglob("*.tmp")) == [] and list(RunDir(second.run_dir).path.rglob(".tmp*")) == []
     assert not (RunDir(second.run_dir).path / ".trainlab-reserved-space").exists()
 
 
