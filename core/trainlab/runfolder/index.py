@@ -209,8 +209,15 @@ def _signature(run_json: Path) -> str | None:
     return f"{stat.st_size}:{stat.st_mtime_ns}"
 
 
+# What SQLite raises on an index file: its own errors, and UnicodeDecodeError
+# when a damaged file's schema or error message is not UTF-8.
+DATABASE_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
+
+
 def _is_damage(exc: BaseException) -> bool:
     """An index file that is not a usable database (garbage, truncated), as opposed to one that cannot be written."""
+    if isinstance(exc, UnicodeDecodeError):
+        return True
     name = getattr(exc, "sqlite_errorname", "")
     text = str(exc).lower()
     return name in ("SQLITE_NOTADB", "SQLITE_CORRUPT") or "not a database" in text or "malformed" in text
@@ -278,7 +285,7 @@ class RunStore:
         self.journal_mode = "delete" if _on_network_fs(self.db_path.parent) else "wal"
         try:
             self._create()
-        except sqlite3.DatabaseError as exc:
+        except DATABASE_ERRORS as exc:
             if not _is_damage(exc) and self._read_only_on_a_full_disk(exc):
                 return
             if not _is_damage(exc):
@@ -360,7 +367,7 @@ class RunStore:
                 with contextlib.suppress(FileNotFoundError):  # another process set it aside first
                     os.replace(source, aside.with_name(aside.name + suffix))
             self._create()
-        except (OSError, sqlite3.DatabaseError) as exc:
+        except (OSError, *DATABASE_ERRORS) as exc:
             raise IndexUnavailable(self.db_path, f"it is damaged ({_one_line(damage)}) and cannot be replaced ({_one_line(exc)})") from None
         added = self.sync_folders()
         self.notes.append(
@@ -434,7 +441,7 @@ class RunStore:
             self.sync_folders()
             if reconcile:
                 self.reconcile()
-        except sqlite3.DatabaseError as exc:
+        except DATABASE_ERRORS as exc:
             if _is_damage(exc):
                 self._replace_damaged(exc)
             # else a full or read-only disk: list what the index holds
@@ -443,7 +450,7 @@ class RunStore:
         try:
             with self._connect() as db:
                 rows = db.execute("SELECT * FROM runs ORDER BY started DESC").fetchall()
-        except sqlite3.DatabaseError as exc:
+        except DATABASE_ERRORS as exc:
             if self._read_only_on_a_full_disk(exc):
                 return self._folder_rows()
             raise IndexUnavailable(self.db_path, _one_line(exc)) from None
@@ -512,7 +519,7 @@ class RunStore:
                 if not isinstance(run_id, str) or run_id in known_ids:
                     continue
                 self.record({**data, "id": run_id}, run_dir.path, found=True)
-            except (UsageError, OSError, TypeError, ValueError, AttributeError):
+            except (UsageError, OSError, TypeError, ValueError, AttributeError, RuntimeError):  # RuntimeError: an unknown ~user
                 continue
             known_ids.add(run_id)
             added += 1
@@ -542,7 +549,7 @@ class RunStore:
             return
         except FileNotFoundError:
             return
-        except (UsageError, OSError, TypeError, ValueError, AttributeError) as exc:
+        except (UsageError, OSError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
             error = str(exc) if str(run_json) in str(exc) else f"{run_json}: {_one_line(exc)}"
         with self._connect() as db:
             db.execute(

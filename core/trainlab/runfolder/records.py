@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
@@ -41,6 +42,17 @@ class RunFileError(UsageError):
         super().__init__(message or (f"{self.path}: {reason}" if self.path is not None else reason))
 
 
+def _whole_number(text: str) -> int:
+    """A JSON integer, refused past the largest float: every reader of the records turns numbers into floats."""
+    value = int(text)
+    if abs(value) > _LARGEST_FLOAT:
+        raise ValueError(f"a whole number of {len(text.lstrip('-'))} digits, too large for a float")
+    return value
+
+
+_LARGEST_FLOAT = int(sys.float_info.max)
+
+
 def read_json_object(path: str | Path) -> dict[str, Any]:
     """A JSON object from ``path``; ``FileNotFoundError`` when it is not there,
     ``RunFileError`` when it is there but is not a readable JSON object."""
@@ -52,7 +64,7 @@ def read_json_object(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise RunFileError(path, f"cannot be read ({exc})") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_whole_number)
     except ValueError as exc:
         raise RunFileError(path, f"is not valid JSON ({exc})") from None
     except RecursionError:  # arrays or objects nested thousands deep
