@@ -164,7 +164,7 @@ def test_voc_folders_read_or_name_the_file_in_one_line(tmp_path, depth):
 
 
 @pytest.mark.parametrize("depth", DEPTHS)
-def test_a_damaged_annotation_cache_entry_is_read_again(tmp_path, depth):
+def test_a_damaged_annotation_cache_entry_is_read_again_never_raised(tmp_path, depth):
     root = tmp_path / "data"
     _images(root)
     write(root / "train.json", _coco([{"id": 1, "file_name": "a.png"}], [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 2, 2]}],
@@ -176,7 +176,9 @@ def test_a_damaged_annotation_cache_entry_is_read_again(tmp_path, depth):
 
     def check(case):
         entry.write_bytes(case)
-        again = one_line_error(lambda: read_detection_data(str(root), "coco", cache=cache))
-        assert not isinstance(again, Exception) and again[0].classes == found.classes
+        again = one_line_error(lambda: read_detection_data(str(root), "coco", cache=cache), errors=())
+        # What is not a cache entry is read again; an entry that keeps the shape
+        # of one is taken as read (the cache carries no checksum).
+        assert again[1] or again[0].classes == found.classes
 
     fuzz(depth, "detection cache", file_bytes(st.just(valid)), check)

@@ -63,7 +63,8 @@ def test_run_json_reads_or_names_the_file_in_one_line(tmp_path, depth):
         assert run.title()
 
     deep = b'{"id": ' + b"[" * 3000 + b"]" * 3000 + b"}"  # failed once: RecursionError
-    fuzz(depth, "run.json", file_bytes(_mutated_object(RUN)), check, examples=(deep,))
+    huge = b'{"pid": 1' + b"0" * 400 + b"}"  # failed once: OverflowError, an integer past a float
+    fuzz(depth, "run.json", file_bytes(_mutated_object(RUN)), check, examples=(deep, huge))
 
 
 @pytest.mark.parametrize("depth", DEPTHS)
@@ -79,7 +80,8 @@ def test_eval_json_reads_or_names_the_file_in_one_line(tmp_path, depth):
             one_line_error(lambda: record.primary.view_details())
 
     deep = b'{"val": ' + b"[" * 3000 + b"]" * 3000 + b"}"  # failed once: RecursionError
-    fuzz(depth, "eval.json", file_bytes(st.one_of(as_bytes, _mutated_object(EVAL))), check, examples=(deep,))
+    huge = b'{"val": {"samples": 1' + b"0" * 400 + b"}}"  # failed once: OverflowError, an integer past a float
+    fuzz(depth, "eval.json", file_bytes(st.one_of(as_bytes, _mutated_object(EVAL))), check, examples=(deep, huge))
 
 
 EVENTS = [
@@ -136,7 +138,7 @@ def _index_bytes(rows: list[dict]) -> bytes:
 
 sql_value = st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), st.text(max_size=20), st.binary(max_size=8))
 index_row = st.fixed_dictionaries(
-    {"id": st.one_of(st.text(max_size=8), st.integers()),
+    {"id": st.one_of(st.text(max_size=8), st.integers(-(2**63), 2**63 - 1)),
      "run_dir": st.one_of(st.sampled_from(["runs/a", "/nonexistent/x", "\x01" * 300]), sql_value.filter(lambda v: v is not None))},
     optional={c: sql_value for c in ("status", "started", "pid", "proc_start", "host", "run_json", "error", "best_metric")},
 )
@@ -163,11 +165,12 @@ def test_the_run_index_lists_or_names_the_file_in_one_line(tmp_path, depth):
             assert isinstance(listed, (list, Exception))
 
     run = json.dumps(RUN).encode()
-    # Cases that failed once, kept: a run folder listed with a NUL (ValueError), rows
-    # whose folder is bytes (TypeError) or a name too long (OSError), a run.json
-    # nested past the recursion limit.
+    # Cases that failed once, kept: a run folder listed with a NUL (ValueError) or
+    # under an unknown ~user (RuntimeError), rows whose folder is bytes (TypeError)
+    # or a name too long (OSError), a run.json nested past the recursion limit.
     examples = (
         (_index_bytes([]), b"a\x00b\n", run),
+        (_index_bytes([]), b"~no-such-user-here/run\n", run),
         (_index_bytes([{"id": "x", "run_dir": b"\x00"}]), b"", run),
         (_index_bytes([{"id": "x", "run_dir": "\x01" * 300}]), b"", run),
         (_index_bytes([]), b"", b'{"id": ' + b"[" * 3000 + b"]" * 3000 + b"}"),
