@@ -64,7 +64,7 @@ PARAMS = (
           choices=("auto", "coco", "yolo", "voc"), title="Annotation format", group="data"),
     Param("augmentation", "choice", "auto",
           "Training augmentation, boxes moved with the pixels: none; light (horizontal flips); standard (colour jitter, "
-          "zoom-out, crops that keep the boxes they cut through, flips); auto (standard from 10 epochs, else light).",
+          "zoom-out, crops that keep the boxes they cut through, flips); auto (standard from 30 epochs, else light: the heavy policy pays only over long runs).",
           choices=("auto", "none", "light", "standard"), title="Augmentation", group="data"),
     Param("hflip", "bool", True, "Random horizontal flips in training (wrong for text and left/right-specific objects).",
           title="Horizontal flip", group="data"),

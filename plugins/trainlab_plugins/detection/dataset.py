@@ -34,13 +34,18 @@ from trainlab_plugins.detection.formats import ImageBoxes
 from trainlab_plugins.detection.networks import tile_windows
 
 AUGMENTATIONS = ("auto", "none", "light", "standard")
+# augmentation=auto: standard from this many epochs, light (flips) below. The heavy policy pays only
+# over long schedules (torchvision's references train their 26-epoch detectors with flips alone and keep
+# photometric distortion, zoom-out and IoU crops for SSD's hundreds of epochs); on shorter runs it
+# slows how fast the boxes come.
+STANDARD_FROM_EPOCHS = 30
 MIN_VISIBLE = 0.25  # of a box's area inside a training window, for the window to keep it
 
 
 def resolve_augmentation(value: str, epochs: int) -> str:
-    """``auto``: standard (photometric, crops, flips) for runs of 10 epochs or more, light (flips) below."""
+    """``auto``: standard (photometric, crops, flips) for runs of ``STANDARD_FROM_EPOCHS`` or more, light (flips) below."""
     if value == "auto":
-        return "standard" if epochs >= 10 else "light"
+        return "standard" if epochs >= STANDARD_FROM_EPOCHS else "light"
     return value
 
 

@@ -7,8 +7,10 @@ import torch
 from torchvision import tv_tensors
 from trainlab import ExampleList
 from trainlab_plugins.detection.dataset import (
+    STANDARD_FROM_EPOCHS,
     DetectionDataset,
     collate,
+    resolve_augmentation,
     train_transform,
 )
 from trainlab_plugins.detection.formats import ImageBoxes
@@ -69,3 +71,9 @@ def test_the_dataset_scales_boxes_with_the_image_and_collates_examples(tmp_path)
     batch = collate([evaluated[0], train[0]])
     assert isinstance(batch["images"], ExampleList) and isinstance(batch["targets"], ExampleList)
     assert batch["targets"][0]["iscrowd"].tolist() == [False, False, True] and batch["keys"].tolist() == [0, 0]
+
+
+def test_auto_augmentation_is_light_on_short_runs_and_standard_on_long_ones():
+    assert resolve_augmentation("auto", 12) == "light"  # the default run: flips only
+    assert resolve_augmentation("auto", STANDARD_FROM_EPOCHS) == "standard"
+    assert resolve_augmentation("standard", 1) == "standard" and resolve_augmentation("none", 100) == "none"
