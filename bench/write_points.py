@@ -352,7 +352,7 @@ def main() -> int:
     parser.add_argument("--errors", default=",".join(ERRORS), help="comma-separated: " + ", ".join(ERRORS))
     parser.add_argument("--points", type=int, default=0, help="only the first N points of each scenario (0: all)")
     parser.add_argument("--first-only", action="store_true", help="only the first call of each (system call, file kind)")
-    parser.add_argument("--only", default="", help="only the points whose label holds this text (\"train: rename RUN/run.json\")")
+    parser.add_argument("--only", default="", help="only the points whose label holds this text, or one of several joined by | (\"rename RUN/run.json|renameat\")")
     parser.add_argument("--budget", type=float, default=0, help="start no new point after this many seconds (0: no limit)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (the failed trials' folders)")
     args = parser.parse_args()
@@ -383,7 +383,7 @@ def main() -> int:
             seen.update(_place(p) for p in points)
             new[scenario] = len(points)
             say(f"{scenario}: {found[scenario]} write points, {len(points)} not met in an earlier scenario")
-            queues.append([p for p in points if args.only in p.label][: args.points or None])
+            queues.append([p for p in points if any(only in p.label for only in args.only.split("|"))][: args.points or None])
         # the scenarios' points in turn, so that a --budget that runs out still samples each of them
         order = [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
         for point in order:
