@@ -139,7 +139,11 @@ def _resolve(base: Path, cell: Any) -> str:
     text = "" if cell is None else str(cell).strip()
     if not text:
         return ""
-    path = Path(text).expanduser()
+    path = Path(text)
+    try:
+        path = path.expanduser()
+    except (RuntimeError, ValueError):  # an unknown ~user, or a NUL in the name: no such file, counted as missing
+        pass
     return str(path if path.is_absolute() else base / path)
 
 
