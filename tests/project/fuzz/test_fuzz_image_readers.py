@@ -55,6 +55,7 @@ TABLE_EXAMPLES = (
     b'{"image": "png.png", "label": 1' + b"0" * 400 + b'}\n{"image": "jpeg.jpg", "label": 2}\n',
     b'{"image": "png.png", "label": ' + b"[" * 3000 + b"]" * 3000 + b"}\n",
     b'{"image": "!\\n!", "label": null}',  # the path, with its newline, in the error: two lines
+    b"image,label\n~no-such-user-here/a.png,x\n~\x00/b.png,y\n",  # expanduser: RuntimeError, ValueError
 )
 listed_row = st.fixed_dictionaries({"image": image_cell, "label": st.one_of(json_scalar, st.lists(odd_text, max_size=3))})
 
