@@ -19,7 +19,6 @@ from trainlab.cli.chat import add_chat_arguments, cmd_chat
 from trainlab.cli.common import ArgumentParser, Output, params_from, stop_on_signals
 from trainlab.cli.export_command import add_export_parser, cmd_export
 from trainlab.cli.listings import cmd_models, cmd_runs, cmd_tasks
-from trainlab.cli.plugin_new import registered_families
 from trainlab.cli.queue_commands import add_queue_parser
 from trainlab.cli.queue_commands import cmd_queue as queue
 from trainlab.cli.sweep_commands import add_sweep_parser
@@ -80,7 +79,7 @@ def _parser() -> ArgumentParser:
         description="a plugin package from the template, with the kit's conformance suite as its tests (needs the kit extra: pip install 'trainlab[kit]')",
     )
     new.add_argument("name", metavar="NAME", help="the plugin's entry-point name (what `trainlab plugins` lists)")
-    new.add_argument("--family", required=True, metavar="ID|new", help=f"a family TrainLab knows ({', '.join(registered_families())}), or new: one of the plugin's own")
+    new.add_argument("--family", required=True, metavar="ID|new", help="a family TrainLab knows (classification, regression, multilabel, object-detection, text-generation), or new: one of the plugin's own")
     new.add_argument("--dist", metavar="DIST", help="the distribution name, what pip installs (default trainlab-NAME)")
     new.add_argument("--out", metavar="DIR", help="the folder to create (default ./DIST)")
     new.add_argument("--json", action="store_true", help="print one JSON object on stdout")
