@@ -210,7 +210,7 @@ class LivePlots(QWidget):
 
     # -- arrangement -----------------------------------------------------------
     NARROW_WIDTH = 600  # under it, three plots side by side are too small to read
-    SIDE_MIN_WIDTH = 140  # the validation loss and learning rate beside the metrics
+    SIDE_MIN_WIDTH = 128  # the validation loss and learning rate beside the metrics (their axis and a readable curve)
     WIDE_MIN_HEIGHT, NARROW_MIN_HEIGHT = 320, 480
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
