@@ -16,6 +16,10 @@ is read in the frame of the stored pixels and mapped by ``orient_box``.  Where
 the file states the image's size (COCO ``width``/``height``, VOC ``<size>``)
 and that size is the upright one while the stored one differs, the boxes
 were drawn on the upright image and are kept as they are.
+
+The three readers stay in one module with the checks they share (a box inside
+its image, a known class, a found image, the skip-and-count record), so that a
+rule changed for one format is changed for all.
 """
 
 from __future__ import annotations

@@ -1,6 +1,12 @@
 """The runtime of ``text-generation``: data to tokens, the model, the steps, the export, the predictor.
 
 Imported when a run starts, so torch and transformers load here.
+
+One module because the pieces share the task's state in order: the rows the
+data step makes are the ones packing and length grouping order, the model
+step's tokenizer is the one the export and the predictor save, and resume
+restores all of them together; the data readers, templates, masking, memory
+model, metrics and export helpers each live in their own module already.
 """
 
 from __future__ import annotations
