@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -172,6 +171,8 @@ def parse_gpus(text: str, count: int) -> list[int]:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nobody listens on now (torchrun binds it a moment later)."""
+    import socket  # here, not at the top: every CLI command loads this module, few launch torchrun
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])

@@ -17,7 +17,6 @@ their new names, which the layer contracts check.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 import warnings
@@ -162,7 +161,7 @@ def _warn(old: str, new: str) -> None:
     warnings.warn(f"{old} is now {new}; the old name goes in the next release", DeprecationWarning, stacklevel=4)
 
 
-class _Alias(importlib.abc.Loader):
+class _Alias:  # a loader by protocol: importlib.abc would load importlib.resources at every start-up
     def __init__(self, new: str) -> None:
         self.new = new
         self.real_spec = None
@@ -178,7 +177,7 @@ class _Alias(importlib.abc.Loader):
         module.__spec__ = self.real_spec
 
 
-class _MovedFinder(importlib.abc.MetaPathFinder):
+class _MovedFinder:  # a meta path finder by protocol, as _Alias
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith(("trainlab.", "trainlab_")):
             return None

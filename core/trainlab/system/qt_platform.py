@@ -9,7 +9,6 @@ importing Qt, and names the Debian packages that hold them.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import sys
@@ -37,6 +36,8 @@ XCB_LIBRARIES: dict[str, str] = {
 
 def loadable(soname: str) -> bool:
     """Whether the dynamic loader finds ``soname``, as Qt's plugin loader will look for it."""
+    import ctypes  # here, not at the top: every CLI command loads this module, only the window's check needs it
+
     try:
         ctypes.CDLL(soname)
     except OSError:
