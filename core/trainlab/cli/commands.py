@@ -260,9 +260,30 @@ def _dry_run(request, progress, out: Output) -> int:
     spec = getattr(plan.task, "spec", None)
     out.say(f"data: {plan.summary.describe(spec.family if spec is not None else '')}")  # in the family's words: 2 series; train 111 windows...
     parts = ", ".join(f"{name} {estimate.to_json()[name] / 1e9:.2f} GB" for name in ("weights", "gradients", "optimizer", "activations", "other"))
-    out.say(f"memory: {estimate.summary_line()} ({parts}){'' if estimate.fits else ': does not fit; lower micro_batch_size or use finetune=lora'}")
+    out.say(f"memory: {estimate.summary_line()} ({parts}){'' if estimate.fits else ': does not fit; ' + fit_advice(plan, described['device'])}")
     out.result({**described, "dry_run": True, "finetune": finetune, "memory": estimate.to_json()})
     return 0
+
+
+# Fine-tuning modes from the heaviest to the lightest in memory.
+LIGHTER_FINETUNES = ("full", "lora", "qlora")
+
+
+def fit_advice(plan, device: str) -> str:
+    """What to change when a dry run's estimate does not fit: a smaller micro-batch, and a lighter fine-tune the task offers.
+
+    Only modes lighter than the run's own are named, and QLoRA only on a CUDA
+    device (its 4-bit weights need bitsandbytes' kernels).
+    """
+    advice = ["lower micro_batch_size"]
+    spec = getattr(plan.task, "spec", None)
+    offered = next((tuple(p.choices or ()) for p in getattr(spec, "params", ()) if p.name == "finetune"), ())
+    mode = str(plan.params.get("finetune", "full"))
+    if mode in LIGHTER_FINETUNES and offered:
+        lighter = [m for m in LIGHTER_FINETUNES[LIGHTER_FINETUNES.index(mode) + 1:] if m in offered and (m != "qlora" or device.startswith("cuda"))]
+        if lighter:
+            advice.append(f"use finetune={lighter[0]}")
+    return " or ".join(advice)
 
 
 INTERRUPTED_EARLY = "interrupted before the run began: no checkpoint was written"

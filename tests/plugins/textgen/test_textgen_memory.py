@@ -94,3 +94,22 @@ def test_the_engine_states_the_analytic_model_where_its_probe_cannot_load_the_mo
     assert estimate.weights == analytic.weights and estimate.activations == analytic.activations + analytic.logits
     assert estimate.other == analytic.runtime > 0  # the CPU's graph and kept heap
     assert estimate.summary_line().startswith("needs about ")
+
+
+def test_a_dry_run_that_does_not_fit_advises_only_lighter_fine_tunes_the_task_offers(qwen_folder, tmp_path):
+    """The advice after "does not fit" names a fine-tune lighter than the run's own, and QLoRA only on CUDA."""
+    import json
+
+    from trainlab.cli.commands import fit_advice
+    from trainlab.engine.plan import RunRequest, plan_run
+
+    data = tmp_path / "chats.jsonl"
+    data.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"Say {i}"}, {"role": "assistant", "content": f"{i}"}]}) + "\n" for i in range(12)), encoding="utf-8")
+
+    def advice(mode: str, device: str) -> str:
+        params = {"model": str(qwen_folder), "template": "chatml", "max_length": "64", "device": "cpu", "finetune": mode}
+        return fit_advice(plan_run(RunRequest(task="text-generation", data=str(data), params=params, dry_run=True)), device)
+
+    assert advice("full", "cpu") == "lower micro_batch_size or use finetune=lora"
+    assert advice("lora", "cpu") == "lower micro_batch_size"
+    assert advice("lora", "cuda:0") == "lower micro_batch_size or use finetune=qlora"
