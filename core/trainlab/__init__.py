@@ -92,9 +92,10 @@ _API = {
     "RunControl": "trainlab.api.callbacks",
     "RunState": "trainlab.api.callbacks",
     "Log": "trainlab.api.events",
-    # Files a plugin writes into a run or a model folder: complete or absent,
-    # never half-written (temporary file, fsync, rename).
+    # Files (and folders) a plugin writes into a run or a model folder: complete
+    # or absent, never half-written (a temporary beside it, fsync, rename).
     "atomic_write": "trainlab.system.fileio",
+    "atomic_write_folder": "trainlab.system.fileio",
     "atomic_write_json": "trainlab.system.fileio",
     "atomic_write_text": "trainlab.system.fileio",
     "read_json": "trainlab.system.fileio",

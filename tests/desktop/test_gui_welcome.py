@@ -84,6 +84,23 @@ def test_every_task_with_its_sample_here_gets_a_card_a_plugins_own_included(qtbo
     assert all(sum(c.y() == y for c in cards) <= MAX_COLUMNS for y in rows)
 
 
+def test_no_sample_button_is_cut_a_long_title_gives_way_to_a_short_label(qtbot, welcome):
+    from trainlab.pluginhost.host import PluginRegistry
+    from trainlab_desktop.run.welcome import sample_offers
+
+    welcome.set_samples(sample_offers(PluginRegistry.discover()))
+    buttons = {task: welcome.sample_button(task) for task in welcome.sample_cards}
+    assert "text-generation" in buttons  # its title is the long one
+    for task, button in buttons.items():
+        assert "\u2026" not in button.text() and "..." not in button.text(), (task, button.text())
+        assert button.fontMetrics().horizontalAdvance(button.text()) <= button.width(), task
+    assert buttons["image-classification"].text() == "Try image classification"
+    long_one = buttons["text-generation"]
+    assert long_one.text() == "Try the sample"
+    assert "language model" in welcome.sample_cards["text-generation"].heading.text()
+    assert "samples/text-generation" in long_one.toolTip().replace("\\", "/")
+
+
 def test_without_samples_only_your_own_data_is_offered(qtbot, welcome):
     welcome.set_samples([])
     assert welcome.sample_cards == {} and welcome.new_card.isVisible()

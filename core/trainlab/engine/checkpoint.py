@@ -154,12 +154,13 @@ def ensure_free_space(folder: Path, tensors: dict[str, Any]) -> None:
     require_free_space(folder, int(need * 1.05), "to write a checkpoint")
 
 
-def require_free_space(folder: Path, need: int, purpose: str) -> None:
-    """CheckpointError naming ``folder`` and its free space when less than ``need`` (+ a margin) is free."""
+def require_free_space(folder: Path, need: int, purpose: str, *, shown: Path | None = None) -> None:
+    """CheckpointError naming ``folder`` (or ``shown``: where the files go in the end) and
+    its free space when less than ``need`` (+ a margin) is free."""
     free = shutil.disk_usage(folder).free
     if free < need + MARGIN:
         raise CheckpointError(
-            f"not enough free disk space in {folder} {purpose}: "
+            f"not enough free disk space in {shown or folder} {purpose}: "
             f"needs about {max(1, round(need / 1e6))} MB, {free / 1e6:.0f} MB free; free some space or use --out on another disk"
         )
 

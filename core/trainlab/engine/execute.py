@@ -39,9 +39,10 @@ from trainlab.engine.plan import RunPlan
 from trainlab.engine.plugin_calls import attributed, plugin_calls
 from trainlab.engine.recorder import MetricsFileCallback, RunRecorder, open_store
 from trainlab.pluginhost.host import registry
-from trainlab.runfolder.index import RunStore
+from trainlab.runfolder.index import RunDir, RunStore
 from trainlab.runfolder.status import RunStatus
 from trainlab.system.fileio import (
+    atomic_write_folder,
     atomic_write_json,
     disk_full_message,
     folder_write_problem,
@@ -304,28 +305,52 @@ def _finish_completed(plan: RunPlan, trainer: Any, state: RunState) -> None:
     if "test" in report:
         state.metrics["test"] = headline_metrics(report["test"])
     state.emit(Progress(step=state.step, epoch=state.epoch, total_steps=state.total_steps, phase="save"))
-    model_dir = run_dir.model_dir
-    model_dir.mkdir(parents=True, exist_ok=True)
-
-    # safetensors, torch.export and ONNX: up to three copies of the weights.
-    # Checked first, because a writer that fails half-way may not fail cleanly.
-    require_free_space(model_dir, 3 * tensor_bytes(trainer.model), "to export the model")
-    began = time.time() - 1
-    try:
-        task.save_model(trainer.model, model_dir, ctx)
-    except Exception as exc:
-        # The disk filled, or a file-size limit was met, in the plugin's writer: a
-        # native one (safetensors) names no file, the one it left last does.
-        line = out_of_room_line(exc, run_dir.path, newest_file(model_dir, since=began))
-        if line is None:
-            raise
-        raise RunFailed(line) from exc
-    save_fitted_state(task, run_dir.path, model_dir)
+    _export_model(task, trainer.model, run_dir, ctx)
+    save_fitted_state(task, run_dir.path)
     keep = params.keep_checkpoints
     if keep in ("last", "none"):
         run_dir.best_checkpoint.unlink(missing_ok=True)
     if keep in ("best", "none"):
         run_dir.last_checkpoint.unlink(missing_ok=True)
+
+
+def _export_model(task: Any, model: Any, run_dir: RunDir, ctx: Any) -> None:
+    """The task's export (and its fitted state) into ``model/``, complete or not at all.
+
+    The plugin writes into a new folder beside ``model/``, which is renamed into
+    place once written and fsynced: a kill or a failure leaves the previous
+    ``model/`` (or none), never a half-written one, and the folder it leaves is
+    removed when the run resumes (``remove_stale_temporaries``).
+    """
+    model_dir = run_dir.model_dir
+    in_plugin = False
+
+    def write(folder: Path) -> None:
+        nonlocal in_plugin
+        # safetensors, torch.export and ONNX: up to three copies of the weights.
+        # Checked first, because a writer that fails half-way may not fail cleanly.
+        require_free_space(folder, 3 * tensor_bytes(model), "to export the model", shown=model_dir)
+        began = time.time() - 1
+        try:
+            task.save_model(model, folder, ctx)
+        except Exception as exc:
+            # The disk filled, or a file-size limit was met, in the plugin's writer: a
+            # native one (safetensors) names no file, the one it left last does.
+            line = out_of_room_line(exc, run_dir.path, newest_file(folder, since=began))
+            if line is None:
+                in_plugin = True
+                raise
+            raise RunFailed(line.replace(folder.name, model_dir.name)) from exc
+        save_fitted_state(task, folder)
+
+    try:
+        atomic_write_folder(model_dir, write)
+    except OSError as exc:
+        if in_plugin:
+            raise
+        # the folder's own writes (making it, the fitted state, the fsyncs, the renames):
+        # named as model/, the temporary's name means nothing to the user
+        raise RunFailed(_write_failure(exc, run_dir.path, f"writing {model_dir}")) from exc
 
 
 def _finish(

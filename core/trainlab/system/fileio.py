@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 import time
@@ -104,17 +105,83 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     fsync_dir(path.parent)
 
 
-# What ``atomic_write`` leaves behind when its process dies between the
-# temporary file and the rename: ``.<name>.<8 random characters>.tmp``.
+def atomic_write_folder(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(folder)`` on a new empty folder beside ``path``, fsync what it
+    wrote, then rename it into place as ``path``.
+
+    ``path`` is never half-written: until the rename it is what it was (the
+    previous folder, or absent), which is swapped out only once the new one is
+    complete.  A process killed meanwhile leaves a temporary folder named as
+    ``atomic_write``'s files are (``.<name>.<8 characters>.tmp``), which
+    ``remove_stale_temporaries`` removes.  ``write`` must write only inside
+    the folder it is given and must not keep its path: it is not ``path``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    except OSError as exc:  # name the folder being written, not a random temporary's name
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    try:
+        os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes 0700: the mode a plain mkdir gives
+        write(tmp)
+        _fsync_tree(tmp)
+        old = None
+        if os.path.lexists(path):
+            old = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+            os.replace(path, old)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            if old is not None:
+                with contextlib.suppress(OSError):
+                    os.replace(old, path)  # the previous one back where it was
+            raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    fsync_dir(path.parent)
+    if old is not None:
+        _remove(old)
+
+
+def _fsync_tree(folder: Path) -> None:
+    """fsync every file and folder under ``folder`` (other writers, transformers', do not)."""
+    for root, dirs, files in os.walk(folder):
+        for name in files:
+            file = os.path.join(root, name)
+            if os.path.islink(file) or not os.path.isfile(file):
+                continue
+            with open(file, "rb") as handle:
+                os.fsync(handle.fileno())
+        fsync_dir(Path(root))
+
+
+def _remove(path: Path) -> None:
+    """Delete a file or a folder tree; what cannot be removed is left."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+# What ``atomic_write`` and ``atomic_write_folder`` leave behind when their
+# process dies between the temporary and the rename: a file or a folder
+# ``.<name>.<8 random characters>.tmp``.
 _TEMPORARY = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
 # And what a native writer inside it leaves: safetensors writes a temporary of
 # its own beside the target (Rust's tempfile crate: ``.tmp<6 characters>``)
 # and renames it over ours, so a kill during its write leaves that one.
 _NATIVE_TEMPORARY = re.compile(r"^\.tmp[A-Za-z0-9]{6}$")
+# The folders the text plugins wrote a model or adapters into before they
+# used ``atomic_write_folder``: ``.model.tmp-<8 hex>`` and ``.model.old-<8 hex>``.
+_EARLIER_FOLDER_TEMPORARY = re.compile(r"^\..+\.(tmp|old)-[0-9a-f]{8}$")
 
 
 def remove_stale_temporaries(folder: Path, *, recursive: bool = True) -> list[Path]:
-    """Delete the temporary files a killed ``atomic_write`` left in ``folder``.
+    """Delete the temporary files and folders a killed ``atomic_write`` or
+    ``atomic_write_folder`` left in ``folder``.
 
     Only for a folder this process owns (a run being resumed or ending): a
     temporary there is never one another process is still writing.
@@ -123,14 +190,21 @@ def remove_stale_temporaries(folder: Path, *, recursive: bool = True) -> list[Pa
     folder = Path(folder)
     removed: list[Path] = []
     try:
-        candidates = [p for pattern in (".*.tmp", ".tmp*") for p in (folder.rglob(pattern) if recursive else folder.glob(pattern))]
+        patterns = (".*.tmp", ".tmp*", ".*.tmp-*", ".*.old-*")
+        candidates = [p for pattern in patterns for p in (folder.rglob(pattern) if recursive else folder.glob(pattern))]
         for path in candidates:
-            if (_TEMPORARY.match(path.name) or _NATIVE_TEMPORARY.match(path.name)) and path.is_file() and not path.is_symlink():
+            if path.is_symlink():
+                continue
+            if (_TEMPORARY.match(path.name) or _NATIVE_TEMPORARY.match(path.name)) and path.is_file():
                 try:
                     path.unlink()
                     removed.append(path)
                 except OSError:
                     pass
+            elif (_TEMPORARY.match(path.name) or _EARLIER_FOLDER_TEMPORARY.match(path.name)) and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                if not path.exists():
+                    removed.append(path)
     except OSError:
         pass
     return removed

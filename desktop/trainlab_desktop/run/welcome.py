@@ -118,10 +118,15 @@ def describe_run(row: dict[str, Any]) -> str:
 BUTTON_MAX_WIDTH = 240
 
 
-def _elide_long(button: QPushButton) -> None:
+def _elide_long(button: QPushButton, short: str = "") -> None:
+    """Fit the button in BUTTON_MAX_WIDTH: ``short`` when given and it fits (the
+    card's heading names the task already), else the text cut with "..."."""
     text = button.text()
     metrics = button.fontMetrics()
     if metrics.horizontalAdvance(text) <= BUTTON_MAX_WIDTH:
+        return
+    if short and metrics.horizontalAdvance(short) <= BUTTON_MAX_WIDTH:
+        button.setText(short)
         return
     button.setText(metrics.elidedText(text, QtCore.Qt.TextElideMode.ElideRight, BUTTON_MAX_WIDTH))
     button.setToolTip(f"{text}\n{button.toolTip()}")
@@ -250,7 +255,9 @@ class WelcomeView(QWidget):
                 self.tr("Start a short demo run on the sample data that comes with this task ({path})").format(path=offer.path)
             )
             button.clicked.connect(lambda _=False, task=offer.task_id: self.sampleRequested.emit(task))
-            _elide_long(button)
+            # "Try fine-tune a language model (chat ..." read as neither: a title too
+            # long for the button gives way to a short label under the card's heading
+            _elide_long(button, self.tr("Try the sample"))
             text = offer.description or self.tr("A short demo run on the sample data that comes with this task.")
             self.sample_cards[offer.task_id] = _Card(offer.title, text, button, self)
         self._lay_out_cards()

@@ -435,7 +435,8 @@ class ObjectDetectionTask(Task):
         save_safetensors(out_dir / MODEL_FILE, state)
         atomic_write_text(out_dir / META_FILE, json.dumps(self.model_description(), indent=2))
         write_program(out_dir)
-        ctx.log(f"model saved: {out_dir / MODEL_FILE} with {META_FILE} and predict.py (runs without TrainLab)")
+        # out_dir is a folder the engine renames into place as model/: the files are named by what they are
+        ctx.log(f"model saved: model/{MODEL_FILE} with {META_FILE} and predict.py (runs without TrainLab)")
         self._export_graph(state, out_dir, ctx)
 
     def export_kind(self) -> str:
@@ -462,7 +463,7 @@ class ObjectDetectionTask(Task):
             ctx.log(f"exported graph not written: {self.arch} does not export with {kind}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
             return
         name = ONNX_FILE if kind == "onnx" else GRAPH_FILE
-        ctx.log(f"exported graph: {out_dir / name} (python predict.py --graph IMAGE runs it without TrainLab)")
+        ctx.log(f"exported graph: model/{name} (python predict.py --graph IMAGE runs it without TrainLab)")
 
     def load_trained_model(self, model_dir: Path, ctx: RunContext) -> torch.nn.Module:
         from safetensors.torch import load_file

@@ -8,19 +8,17 @@ plain transformers folder with the adapters merged in.  Past
 run) ``merged_model=auto`` keeps the adapters only: ``model/`` then holds the
 tokenizer, the config and ``trainlab.json`` with the base model's path and
 fingerprint, which ``models.load_trained`` checks before it applies the
-adapters.  Both folders are written beside their place and swapped in.
+adapters.  Both folders are written beside their place and swapped in
+(``atomic_write_folder``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from trainlab import add_checksum, model_fingerprint
+from trainlab import add_checksum, atomic_write_folder, model_fingerprint
 from trainlab_plugins.text import models
 from trainlab_plugins.text.finetune import check_adapters_trained
 
@@ -35,14 +33,6 @@ def keeps_merged(policy: str, base_bytes: int) -> bool:
     return base_bytes <= MERGED_LIMIT_BYTES
 
 
-def _swap_in(tmp: Path, out_dir: Path) -> None:
-    old = out_dir.parent / f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}"
-    if out_dir.exists():
-        os.replace(out_dir, old)
-    os.replace(tmp, out_dir)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def save_lora_outputs(
     model: Any, tokenizer: Any, out_dir: Path, info: dict[str, Any], source: models.ModelSource, policy: str, log: Callable[[str], None]
 ) -> None:
@@ -52,8 +42,8 @@ def save_lora_outputs(
     adapter_dir = out_dir.parent / models.ADAPTER_DIR
     base_fingerprint = model_fingerprint(source.path)
     info = {**info, "finetune": "lora", "base_model": str(source.path), "base_fingerprint": base_fingerprint}
-    tmp = out_dir.parent / f".{adapter_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
-    try:
+
+    def write_adapters(tmp: Path) -> None:
         model.save_pretrained(str(tmp))
         for weights in tmp.glob("*.safetensors"):
             add_checksum(weights)
@@ -66,9 +56,8 @@ def save_lora_outputs(
         # the run's labels, head and pad token: the base folder's own config has none of them
         models.unwrap(model).base_model.model.config.save_pretrained(str(tmp))
         (tmp / models.RUN_INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        _swap_in(tmp, adapter_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    atomic_write_folder(adapter_dir, write_adapters)
     base_bytes = models.weights_bytes(source)
     merged = model.merge_and_unload()
     if keeps_merged(policy, base_bytes):
@@ -78,15 +67,15 @@ def save_lora_outputs(
         f"keeping the adapters only ({adapter_dir}): the merged model would be {base_bytes / 1e9:.1f} GB; "
         f"model/ names the base model {source.path} (set merged_model=always to keep it merged)"
     )
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
     saved_limit = tokenizer.model_max_length
-    try:
-        tmp.mkdir(parents=True)
+
+    def write_adapters_only(tmp: Path) -> None:
         merged.config.save_pretrained(str(tmp))
         tokenizer.model_max_length = int(info.get("max_length") or saved_limit)
         tokenizer.save_pretrained(str(tmp))
         (tmp / models.RUN_INFO_FILE).write_text(json.dumps({**info, "adapters_only": True}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        _swap_in(tmp, out_dir)
+
+    try:
+        atomic_write_folder(out_dir, write_adapters_only)
     finally:
         tokenizer.model_max_length = saved_limit
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,6 +25,7 @@ from typing import Any, Callable, Sequence
 from trainlab import (
     UsageError,
     add_checksum,
+    atomic_write_folder,
     check_base_fingerprint,
     check_text_model_folder,
     check_weights,
@@ -289,31 +288,26 @@ def unwrap(model: Any) -> Any:
 def save_model_folder(model: Any, tokenizer: Any, out_dir: Path, info: dict[str, Any]) -> None:
     """Write a folder plain transformers loads: safetensors, tokenizer, labels.
 
-    Written beside ``out_dir`` first and swapped in, so a crash never leaves
-    a half-written model where a finished one was.
+    Written beside ``out_dir`` first and swapped in (``atomic_write_folder``),
+    so a crash never leaves a half-written model where a finished one was.
     """
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
-    old = out_dir.parent / f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}"
     model = unwrap(model)
     saved_limit = tokenizer.model_max_length
-    try:
-        model.save_pretrained(str(tmp))
-        for weights in sorted(tmp.glob("*.safetensors")):
+
+    def write(folder: Path) -> None:
+        model.save_pretrained(str(folder))
+        for weights in sorted(folder.glob("*.safetensors")):
             add_checksum(weights)  # also gives it the umask's mode: safetensors writes 0600
         # the trained length becomes the tokenizer's limit, so that
         # pipeline(..., truncation=True) cuts texts as training did
         tokenizer.model_max_length = int(info.get("max_length") or saved_limit)
-        tokenizer.save_pretrained(str(tmp))
-        (tmp / RUN_INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        if out_dir.exists():
-            os.replace(out_dir, old)
-        os.replace(tmp, out_dir)
+        tokenizer.save_pretrained(str(folder))
+        (folder / RUN_INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    try:
+        atomic_write_folder(Path(out_dir), write)
     finally:
         tokenizer.model_max_length = saved_limit
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def read_run_info(model_dir: Path) -> dict[str, Any]:

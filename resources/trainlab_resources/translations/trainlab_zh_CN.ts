@@ -2525,6 +2525,10 @@ or choose one</source>
         <translation>用此任务自带的示例数据开始一次简短的演示训练（{path}）</translation>
     </message>
     <message>
+        <source>Try the sample</source>
+        <translation>试试示例数据</translation>
+    </message>
+    <message>
         <source>A short demo run on the sample data that comes with this task.</source>
         <translation>用此任务自带的示例数据进行一次简短的演示训练。</translation>
     </message>

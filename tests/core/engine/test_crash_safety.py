@@ -17,7 +17,7 @@ from helpers import checkpoint_weights as model_weights
 from helpers import run_toy_classification as train
 from trainlab.api.callbacks import Callback, RunControl
 from trainlab.api.errors import UsageError
-from trainlab.api.events import Log, Started, TrainStep
+from trainlab.api.events import Log, Progress, Started, TrainStep
 from trainlab.engine.run_process import RunProcess
 from trainlab.engine.scripting import RunRequest, run_training
 from trainlab.runfolder.index import RunDir, RunStore
@@ -368,8 +368,14 @@ def plant_temporaries(rd: RunDir) -> list:
         # safetensors' own temporaries, beside the file it writes (a kill inside its write leaves one)
         rd.checkpoints / ".tmpcocmcU",
         rd.model_dir / ".tmpXvNzQ4",
+        # an export killed before its folder was renamed into place as model/ (and, of the text
+        # plugins before they used atomic_write_folder, their own folders beside it)
+        rd.path / ".model.k2j4_5g6.tmp" / "model.safetensors",
+        rd.path / ".model.tmp-0a1b2c3d" / "config.json",
+        rd.path / ".adapter.old-0a1b2c3d" / "adapter_config.json",
     ]
     for path in planted:
+        path.parent.mkdir(exist_ok=True)
         path.write_bytes(b"\0" * 4096)
     return planted
 
@@ -391,6 +397,7 @@ def test_stale_temporaries_go_on_resume_and_at_the_end_of_a_run(toy_plugin, toy_
     check = SeesThemGone()
     run_training(RunRequest(resume=first.run_dir), callbacks=[check])
     assert check.left == []  # removed before the resumed run wrote anything
+    assert [p.name for p in rd.path.iterdir() if p.name.startswith(".")] == [".tmp-notes"]  # the folders they were in too
     assert keep.read_text() == "mine" and also_kept.read_text() == "mine"
 
     class PlantsMidRun(Callback):
@@ -401,6 +408,78 @@ def test_stale_temporaries_go_on_resume_and_at_the_end_of_a_run(toy_plugin, toy_
     assert second.status == "completed"
     assert list(RunDir(second.run_dir).path.rglob("*.tmp")) == [] and list(RunDir(second.run_dir).path.rglob(".tmp*")) == []
     assert not (RunDir(second.run_dir).path / ".trainlab-reserved-space").exists()
+
+
+# -- a kill during the export ---------------------------------------------------------------------
+
+
+def kill_during_the_export(request, out, newer_than_ns: int = 0) -> None:
+    """Run ``request`` in a child process and SIGKILL it once its export has written
+    model.safetensors (the toy task then sleeps export_delay before config.json)."""
+    import time
+
+    child = RunProcess(request, env=subprocess_env([FIXTURE_PLUGINS]))
+    child.start()
+    for event in child.events():
+        if isinstance(event, Progress) and event.phase == "save":
+            break
+    deadline = time.monotonic() + 60
+
+    def written() -> bool:
+        for path in out.rglob("model.safetensors"):
+            try:
+                if path.stat().st_mtime_ns > newer_than_ns:
+                    return True
+            except FileNotFoundError:  # renamed meanwhile
+                pass
+        return False
+
+    while time.monotonic() < deadline and not written():
+        pass
+    assert written(), "the export never began"
+    child.kill()
+    child.wait(30)
+
+
+def model_files(run_dir) -> dict:
+    folder = RunDir(run_dir).model_dir
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def assert_a_complete_model(run_dir) -> None:
+    """model/ holds the last checkpoint's weights and a config that reads, and the run folder no temporary."""
+    from safetensors.torch import load_file
+
+    rd = RunDir(run_dir)
+    config = json.loads((rd.model_dir / "config.json").read_text())
+    assert config["labels"] and config["features"]
+    exported = load_file(str(rd.model_dir / "model.safetensors"))
+    assert_same_weights({f"model.{k}": v for k, v in exported.items()}, model_weights(run_dir))
+    assert [p.name for p in rd.path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_kill_during_the_export_leaves_no_half_written_model_and_resume_writes_it_whole(toy_plugin, toy_csv, tmp_path):
+    out = tmp_path / "run"
+    params = {"epochs": "1", "final_weights": "last", "export_delay": "1", "log_interval": "0"}
+    kill_during_the_export(RunRequest(task="toy-classification", data=str(toy_csv), out=str(out), params=params), out)
+    rd = RunDir(out)
+    assert rd.read()["status"] == "running"  # killed: no end was written
+    assert not rd.model_dir.exists()  # not a model/ holding weights and no config.json
+
+    resumed = run_training(RunRequest(resume=str(out)))
+    assert resumed.status == "completed"
+    assert_a_complete_model(out)
+
+    # a re-export (--more-epochs) killed half-way keeps the complete model/ it replaces
+    before = model_files(out)
+    newer_than = (rd.model_dir / "model.safetensors").stat().st_mtime_ns
+    kill_during_the_export(RunRequest(resume=str(out), more_epochs=1), out, newer_than)
+    assert model_files(out) == before
+
+    resumed = run_training(RunRequest(resume=str(out)))
+    assert resumed.status == "completed" and resumed.steps == 24
+    assert_a_complete_model(out)
+    assert model_files(out)["model.safetensors"] != before["model.safetensors"]
 
 
 # -- a loss that is NaN ------------------------------------------------------------------------------

@@ -182,12 +182,16 @@ def test_the_export_is_checked_for_space_before_it_is_written(toy_plugin, toy_cs
 
     usage = namedtuple("usage", "total used free")
     real = shutil.disk_usage
-    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9, 1000) if str(path).endswith("model") else real(path))
+    # the export is written into a new folder beside model/ (.model.XXXXXXXX.tmp) and renamed into place
+    def disk_usage(path):
+        return usage(10**9, 10**9, 1000) if Path(path).name.startswith(".model.") else real(path)
+
+    monkeypatch.setattr(shutil, "disk_usage", disk_usage)
     out = tmp_path / "run"
     result = run_training(RunRequest(task="toy-classification", data=str(toy_csv), out=str(out), params={"epochs": "1"}))
     assert result.status == "failed"
     assert result.error.startswith(f"not enough free disk space in {out / 'model'} to export the model: needs about 1 MB, 0 MB free")
-    assert not (out / "model" / "model.safetensors").exists()
+    assert not (out / "model").exists() and not [p for p in out.iterdir() if p.name.startswith(".model.")]
 
 
 EXPORT_ON_A_FULL_DISK = textwrap.dedent(
@@ -276,15 +280,18 @@ def test_a_full_disk_in_the_plugins_export_is_the_disk_not_the_plugin(toy_plugin
     kind, code = error.split("-")
     real_save, real_write_text = safetensors.torch.save_file, Path.write_text
 
+    def exported(path: Path) -> bool:  # written into the folder renamed into place as model/ (.model.XXXXXXXX.tmp)
+        return path.parent.name.startswith(".model.")
+
     def save_file(tensors, filename, metadata=None):
-        if Path(filename).parent.name != "model":  # the checkpoints are written as before
+        if not exported(Path(filename)):  # the checkpoints are written as before
             return real_save(tensors, filename, metadata=metadata)
         Path(filename).write_bytes(b"\0" * 64)  # what the writer got onto the disk before it failed
         reason = "No space left on device (os error 28)" if code == "ENOSPC" else "File too large (os error 27)"
         raise SafetensorError(f"Error while serializing: I/O error: {reason}")
 
     def write_text(self, *args, **kwargs):
-        if self.name == "config.json" and self.parent.name == "model":
+        if self.name == "config.json" and exported(self):
             raise OSError(errno.EDQUOT, "Disk quota exceeded", str(self))
         return real_write_text(self, *args, **kwargs)
 
