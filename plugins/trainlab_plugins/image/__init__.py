@@ -36,7 +36,11 @@ TORCHVISION_MODELS = (
     "efficientnet_b0",
     "convnext_tiny",
 )
-MODELS = ("auto", "small-cnn", *TORCHVISION_MODELS)
+# Pretrained architectures torchvision lacks, built by TrainLab in the layout of
+# their published weights (trainlab_plugins.image.efficientnet_lite).
+OWN_PRETRAINED_MODELS = ("efficientnet_lite0",)
+PRETRAINED_MODELS = (*TORCHVISION_MODELS, *OWN_PRETRAINED_MODELS)
+MODELS = ("auto", "small-cnn", *PRETRAINED_MODELS)
 AUGMENTATIONS = ("auto", "none", "light", "standard")
 
 PARAMS = (
@@ -228,6 +232,15 @@ PRESETS = (
             {"image_size": 224, "lr": 0.0003 if name.startswith("mobilenet") else 0.0001, "pretrained": True},
         )
         for name in TORCHVISION_MODELS
+    ),
+    Preset(
+        "efficientnet_lite0",
+        "EfficientNet-Lite0",
+        "EfficientNet-Lite0 (EfficientNet-B0 for mobile chips: ReLU6, no squeeze-excitation; 4.7 M weights), "
+        "fine-tuned from its ImageNet weights: efficientnet-lite0-57934424.pth staged in $TORCH_HOME/hub/checkpoints, "
+        "or any file of that layout named with weights=PATH; set pretrained=false to train from scratch.",
+        # lr as the MobileNets': a depthwise network of batch-norm and ReLU6 like them
+        {"image_size": 224, "lr": 0.0003, "pretrained": True},
     ),
 )
 # Telling which of a few objects an image shows is learnt in more, smaller

