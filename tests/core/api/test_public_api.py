@@ -30,7 +30,7 @@ def test_every_public_name_resolves_without_loading_torch_numpy_or_qt():
     "name",
     [
         "Callback", "RunState", "RunControl", "Log",
-        "atomic_write", "atomic_write_json", "atomic_write_text", "read_json",
+        "atomic_write", "atomic_write_folder", "atomic_write_json", "atomic_write_text", "read_json",
         "model_store_dir", "resolve_model", "check_text_model_folder", "FolderCheck",
         "resource_path",
     ],
@@ -51,6 +51,25 @@ def test_a_json_file_written_through_the_api_reads_back(tmp_path):
     trainlab.atomic_write_json(path, {"architecture": "small-cnn", "classes": ["cat", "dog"]})
     assert trainlab.read_json(path) == {"architecture": "small-cnn", "classes": ["cat", "dog"]}
     assert [p.name for p in path.parent.iterdir()] == ["meta.json"]  # no temporary file left behind
+
+
+def test_a_folder_written_through_the_api_replaces_the_old_one_only_once_complete(tmp_path):
+    folder = tmp_path / "model"
+
+    def first(out):
+        (out / "config.json").write_text('{"version": 1}')
+
+    def fails_half_way(out):
+        (out / "weights.bin").write_bytes(b"\0" * 16)
+        raise RuntimeError("the writer failed")
+
+    trainlab.atomic_write_folder(folder, first)
+    with pytest.raises(RuntimeError, match="the writer failed"):
+        trainlab.atomic_write_folder(folder, fails_half_way)
+    assert [p.name for p in folder.iterdir()] == ["config.json"]  # the complete one stays
+    trainlab.atomic_write_folder(folder, lambda out: (out / "config.json").write_text('{"version": 2}'))
+    assert trainlab.read_json(folder / "config.json") == {"version": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]  # no temporary folder left behind
 
 
 def test_the_model_store_lookup_finds_an_imported_model_offline(tmp_path):
