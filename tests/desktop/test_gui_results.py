@@ -157,6 +157,7 @@ def test_image_examples_show_as_thumbnails(qtbot, results, tmp_path):
     results.load_run(str(run))
     click_cell(qtbot, results, 0, 2)  # cat predicted as bird: one image
     assert results.examples_stack.currentWidget() is results.image_list
+    assert results.examples_title.text().startswith("“cat” predicted as “bird”: 1 example \u2014")
     click_cell(qtbot, results, 0, 1)  # cat predicted as dog: three images
     images = results.image_list
     assert images.count() == 3

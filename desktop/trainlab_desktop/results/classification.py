@@ -162,12 +162,16 @@ class ClassificationPage(ReportPage):
         count = report.cell_count(true_label, predicted)
         self.clear_examples()
         self.listed = examples[:MAX_LISTED]
+        # a cell of one example has its own sentence: "{count} examples" said "1 examples"
         if true_index == predicted_index:
-            head = self.tr("“{true}” predicted correctly: {count} examples").format(true=true_label, count=count)
-        else:
-            head = self.tr("“{true}” predicted as “{predicted}”: {count} examples").format(
-                true=true_label, predicted=predicted, count=count
+            template = self.tr("“{true}” predicted correctly: 1 example") if count == 1 else self.tr(
+                "“{true}” predicted correctly: {count} examples"
             )
+        else:
+            template = self.tr("“{true}” predicted as “{predicted}”: 1 example") if count == 1 else self.tr(
+                "“{true}” predicted as “{predicted}”: {count} examples"
+            )
+        head = template.format(true=true_label, predicted=predicted, count=count)
         if not count:
             note = ""
         elif not examples and true_index == predicted_index and not report.has_correct_list:

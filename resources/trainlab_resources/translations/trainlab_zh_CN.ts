@@ -256,8 +256,16 @@
         <translation>类别数</translation>
     </message>
     <message>
+        <source>“{true}” predicted correctly: 1 example</source>
+        <translation>“{true}”预测正确：1 个样本</translation>
+    </message>
+    <message>
         <source>“{true}” predicted correctly: {count} examples</source>
         <translation>“{true}”预测正确：{count} 个样本</translation>
+    </message>
+    <message>
+        <source>“{true}” predicted as “{predicted}”: 1 example</source>
+        <translation>“{true}”被预测为“{predicted}”：1 个样本</translation>
     </message>
     <message>
         <source>“{true}” predicted as “{predicted}”: {count} examples</source>
