@@ -18,7 +18,7 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from trainlab.api.errors import UsageError
 from trainlab.api.events import Event
@@ -228,7 +228,9 @@ def remember_run_folder(run_dir: Path | str, db_path: Path | None = None) -> boo
 
     Also without the index: a run that could not open it (a full disk, an I/O
     error) is still found, and indexed, by the next listing.  Returns whether
-    the folder is noted (or needs no note); never raises.
+    the folder is noted (or needs no note); never raises.  A note that could not
+    be written is tried again at the run's next save, and by every listing
+    while the index holds the run (``RunStore.sync_folders``).
     """
     db_path = Path(db_path) if db_path else paths.index_path()
     folder = str(Path(run_dir).expanduser().resolve())
@@ -236,20 +238,24 @@ def remember_run_folder(run_dir: Path | str, db_path: Path | None = None) -> boo
         return True
     listed = db_path.parent / RunStore.OTHER_FOLDERS
     try:
-        known = listed.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+        text = listed.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:
-        known = []
-    if folder in (line.strip() for line in known):
+        text = ""
+    if folder in (line.strip() for line in text.splitlines()):
         return True
+    line = folder + "\n"
+    if text and not text.endswith("\n"):
+        line = "\n" + line  # after a line a full disk cut short: this one on a line of its own
+    data = line.encode("utf-8", "surrogateescape")
     try:
         fd = os.open(listed, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:
-            os.write(fd, (folder + "\n").encode("utf-8", "surrogateescape"))  # one append: safe beside other writers
+            written = os.write(fd, data)  # one append: safe beside other writers
         finally:
             os.close(fd)
     except OSError:
         return False  # a cache of a cache: the run is still indexed, or its folder is all there is
-    return True
+    return written == len(data)  # a write cut short (a disk that filled): noted at the next try
 
 
 class RunStore:
@@ -523,7 +529,24 @@ class RunStore:
                 continue
             known_ids.add(run_id)
             added += 1
+        self._note_out_folders(r["run_dir"] for r in rows)
         return added
+
+    def _note_out_folders(self, run_dirs: Iterable[str]) -> None:
+        """Note the ``--out`` folders of listed runs that ``other-run-folders.txt`` lacks.
+
+        A run whose note could not be written (a full disk, while the index still
+        took its rows) is listed from the index, but a rebuild of a lost index
+        reads the note: written here, as soon as it can be.
+        """
+        noted = self._read_other_folders()
+        runs = str(self.runs_folder)
+        for run_dir in run_dirs:
+            if not isinstance(run_dir, str) or run_dir in noted or os.path.dirname(run_dir) == runs:
+                continue
+            with contextlib.suppress(OSError, ValueError, RuntimeError):  # as sync_folders: a path that is no path
+                if (Path(run_dir) / "run.json").is_file():
+                    self._remember_folder(Path(run_dir))
 
     def _recheck(self, row: Mapping[str, Any]) -> None:
         """Read a listed run's run.json again if it changed since the index read it.

@@ -268,3 +268,44 @@ def test_an_out_run_that_could_not_open_the_index_is_listed_once_the_index_is_ba
     assert "run index unavailable" in result.stderr
     (home / "index.sqlite3").rmdir()
     assert listed(home) == [str(out.resolve())]
+
+
+@pytest.mark.parametrize("fault", ["every write fails", "the first write is cut short"])
+def test_an_out_run_whose_folder_note_could_not_be_written_is_found_after_the_index_is_lost(toy_plugin, tmp_path, monkeypatch, fault):
+    """A full disk for other-run-folders.txt while the index itself takes the run (SQLite
+    reuses its WAL's pages): the listing notes the folder once it can, so a rebuild finds it."""
+    import errno
+
+    from trainlab.engine.scripting import RunRequest, run_training
+
+    real_open, real_write = os.open, os.write
+    notes: set[int] = set()
+
+    def open_(path, flags, *args, **kwargs):
+        if os.path.basename(path) == RunStore.OTHER_FOLDERS and flags & os.O_WRONLY:
+            if fault == "every write fails":
+                raise OSError(errno.ENOSPC, "No space left on device", str(path))
+            fd = real_open(path, flags, *args, **kwargs)
+            notes.add(fd)
+            return fd
+        return real_open(path, flags, *args, **kwargs)
+
+    def write(fd, data):
+        if fd in notes:
+            notes.clear()  # the first write only: what a disk that fills part-way takes
+            return real_write(fd, bytes(data)[: len(data) // 2])
+        return real_write(fd, data)
+
+    home = paths.data_dir()
+    out = tmp_path / "elsewhere" / "run"
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "open", open_)
+        patched.setattr(os, "write", write)
+        result = run_training(RunRequest(task="toy-classification", data=str(write_toy_csv(tmp_path / "toy.csv")), out=str(out),
+                                         params={"epochs": "1"}))  # fmt: skip
+    assert result.status == "completed"
+    assert listed(home) == [str(out.resolve())]  # from the index, which took the run
+    for name in ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm"):
+        (home / name).unlink(missing_ok=True)
+    assert listed(home) == [str(out.resolve())]  # rebuilt from the folders it knows
+    assert str(out.resolve()) in (home / RunStore.OTHER_FOLDERS).read_text().splitlines()
