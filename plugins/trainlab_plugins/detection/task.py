@@ -194,6 +194,12 @@ class ObjectDetectionTask(Task):
 
     # -- data ---------------------------------------------------------------
     def prepare(self, data_path: str, ctx: RunContext, label_names: Sequence[str] | None = None) -> DataSummary:
+        # torchvision's detectors give no loss in evaluation mode: every epoch's validation
+        # loss reads 0, so monitor=loss kept the first epoch as the best weights, silently
+        if str(self.params.get("monitor", "")) == "loss":
+            choices = ", ".join(m for m in self.spec.monitor_choices() if m != "loss")
+            raise UsageError(f"monitor=loss: object detection measures no validation loss (its detectors give none "
+                             f"in evaluation); monitor one of {choices}")  # fmt: skip
         self._log = ctx.log
         try:
             cache = cache_dir("detection-annotations")

@@ -28,6 +28,17 @@ def _tiny_run(cli, tmp_path):
     return result, label, out, images
 
 
+def test_monitor_loss_is_refused_in_one_line_naming_the_metrics_to_monitor(cli, tmp_path):
+    data = write_yolo(tmp_path / "shapes", {"train": 4, "val": 2}, size=64, seed=1)
+    result = cli("train", "object-detection", "--data", data, "--epochs", "1", *FAST, "--set", "monitor=loss",
+                 "--out", tmp_path / "run")  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1] == ("trainlab: error: monitor=loss: object detection measures no validation loss (its detectors "
+                         "give none in evaluation); monitor one of map, map50, map75, mar_100")  # fmt: skip
+    assert "Traceback" not in result.stderr and not (tmp_path / "run" / "checkpoints").exists()
+
+
 @pytest.mark.long
 def test_train_eval_predict_and_the_exported_program(cli, tmp_path):
     result, label, out, images = _tiny_run(cli, tmp_path)
