@@ -429,9 +429,11 @@ class MainWindow(QMainWindow):
         self.settings.window_state = bytes(self.saveState().toBase64()).decode("ascii")
 
     def _restore_geometry(self) -> None:
-        if self.settings.geometry:  # the size and place the window had when it last closed
-            self.restoreGeometry(QByteArray.fromBase64(self.settings.geometry.encode("ascii")))
-        else:
+        # the size and place the window had when it last closed; Qt refuses one saved on a
+        # screen of another size (a 1280x800 window's on 1920x1080), which left the window at
+        # its 960x640 minimum in a corner: the first launch's size then
+        saved = self.settings.geometry
+        if not (saved and self.restoreGeometry(QByteArray.fromBase64(saved.encode("ascii")))):
             self.setGeometry(self._first_geometry())
         if self.settings.window_state:
             self.restoreState(QByteArray.fromBase64(self.settings.window_state.encode("ascii")))

@@ -79,6 +79,18 @@ def test_the_first_launch_takes_a_share_of_the_screen_centred(qtbot, window):
     assert first.size() == size and abs(first.center().x() - free.center().x()) <= 1
 
 
+def test_a_saved_geometry_qt_refuses_opens_at_the_first_launch_size_not_the_minimum(qtbot, window):
+    from PySide6.QtCore import QByteArray
+
+    # a 1280x760 window's geometry saved on a 1280x800 screen: Qt refuses it on a screen of another size
+    saved = "AdnQywADAAAAAAAAAAAAFAAABP8AAAMLAAAAAAAAABQAAAT/AAADCwAAAAAAAAAABQAAAAAAAAAAFAAABP8AAAML"
+    assert not window.restoreGeometry(QByteArray.fromBase64(saved.encode("ascii")))
+    window.resize(window.minimumSize())
+    window.settings.geometry = saved
+    window._restore_geometry()
+    assert window.size() == window._first_size() != window.minimumSize()
+
+
 def _metrics_run(tmp_path):
     """A finished classification run's folder: 20 epochs of accuracy and macro F1 (the titles at their longest)."""
     import json
