@@ -268,7 +268,7 @@ TEXT_MULTILABEL = TaskSpec(
     factory="trainlab_plugins.text.multilabel:TextMultiLabelTask",
     description=(
         "Fine-tune a BERT-family model (or train the built-in tiny-bert) to tag each text with any number of "
-        "labels (none included). Chinese, English and mixed text; sentence pairs supported."
+        "labels (or none). Chinese, English and mixed text; sentence pairs supported."
     ),
     params=MULTILABEL_PARAMS,
     defaults=MULTILABEL_DEFAULTS,
