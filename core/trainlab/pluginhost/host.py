@@ -43,7 +43,7 @@ import pluggy
 
 from trainlab.api import hookspecs
 from trainlab.api.descriptors import Preset, TaskSpec
-from trainlab.api.errors import UsageError
+from trainlab.api.errors import UsageError, did_you_mean
 from trainlab.api.params import ENGINE_PARAMS
 from trainlab.api.version import PLUGIN_API_VERSION, SUPPORTED_OLDER_MAJORS
 from trainlab.pluginhost import probe as pluginprobe
@@ -365,7 +365,7 @@ class PluginRegistry:
         entry = self.tasks.get(task_id)
         if entry is None:
             known = ", ".join(sorted(self.tasks)) or "none"
-            raise UsageError(f"unknown task {task_id!r} (available: {known}; see `trainlab plugins`)")
+            raise UsageError(f"unknown task {task_id!r}{did_you_mean(task_id, self.tasks)} (available: {known}; see `trainlab plugins`)")
         return entry
 
     def run_callbacks(self, task_id: str, params: dict[str, Any]) -> list[Any]:
