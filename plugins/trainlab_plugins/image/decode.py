@@ -6,7 +6,7 @@ EXIF orientation tags; the model always sees RGB the right way up.
 
 from __future__ import annotations
 
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 EXIF_ORIENTATION = 0x0112
 TRANSPARENT_BACKGROUND = (255, 255, 255)
@@ -41,7 +41,13 @@ def load_rgb(path: str, min_side: int | None = None) -> Image.Image:
             orientation = image.getexif().get(EXIF_ORIENTATION, 1)
             image.load()
             rgb = to_rgb(image)
+    # the data check's words for the two common cases (folder.read_header), not PIL's
+    # "UnidentifiedImageError: cannot identify image file '...'" that repeated the path
+    except UnidentifiedImageError:
+        raise UnreadableImage("not a readable image") from None
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
+        if isinstance(exc, OSError) and "truncated" in str(exc):
+            raise UnreadableImage("truncated image") from None
         raise UnreadableImage(f"{type(exc).__name__}: {exc}") from None
     method = _ORIENTATION_TRANSPOSE.get(orientation)
     return rgb.transpose(method) if method is not None else rgb

@@ -188,8 +188,11 @@ def test_large_jpegs_decode_at_reduced_scale_but_never_below_the_needed_side(tmp
 
 
 def test_truncated_file_raises_unreadable(tmp_path):
-    with pytest.raises(UnreadableImage):
+    with pytest.raises(UnreadableImage, match="^truncated image$"):
         load_rgb(str(truncated_jpeg(tmp_path / "t.jpg")))
+    (tmp_path / "notes.jpg").write_text("not an image")
+    with pytest.raises(UnreadableImage, match="^not a readable image$"):
+        load_rgb(str(tmp_path / "notes.jpg"))
 
 
 # -- transforms, datasets, loaders ------------------------------------------------------------
