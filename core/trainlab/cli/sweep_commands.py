@@ -103,7 +103,9 @@ def _foreground(args: Any, out: Any, study: Any) -> int:
     control = SweepControl()
     device = str(args.device) if args.device else None
     placement, lease = place(args.gpus_per_trial, device)
-    out.note(f"sweep: study {study.name} ({study.journal_text()}), {args.trials} trials on {placement.describe()}; "
+    # "auto" without GPUs is the CPU: say so, in the words of `queue add`
+    where = "the CPU (no GPU on this machine)" if placement.device == "auto" and not placement.uuids else placement.describe()
+    out.note(f"sweep: study {study.name} ({study.journal_text()}), {args.trials} trials on {where}; "
              f"the same command resumes it after a crash")
     try:
         with stop_on_signals(control.stop):

@@ -53,6 +53,8 @@ def test_six_seeded_trials_prune_the_weak_ones_and_report_the_best(cli, toy_csv,
     best_line = f"best trial: {best['number']}, accuracy {best['value']:.1%} with lr={format_value(best['params']['lr'])}, hidden={best['params']['hidden']};"
     assert best_line in result.stderr and f"best so far: trial {best['number']}, accuracy {best['value']:.1%}" in result.stderr
     assert "{'" not in result.stderr
+    start = next(line for line in result.stderr.splitlines() if line.startswith("sweep: study lr-hidden "))
+    assert "6 trials on auto" not in start and ("6 trials on the CPU (no GPU on this machine);" in start or "GPU-" in start), start
     # each trial is an ordinary run in the history
     history = one_json_line(cli("runs", "--json", extra_path=[FIXTURE_PLUGINS]))["runs"]
     assert sorted(r["run_dir"] for r in history) == sorted(str(Path(t["run_dir"]).resolve()) for t in trials)
