@@ -144,12 +144,14 @@ def _line(entry: Any, machine_gpus: int) -> str:
     else:
         what = entry.task
     state = entry.state + (f" ({entry.requested} asked)" if entry.requested else "")
-    where = ", ".join(d[:12] for d in entry.devices) or ("" if entry.state != EntryState.RUNNING else "cpu")
+    gpus = _gpus_text(entry.gpus, machine_gpus)
+    # a run on the CPU says "cpu" once (the GPU column says it already), where it read "cpu     cpu"
+    where = ", ".join(d[:12] for d in entry.devices) or ("cpu" if entry.state == EntryState.RUNNING and gpus != "cpu" else "")
     when = time.strftime("%m-%d %H:%M", time.localtime(entry.added)) if entry.added else ""
     tail = entry.run_dir or ""
     if entry.reason and entry.state != EntryState.RUNNING:
         tail = f"{entry.reason}  {tail}".strip()
-    return f"{entry.id:>4}  {state:<18} {what:<40} {_gpus_text(entry.gpus, machine_gpus):<7} {where:<14} {when:<11} {tail}"
+    return f"{entry.id:>4}  {state:<18} {what:<40} {gpus:<7} {where:<14} {when:<11} {tail}"
 
 
 def _gpus_text(gpus: int, machine_gpus: int) -> str:

@@ -113,6 +113,17 @@ def test_a_machine_without_a_gpu_is_said_to_run_the_queue_on_the_cpu(cli, toy_cs
     assert " cpu " in row and "GPU" not in row, row
 
 
+def test_a_run_on_the_cpu_says_cpu_once_in_the_list():
+    from trainlab.cli.queue_commands import _line
+    from trainlab.scheduling.queue_store import QueueEntry
+
+    running = QueueEntry(id=1, kind="run", state="running", position=1, request={"task": "text-classification"},
+                         gpus=1, run_dir="/tmp/q1", added=1.0)  # fmt: skip
+    assert _line(running, machine_gpus=0).split().count("cpu") == 1  # no GPU here: the CPU runs it
+    assert _line(running, machine_gpus=2).split().count("cpu") == 1  # given no GPU yet: the device column
+    assert "1 GPU" in _line(running, machine_gpus=2)
+
+
 def _checkpoint(store: QueueStore, entry_id: int) -> Path | None:
     run_dir = store.entry(entry_id).run_dir
     path = Path(run_dir, "checkpoints", "last.safetensors") if run_dir else None
