@@ -3,8 +3,9 @@
 A short version: ``trainlab runs`` rebuilding a lost index (SQLite, native
 writes) is traced, its first write points are failed with ENOSPC and
 SIGKILLed there, and each time the listing answers in one line or not at
-all and the next listing is whole.  The exhaustive harness (training,
-resume, index; ENOSPC, EIO, EFBIG, SIGKILL) runs behind --runslow.
+all and the next listing is whole; the harness's forked runs make the
+calls of a fresh ``python -m trainlab``.  The harness's --quick (the
+training's first points, ENOSPC and SIGKILL) runs behind --runslow.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def test_the_generic_names_hide_temporaries_and_folders(write_points):
     places = {"RUN": "/w/run", "HOME": "/w/home"}
     assert write_points.generic("/w/run/.run.json.ab_3x9zq.tmp", places) == "RUN/.run.json.*.tmp"
     assert write_points.generic("/w/run/checkpoints/.tmpXvNzQ4", places) == "RUN/checkpoints/.tmp*"
+    assert write_points.generic("/w/run/..model.86y3n21k.tmp.ab_cdefg.tmp/config.json", places) == "RUN/..model.*.tmp.*.tmp/config.json"
     assert write_points.generic("/w/home/index.sqlite3-wal", places) == "HOME/index.sqlite3-wal"
     assert write_points.generic("/w/data.csv", places) is None
 
@@ -82,6 +84,37 @@ def test_failing_and_killing_the_index_rebuild_at_its_first_write_points(write_p
             assert [(r["id"], r["status"]) for r in rows] == [("r1", "completed")], (point.label, how)
             with sqlite3.connect(home / "index.sqlite3") as db:
                 assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_forked_run_makes_the_calls_of_a_fresh_one(write_points, tmp_path):
+    # The trials run as forks of a warm process (strace attached to the fork): the calls on the home's files,
+    # in order, and what the command answers, must be those of a fresh `python -m trainlab`.
+    home = tmp_path / "home"
+    _listed_run(home)
+    places = {"HOME": str(home)}
+    harness = write_points.Harness(tmp_path / "work")
+    seen = {}
+    try:
+        for how in ("fresh", "learning", "warm"):  # the first fork teaches the zygote what to import; the next is warm
+            shutil.rmtree(home / "logs", ignore_errors=True)
+            shutil.rmtree(home / "cache", ignore_errors=True)  # the plugin probes' verdicts: written by each
+            for leftover in home.glob("index.sqlite3*"):
+                leftover.unlink()
+            log = tmp_path / f"{how}.txt"
+            strace = write_points.Harness.strace(log, ",".join(write_points.SYSCALLS))
+            if how == "fresh":
+                command = [*strace, sys.executable, "-m", "trainlab", "runs", "--json"]
+                done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60, env=harness.env(home))
+            else:
+                done = harness.zygote.run(["runs", "--json"], harness.env(home), strace)
+            assert done.returncode == 0, (how, done.stderr)
+            rows = json.loads(done.stdout.strip().splitlines()[-1])["runs"]
+            calls = [(c.name, c.kind) for c in write_points.parse_trace(log.read_text(), places)]
+            seen[how] = ([(r["id"], r["status"]) for r in rows], calls)
+        assert ("openat", "HOME/index.sqlite3") in seen["fresh"][1] and ("rename", "HOME/cache/plugin-probes.json") in seen["fresh"][1]
+        assert seen["warm"] == seen["learning"] == seen["fresh"]
+    finally:
+        harness.zygote.close()
 
 
 def _env(home):
