@@ -57,6 +57,24 @@ def start_and_finish(qtbot, win, timeout: int = RUN_TIMEOUT_MS):
     return blocker.args[0]
 
 
+def test_the_data_check_table_shows_class_names_whole_beside_three_splits(qtbot, window):
+    from trainlab.api.taskbase import DataSummary
+
+    labels = ["food", "sports", "technology", "weather"]
+    counts = {split: dict.fromkeys(labels, 40) for split in ("train", "val", "test")}
+    window.show_page("train")
+    window.data_panel._show_summary(DataSummary(label_names=labels, counts=counts))
+    table = window.data_panel.summary_table
+    qtbot.waitUntil(lambda: table.isVisible() and table.columnCount() == 4, timeout=5000)
+    qtbot.wait(50)  # the header's deferred resize
+    padding = 2 * table.style().pixelMetric(table.style().PixelMetric.PM_FocusFrameHMargin) + 8
+    longest = max(table.fontMetrics().horizontalAdvance(label) for label in labels)
+    assert table.columnWidth(0) >= longest + padding, (table.columnWidth(0), longest, table.width())
+    for col in range(1, 4):  # each count column holds its header whole
+        title = table.horizontalHeaderItem(col).text()
+        assert table.columnWidth(col) >= table.horizontalHeader().fontMetrics().horizontalAdvance(title), title
+
+
 # -- a whole run ---------------------------------------------------------------
 
 

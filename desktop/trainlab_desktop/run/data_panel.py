@@ -556,7 +556,12 @@ class DataPanel(QWidget):
                     item = QTableWidgetItem(f"{summary.counts[split].get(label, 0):,}")
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                     table.setItem(row, col, item)
-            table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+            header = table.horizontalHeader()
+            header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+            # the counts as wide as their header, the rest for the names: with train, val and test
+            # at the default width, "sports" and "technology" showed as "sp..." and "te..."
+            for col in range(1, 1 + len(splits)):
+                header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
             rows_height = sum(table.rowHeight(r) for r in range(min(len(labels), 8)))
             table.setFixedHeight(table.horizontalHeader().height() + rows_height + 2 * table.frameWidth() + 2)
             table.show()
