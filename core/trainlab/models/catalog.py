@@ -526,8 +526,9 @@ def available_models() -> list[dict[str, Any]]:
                         "format": TORCHVISION_CHECKPOINT,
                         "path": str(file),
                         "file": file.name,
-                        # torchvision names files <arch>-<hash prefix>.pth
-                        "arch": file.stem.split("-")[0],
+                        # torchvision names files <arch>-<hash prefix>.pth; EfficientNet-PyTorch's
+                        # efficientnet-lite0-<hash>.pth spells the preset's name with hyphens
+                        "arch": file.stem.rsplit("-", 1)[0].replace("-", "_"),
                         "usable": True,
                         "missing": [],
                         "size_bytes": file.stat().st_size,

@@ -164,12 +164,14 @@ def test_available_models_lists_store_cache_and_torch_checkpoints(hf_cache, tmp_
     checkpoints = tmp_path / "torch" / "hub" / "checkpoints"
     checkpoints.mkdir(parents=True)
     (checkpoints / "resnet18-f37072fd.pth").write_bytes(b"\0" * 10)
+    (checkpoints / "efficientnet-lite0-57934424.pth").write_bytes(b"\0" * 10)
     models = {m["name"]: m for m in modelstore.available_models()}
     assert models["mine"]["source"] == "store" and models["mine"]["usable"]
     assert models["google-bert/bert-base-chinese"]["source"] == "hf-cache"
     assert models["org/broken"]["usable"] is False and models["org/broken"]["missing"]
     resnet = models["resnet18-f37072fd.pth"]
     assert resnet["source"] == "torch-hub" and resnet["task"] == "image-classification" and resnet["arch"] == "resnet18"
+    assert models["efficientnet-lite0-57934424.pth"]["arch"] == "efficientnet_lite0"  # the image preset's name
 
 
 def test_listing_models_does_not_import_torch(hf_cache):
