@@ -50,8 +50,8 @@ holding it); the sides:
   mode), standardised, then OneVsRestClassifier(LogisticRegression), at 0.5
   and with thresholds chosen on the validation split as above;
 - TrainLab: ``image-multilabel`` at its defaults for the ``--arch`` preset
-  with those weights, at ``--image-size`` (the CPU time: 224 px would take
-  five times longer).
+  with those weights, at ``--image-size`` (the preset's 224 px costs
+  (224/96)^2 times a step at 96 on a CPU).
 
     .venv/bin/python bench/multilabel_vs_linear.py [--model tiny-bert|FOLDER] [--task text-multilabel|text-regression]
         [--rows 2000] [--tags 8] [--quick] [--json]
