@@ -167,7 +167,8 @@ def build_architecture(arch: str, num_classes: int, image_size: int = 224, optio
 
 
 def torchvision_checkpoint(arch: str) -> tuple[Path, str]:
-    """(where TrainLab looks for ``arch``'s ImageNet file, the URL it comes from)."""
+    """(where TrainLab looks for ``arch``'s ImageNet file, the URL it comes from; for the
+    architectures of ``OWN_CHECKPOINTS``, what gets it on a connected machine)."""
     folder = Path(torch.hub.get_dir()) / "checkpoints"
     if arch in OWN_CHECKPOINTS:
         name, source = OWN_CHECKPOINTS[arch]
