@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import trainlab
 from trainlab.api.errors import RunFailed, UsageError
 from trainlab.cli.chat import add_chat_arguments, cmd_chat
-from trainlab.cli.common import ArgumentParser, Output, params_from, stop_on_signals
+from trainlab.cli.common import ArgumentParser, Output, OutputClosed, params_from, stop_on_signals
 from trainlab.cli.export_command import add_export_parser, cmd_export
 from trainlab.cli.listings import cmd_models, cmd_runs, cmd_tasks
 from trainlab.cli.queue_commands import add_queue_parser
@@ -497,6 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(out, EXIT_USAGE, str(exc), exc)
     except RunFailed as exc:
         return _fail(out, EXIT_FAILED, str(exc), exc)
+    except OutputClosed:  # `trainlab ... | head`: nobody reads an error line now
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         return _fail(out, EXIT_INTERRUPTED, "interrupted")
     except BrokenPipeError:

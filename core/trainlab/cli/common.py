@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 from typing import Any, Callable
 
-from trainlab.api.errors import UsageError
+from trainlab.api.errors import StopRequested, UsageError
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -17,6 +18,10 @@ class ArgumentParser(argparse.ArgumentParser):
         # main() prints "trainlab: error: ..." itself: name the subcommand (``train: ...``), never "trainlab" again
         command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
         raise UsageError(f"{command}: {message}" if command else message)
+
+
+class OutputClosed(StopRequested):
+    """The reader of the command's output went away: the command stops as on Ctrl-C, quietly."""
 
 
 class Output:
@@ -32,13 +37,30 @@ class Output:
 
     def say(self, text: str = "") -> None:
         if not self.as_json:
-            print(text, file=self.stdout)
+            self._print(text, self.stdout)
         elif sys.stderr is not None:
-            print(text, file=sys.stderr)
+            self._print(text, sys.stderr)
 
     def note(self, text: str) -> None:
         if sys.stderr is not None:
-            print(text, file=sys.stderr)
+            self._print(text, sys.stderr)
+
+    def _print(self, text: str, stream: Any) -> None:
+        """``print``; a reader that went away (``trainlab train ... | head``) stops the
+        command as Ctrl-C does (a run keeps its checkpoint and resumes), rather than
+        a BrokenPipeError failing the run in whatever plugin call was logging."""
+        try:
+            print(text, file=stream)
+            stream.flush()
+        except BrokenPipeError:
+            devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the rest of the process
+            if stream is self.stdout:
+                self.stdout = devnull
+            if stream is sys.stdout:
+                sys.stdout = devnull
+            if stream is sys.stderr:
+                sys.stderr = devnull
+            raise OutputClosed("the output was closed") from None
 
     def result(self, data: dict[str, Any]) -> None:
         if self.as_json:

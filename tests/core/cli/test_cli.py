@@ -108,6 +108,24 @@ def test_sigterm_cancels_keeps_the_checkpoint_and_exits_130(toy_csv, tmp_path):
     assert json.loads((out / "run.json").read_text())["status"] == "cancelled"
 
 
+def test_a_reader_that_goes_away_stops_the_run_as_ctrl_c_does_not_as_a_failure(toy_csv, tmp_path):
+    # `trainlab train ... | head`: the progress lines meet a closed pipe
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainlab", "train", "toy-classification", "--data", str(toy_csv), "--out", str(out),
+         "--epochs", "50", "--set", "step_delay=0.01"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=subprocess_env([FIXTURE_PLUGINS]),
+    )
+    for line in proc.stderr:  # until training is under way
+        if "epoch 1: val loss" in line:
+            break
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 130
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "cancelled" and "BrokenPipe" not in str(record["error"]), record["error"]
+    assert record["progress"]["epochs_completed"] < 50
+
+
 def test_tasks_json_shows_defaults_and_presets(cli):
     data = one_json_line(cli("tasks", "--json", extra_path=[FIXTURE_PLUGINS]))
     toy = next(t for t in data["tasks"] if t["id"] == "toy-classification")
