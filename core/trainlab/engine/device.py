@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from trainlab.api.errors import UsageError
+from trainlab.telemetry.nvml import init_failure_reason
 
 
 def resolve_device(name: str) -> Any:
@@ -30,7 +31,7 @@ def resolve_device(name: str) -> Any:
         return torch.device("mps")
     if name == "cuda" or name.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise UsageError(f"--device {name}: CUDA is not available ({cuda_unavailable_reason()})")
+            raise UsageError(f"--device {name}: CUDA is not available: {cuda_unavailable_reason()}")
         index = 0
         if ":" in name:
             try:
@@ -70,7 +71,9 @@ def cuda_unavailable_reason() -> str:
         return "this torch build has no CUDA support"
     try:
         import pynvml
-
+    except ImportError as exc:
+        return f"nvidia-ml-py, which asks the NVIDIA driver, is not installed ({exc})"
+    try:
         pynvml.nvmlInit()
         count = pynvml.nvmlDeviceGetCount()
         pynvml.nvmlShutdown()
@@ -78,7 +81,9 @@ def cuda_unavailable_reason() -> str:
             return "no NVIDIA GPU found"
         return "the NVIDIA driver is present but torch cannot use it (driver too old for this torch build?)"
     except Exception as exc:  # noqa: BLE001 - NVML reports many kinds of absence
-        return f"no NVIDIA driver or GPU ({type(exc).__name__}: {exc})"
+        # in the GPU panel's and `trainlab doctor`'s words ("the NVIDIA driver is not
+        # installed (NVML library not found)"), not NVML's exception class
+        return init_failure_reason(pynvml, exc)
 
 
 def resolve_precision(device: Any, name: str) -> str:
