@@ -48,6 +48,26 @@ def test_the_generic_names_hide_temporaries_and_folders(write_points):
     assert write_points.generic("/w/data.csv", places) is None
 
 
+def test_every_open_is_counted_but_only_a_file_created_is_a_point(write_points):
+    lines = [
+        'openat(AT_FDCWD</w>, "/w/run/run.json", O_RDONLY|O_CLOEXEC) = 3</w/run/run.json>',
+        'openat(AT_FDCWD</w>, "/w/run/.run.json.ab_3x9zq.tmp", O_RDWR|O_CREAT|O_EXCL|O_CLOEXEC, 0600) = 3</w/run/.run.json.ab_3x9zq.tmp>',
+        'openat(5</w/run/checkpoints>, "last.safetensors", O_WRONLY|O_CREAT|O_TRUNC, 0666) = -1 ENOSPC (No space left on device) (INJECTED)',
+        'openat(AT_FDCWD</w>, "/usr/lib/x.so", O_RDONLY|O_CREAT, 0644) = 4</usr/lib/x.so>',
+        'unlinkat(5</w/run>, ".trainlab-reserved-space", 0) = 0',
+        'unlink("/w/home/index.sqlite3-wal") = ?',
+    ]  # fmt: skip
+    calls = write_points.parse_trace("\n".join(lines), {"RUN": "/w/run", "HOME": "/w/home"})
+    assert [(c.name, c.index, c.kind, c.injected, c.killed) for c in calls] == [
+        ("openat", 2, "RUN/.run.json.*.tmp", False, False),
+        ("openat", 3, "RUN/checkpoints/last.safetensors", True, False),
+        ("unlinkat", 1, "RUN/.trainlab-reserved-space", False, False),
+        ("unlink", 1, "HOME/index.sqlite3-wal", False, True),
+    ]
+    point = write_points.Point("train", calls[0], "first")
+    assert write_points.errors_of(point, list(write_points.ERRORS)) == ["ENOSPC", "EIO", "EDQUOT", "KILL"]
+
+
 def test_failing_and_killing_the_index_rebuild_at_its_first_write_points(write_points, tmp_path):
     home = tmp_path / "home"
     _listed_run(home)
