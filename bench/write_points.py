@@ -196,6 +196,7 @@ class Harness:
         self.data = write_data(work / "toy.csv", rows=48)
         self.base = work / "base"
         self.chats = work / "chats.jsonl"
+        self.spares: list[tuple[Path, float]] = []
         self.decoder = work / "mini-qwen2"
         self.site = work / "site"
         self.trials = 0
@@ -260,8 +261,12 @@ class Harness:
         """A fresh copy of the prepared site for one run of ``scenario``: its command, its folders, its run."""
         site = self.site
         shutil.rmtree(site, ignore_errors=True)
-        shutil.copytree(self.base, site)
-        copied = time.monotonic()
+        if scenario == "resume" and self.spares:  # a copy made a while ago, renamed into place: its files keep their inodes and times
+            spare, copied = self.spares.pop(0)
+            os.rename(spare, site)
+        else:
+            shutil.copytree(self.base, site)
+            copied = time.monotonic()
         home, earlier, interrupted = site / "home", site / "earlier", site / "interrupted"
         places = {"HOME": str(home), "EARLIER": str(earlier), "INTERRUPTED": str(interrupted)}
         if scenario in ("train", "textgen"):
@@ -276,6 +281,14 @@ class Harness:
         for lost in home.glob("index.sqlite3*"):  # the index scenario: it was lost
             lost.unlink()
         return ["runs", "--json"], places, None
+
+    def make_spares(self, count: int) -> None:
+        """``count`` copies of the prepared site made now, for the resume's trials: each trial renames one
+        into place instead of waiting out the fresh copy's change time."""
+        for number in range(count):
+            spare = self.work / "spares" / str(number)
+            shutil.copytree(self.base, spare)
+            self.spares.append((spare, time.monotonic()))
 
     def trace(self, scenario: str) -> list[Call]:
         args, places, _ = self.stage(scenario)
@@ -583,9 +596,10 @@ def main() -> int:
             new[scenario] = len(points)
             say(f"{scenario}: {found[scenario]} write points, {len(points)} not met in an earlier scenario")
             queues.append([p for p in points if any(only in p.label for only in args.only.split("|"))][: args.points or None])
-        prepared = time.perf_counter()
         # the scenarios' points in turn, so that a --budget that runs out still samples each of them
         order = [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
+        harness.make_spares(sum(len(errors_of(p, errors)) for p in order if p.scenario == "resume"))
+        prepared = time.perf_counter()
         for point in order:
             if args.budget and time.perf_counter() - began > args.budget:
                 left += 1
@@ -598,6 +612,7 @@ def main() -> int:
     finally:
         if harness is not None and harness.zygote is not None:
             harness.zygote.close()
+        shutil.rmtree(work / "spares", ignore_errors=True)  # those a --budget left unused
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     tried = [r for r in results if not r.get("missed")]
