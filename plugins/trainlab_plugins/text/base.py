@@ -54,6 +54,9 @@ class TextTask:
     """The shared runtime of the text tasks (a mixin: the family base class follows it)."""
 
     problem_type: str | None = None  # transformers' config.problem_type of the head
+    # dropout=auto on a pretrained model: this rate for every dropout (None:
+    # the model's own); a family that declares the dropout parameter sets it
+    auto_dropout: float | None = None
     # how the summary says what validation was carved out of
     split_note = "held out {share} of each label of {source} for validation"
 
@@ -153,7 +156,7 @@ class TextTask:
 
     def _plan_finetune(self, ctx: RunContext) -> finetune.FinetunePlan:
         assert self.source is not None
-        config = models.model_config(self.source, self.tokenizer, self.head_labels(), self.problem_type)
+        config = models.model_config(self.source, self.tokenizer, self.head_labels(), self.problem_type, self.dropout_rate())
         capacity = device_memory_bytes(ctx.device)
 
         def memory_tight(n_params: int, mode: str) -> bool:
@@ -260,6 +263,26 @@ class TextTask:
             raise UsageError(f"bad value for parameter head_lr: {value!r}; use auto, same or a learning rate (e.g. --set head_lr=1e-3)")
         return number
 
+    def dropout_rate(self) -> float | None:
+        """Every dropout rate of the model (``dropout``), or None: the model's own.
+
+        ``auto``: the family's ``auto_dropout`` on a pretrained model, the
+        model's own on a preset trained from scratch; ``model``: the model's
+        own; or a number.  A task without the parameter keeps the model's own.
+        """
+        value = str(self.params.get("dropout", "model")).strip().lower()
+        if value == "model":
+            return None
+        if value == "auto":
+            return self.auto_dropout if self.source is not None and self.source.kind != "preset" else None
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not 0 <= number < 1:
+            raise UsageError(f"bad value for parameter dropout: {value!r}; use auto, model or a rate from 0 to below 1 (e.g. --set dropout=0.1)")
+        return number
+
     def parameter_groups(self, model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
         groups = super().parameter_groups(model, weight_decay)
         head_lr = self.head_learning_rate()
@@ -324,6 +347,7 @@ class TextTask:
             log,
             problem_type=self.problem_type,
             quantize_4bit_on=ctx.device if plan.mode == "qlora" else None,
+            dropout=self.dropout_rate(),
         )
         return finetune.apply_finetune(model, plan, log)
 

@@ -131,18 +131,28 @@ def load_tokenizer(source: ModelSource) -> Any:
     return tokenizer
 
 
-def model_config(source: ModelSource, tokenizer: Any, label_names: Sequence[str], problem_type: str | None = None) -> Any:
-    """The transformers config of the sequence classifier a run builds (reads no weights)."""
+def model_config(
+    source: ModelSource, tokenizer: Any, label_names: Sequence[str], problem_type: str | None = None, dropout: float | None = None
+) -> Any:
+    """The transformers config of the sequence classifier a run builds (reads no weights).
+
+    ``dropout``: every dropout rate the config holds (hidden, attention,
+    classifier: each architecture names its own) set to it; None keeps the
+    model's own.
+    """
     id2label = dict(enumerate(label_names))
     label2id = {name: i for i, name in id2label.items()}
     head = {"problem_type": problem_type} if problem_type else {}
     if source.kind == "preset":
         from transformers import BertConfig
 
-        return BertConfig(
+        config = BertConfig(
             vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, num_labels=len(label_names),
             id2label=id2label, label2id=label2id, **head, **TINY_BERT_CONFIG,
         )
+        if dropout is not None:
+            set_dropout(config, dropout)
+        return config
     from transformers import AutoConfig
 
     try:
@@ -153,7 +163,17 @@ def model_config(source: ModelSource, tokenizer: Any, label_names: Sequence[str]
         raise UsageError(f"cannot load model {source.describe()}: {exc}") from None
     if getattr(config, "pad_token_id", None) is None and tokenizer.pad_token_id is not None:
         config.pad_token_id = tokenizer.pad_token_id  # what a decoder's classifier reads the last real token by
+    if dropout is not None:
+        set_dropout(config, dropout)
     return config
+
+
+def set_dropout(config: Any, rate: float) -> None:
+    """Every dropout rate of ``config`` set to ``rate`` (a None classifier rate, which falls back to the hidden one, too)."""
+    for key, value in config.to_dict().items():
+        rated = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if "dropout" in key and (rated or (value is None and key == "classifier_dropout")):
+            setattr(config, key, float(rate))
 
 
 def weights_bytes(source: ModelSource) -> int:
@@ -185,6 +205,7 @@ def build_model(
     log: Callable[[str], None],
     problem_type: str | None = None,
     quantize_4bit_on: Any = None,
+    dropout: float | None = None,
 ) -> Any:
     """A sequence model with one output per name in ``label_names`` (new weights for the head).
 
@@ -192,10 +213,11 @@ def build_model(
     is the target's; ``multi_label_classification``: an output per label);
     it goes into ``config.json``, so that plain transformers and its
     pipelines read the outputs as the task meant them.  None keeps
-    transformers' default (single-label classification).
+    transformers' default (single-label classification).  ``dropout``: as
+    ``model_config``'s.
     """
     _quiet_transformers()
-    config = model_config(source, tokenizer, label_names, problem_type)
+    config = model_config(source, tokenizer, label_names, problem_type, dropout)
     if source.kind == "preset":
         from transformers import BertForSequenceClassification
 

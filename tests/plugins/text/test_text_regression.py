@@ -8,7 +8,8 @@ import torch
 from safetensors.torch import load_file
 
 from helpers import ONE_THREAD, last_json_line, sample_head, stop_after_first_epoch
-from trainlab import DataError, Number, RunContext
+from trainlab import DataError, Number, RunContext, UsageError
+from trainlab.engine.plan import plan_run
 from trainlab.engine.scripting import RunRequest, evaluate_run, run_training
 from trainlab.api.params import ENGINE_PARAMS, resolve
 from trainlab_plugins.text import TEXT_REGRESSION
@@ -171,3 +172,56 @@ def test_a_label_that_is_not_a_number_is_exit_2_naming_file_and_line(cli, tmp_pa
     proc = cli("train", "text-regression", "--data", data, "--json")
     assert proc.returncode == 2
     assert "ratings.csv: line 3: label 'one star' is not a number" in last_json_line(proc)["error"]
+
+
+def dropout_rates(model):
+    return {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+
+
+def test_a_pretrained_encoder_trains_without_dropout_unless_told(bert_folder):
+    task, ctx, _ = make_task(model=str(bert_folder), max_length=32)
+    task.prepare(str(SAMPLE), ctx)
+    model = task.build_model(ctx)
+    assert dropout_rates(model) == {0.0}
+    assert model.config.hidden_dropout_prob == model.config.attention_probs_dropout_prob == model.config.classifier_dropout == 0.0
+    for value, rates in (("model", {0.1}), ("0.25", {0.25})):
+        task, ctx, _ = make_task(model=str(bert_folder), max_length=32, dropout=value)
+        task.prepare(str(SAMPLE), ctx)
+        assert dropout_rates(task.build_model(ctx)) == rates
+    scratch, ctx, _ = make_task()  # tiny-bert from scratch keeps its dropout
+    scratch.prepare(str(SAMPLE), ctx)
+    assert dropout_rates(scratch.build_model(ctx)) == {0.1}
+    bad, ctx, _ = make_task(model=str(bert_folder), max_length=32, dropout="1.5")
+    with pytest.raises(UsageError, match=r"bad value for parameter dropout: '1\.5'; use auto, model or a rate"):
+        bad.prepare(str(SAMPLE), ctx)
+
+
+def test_a_run_made_before_dropout_resumes_with_the_models_own(tmp_path, bert_folder):
+    data = sample_head(tmp_path, rows=32, sample="text-regression")
+    params = {"model": str(bert_folder), "epochs": "2", "batch_size": "8", "device": "cpu", "max_length": "32", "min_steps": "0", "dropout": "model"}
+    first = run_training(RunRequest(task="text-regression", data=str(data), params=params, out=str(tmp_path / "old")), callbacks=[stop_after_first_epoch()])
+    assert first.status == "cancelled" and first.epochs == 1
+    run_json = tmp_path / "old" / "run.json"
+    record = json.loads(run_json.read_text(encoding="utf-8"))
+    del record["parameters"]["dropout"]  # as a run made before the parameter existed
+    run_json.write_text(json.dumps(record), encoding="utf-8")
+    assert plan_run(RunRequest(resume=str(tmp_path / "old"))).params["dropout"] == "model"
+    resumed = run_training(RunRequest(resume=str(tmp_path / "old")))
+    assert resumed.status == "completed", resumed.error
+    assert json.loads((tmp_path / "old" / "model" / "config.json").read_text(encoding="utf-8"))["hidden_dropout_prob"] == 0.1
+    del params["dropout"]  # today's default: none on a pretrained model, and the exported config says so
+    fresh = run_training(RunRequest(task="text-regression", data=str(data), params={**params, "epochs": "1"}, out=str(tmp_path / "new")))
+    assert fresh.status == "completed", fresh.error
+    config = json.loads((tmp_path / "new" / "model" / "config.json").read_text(encoding="utf-8"))
+    assert json.loads((tmp_path / "new" / "run.json").read_text(encoding="utf-8"))["parameters"]["dropout"] == "auto"
+    assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.0
+
+
+def test_a_pretrained_encoder_defaults_to_one_rate_and_random_batches(bert_folder):
+    params = resolve(TEXT_REGRESSION, ENGINE_PARAMS, {}, {"model": str(bert_folder)})
+    assert (params["head_lr"], params["length_grouping"], params["dropout"], params["lr"], params["min_steps"]) == ("same", False, "auto", 5e-5, 500)
+    task, ctx, _ = make_task(model=str(bert_folder), max_length=32)
+    task.prepare(str(SAMPLE), ctx)
+    assert task.head_learning_rate() is None and task.dropout_rate() == 0.0
+    scratch = resolve(TEXT_REGRESSION, ENGINE_PARAMS, {}, {})  # tiny-bert keeps length-grouped batches
+    assert (scratch["length_grouping"], scratch["min_steps"], scratch["epochs"]) == (True, 0, 8)
