@@ -257,7 +257,7 @@ def regression(args, say) -> int:
             "trainlab_loss_first_tenth": round(first, 4),
             "trainlab_loss_last_tenth": round(last, 4),
             "trainlab_seconds": round(seconds, 1),
-            "trainlab_parameters": {k: record["parameters"][k] for k in ("lr", "head_lr", "epochs", "min_steps", "batch_size") if k in record["parameters"]},
+            "trainlab_parameters": {k: record["parameters"][k] for k in ("lr", "head_lr", "dropout", "length_grouping", "epochs", "min_steps", "batch_size") if k in record["parameters"]},
             "trainlab_steps": outcome.steps,
             "above_mean_predictor": r2 > mean_r2,
             "loss_fell": last < first,
