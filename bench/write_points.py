@@ -197,6 +197,7 @@ class Harness:
         self.base = work / "base"
         self.chats = work / "chats.jsonl"
         self.spares: list[tuple[Path, float]] = []
+        self.aims: dict[str, dict[tuple[str, str, str], Call]] = {}
         self.decoder = work / "mini-qwen2"
         self.site = work / "site"
         self.trials = 0
@@ -304,16 +305,39 @@ class Harness:
         return command + (["-e", f"inject={inject}"] if inject else [])
 
     # -- one trial ----------------------------------------------------------------------------------------
+    def aim(self, point: Point) -> Call:
+        """``point``'s call as the scenario's latest trace numbers it."""
+        return self.aims.get(point.scenario, {}).get((point.call.name, point.call.kind, point.which), point.call)
+
+    def retrace(self, scenario: str) -> None:
+        """Number the scenario's calls again.  A file changed in the source tree while the harness runs (a
+        colleague's commit) can add calls before the run's (a stale import cache listing a folder again);
+        the forks then all make them, so one new trace aims every later trial right."""
+        groups: dict[tuple[str, str], list[Call]] = {}
+        for call in self.trace(scenario):
+            groups.setdefault((call.name, call.kind), []).append(call)
+        self.aims[scenario] = {(*key, which): calls[0 if which == "first" else -1] for key, calls in groups.items() for which in ("first", "last")}
+
     def trial(self, point: Point, error: str) -> dict:
         self.trials += 1
+        result = self.tamper(point, error, self.aim(point))
+        if result.get("missed"):  # aimed again, once, at the same call as a new trace numbers it
+            before = self.aim(point)
+            self.retrace(point.scenario)
+            if self.aim(point).index != before.index:
+                result = self.tamper(point, error, self.aim(point))
+                result["aimed_again"] = True
+        return result
+
+    def tamper(self, point: Point, error: str, call: Call) -> dict:
         args, places, run = self.stage(point.scenario)
         trial, home = self.site, self.site / "home"
         log = self.work / "strace.txt"
         how = "signal=KILL" if error == "KILL" else f"error={error}"
-        done = self.trainlab(home, *args, strace=self.strace(log, point.call.name, f"{point.call.name}:{how}:when={point.call.index}"))
+        done = self.trainlab(home, *args, strace=self.strace(log, call.name, f"{call.name}:{how}:when={call.index}"))
         hit = [c for c in parse_trace(log.read_text(errors="replace"), places) if c.injected or c.killed]
         result: dict = {"point": point.label, "error": error, "exit_code": done.returncode}
-        if not hit or hit[0].kind != point.call.kind:
+        if not hit or hit[0].kind != call.kind:
             result.update(missed=True, hit=hit[0].kind if hit else None)
             return result
         problems = []
@@ -626,6 +650,7 @@ def main() -> int:
         "trials": len(tried),
         "survived": len(survived),
         "missed": len(results) - len(tried),
+        "aimed_again": sum(1 for r in results if r.get("aimed_again")),
         "points_left_by_the_budget": left,
         "per_error": {e: {"tried": sum(1 for r in tried if r["error"] == e), "survived": sum(1 for r in survived if r["error"] == e)}
                       for e in errors},
