@@ -8,8 +8,9 @@ main thread only (no ``-f``): its counter of calls is per thread, and the
 main thread, which writes the run folder and the index, makes the same calls
 in the same order every time, so "the K-th write of the main thread" is the
 same call in every run.  Each trial's own trace shows which call was
-tampered with; one that hit another file than the one aimed at is counted
-as ``missed``, not as tried.
+tampered with; one that hit another file than the one aimed at is aimed
+again once from a new trace of its scenario, then counted as ``missed``,
+not as tried.
 
 Each run is a fork of a warm process that has imported what the command
 imports (torch, transformers, TrainLab), running ``trainlab``'s
