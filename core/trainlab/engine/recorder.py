@@ -142,7 +142,9 @@ class RunRecorder(Callback):
     While the run runs, a small file of reserved space (``RESERVE``) sits in
     its folder; the end deletes it before writing run.json, so that a disk
     that filled meanwhile still takes the run's last word (run.json says
-    ``failed``, not ``running``) and its last event.
+    ``failed``, not ``running``) and its last event.  A removal that fails
+    (an I/O error) is tried again once run.json is written; a reserve that
+    still cannot go is named on stderr rather than left unsaid.
     """
 
     RESERVE = ".trainlab-reserved-space"
@@ -177,9 +179,13 @@ class RunRecorder(Callback):
         except OSError:
             path.unlink(missing_ok=True)  # already full: the run's first checkpoint will say so
 
-    def release_space(self) -> None:
-        with contextlib.suppress(OSError):
+    def release_space(self) -> OSError | None:
+        """Delete the reserve; the error that kept it, if one did."""
+        try:
             (self.run_dir.path / self.RESERVE).unlink(missing_ok=True)
+        except OSError as exc:
+            return exc
+        return None
 
     def add_train_seconds(self, seconds: float) -> None:
         timings = self._record.setdefault("timings", {})
@@ -219,7 +225,7 @@ class RunRecorder(Callback):
         if skipped:
             record["skipped_during_training"] = dict(skipped)
         record["samples_per_second"] = samples_per_second
-        self.release_space()
+        kept = self.release_space()
         try:
             self.run_dir.write(record)
         except OSError as exc:
@@ -230,6 +236,10 @@ class RunRecorder(Callback):
             record["error"] = f"{error}; {note}" if error else note
             print(f"trainlab: {note}; the run ended {status}" + (f": {error}" if error else ""), file=sys.stderr)
         self._index()
+        if kept is not None and (kept := self.release_space()) is not None:
+            reserve, reason = self.run_dir.path / self.RESERVE, kept.strerror or str(kept)
+            print(f"trainlab: {reserve} could not be removed ({reason}); it kept space free while the run ran, "
+                  "and can be deleted", file=sys.stderr)  # fmt: skip
         return copy.deepcopy(record.get("best", {}))
 
     @property

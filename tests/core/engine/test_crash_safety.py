@@ -410,6 +410,37 @@ def test_stale_temporaries_go_on_resume_and_at_the_end_of_a_run(toy_plugin, toy_
     assert not (RunDir(second.run_dir).path / ".trainlab-reserved-space").exists()
 
 
+def test_a_reserve_that_cannot_be_removed_is_tried_again_and_then_named(toy_plugin, toy_csv, tmp_path, monkeypatch, capsys):
+    """An I/O error removing the space reserve at the end: tried again once run.json is written;
+    one that persists leaves a completed run and a line naming the file, not a silent 1 MiB."""
+    import errno
+    import pathlib
+
+    real_unlink = pathlib.Path.unlink
+    failures = {"left": 1}
+
+    def unlink(self, missing_ok=False):
+        if self.name == ".trainlab-reserved-space" and failures["left"] > 0:
+            failures["left"] -= 1
+            raise OSError(errno.EIO, "Input/output error", str(self))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(pathlib.Path, "unlink", unlink)
+    once = train(toy_csv, tmp_path, "once", epochs=1)
+    assert once.status == "completed" and failures["left"] == 0
+    assert not (RunDir(once.run_dir).path / ".trainlab-reserved-space").exists()
+    assert "could not be removed" not in capsys.readouterr().err
+
+    failures["left"] = 2
+    always = train(toy_csv, tmp_path, "always", epochs=1)
+    reserve = RunDir(always.run_dir).path / ".trainlab-reserved-space"
+    assert always.status == "completed" and failures["left"] == 0
+    assert json.loads((RunDir(always.run_dir).path / "run.json").read_text())["status"] == "completed"
+    assert reserve.exists()
+    err = capsys.readouterr().err
+    assert f"trainlab: {reserve} could not be removed (Input/output error)" in err
+
+
 # -- a kill during the export ---------------------------------------------------------------------
 
 
