@@ -83,7 +83,7 @@ def main() -> int:
     say = speaker(args)
     home = Path(tempfile.mkdtemp(prefix="trainlab-plugin-bench-"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as an installed app starts
-    env.update(TRAINLAB_HOME=str(home), QT_QPA_PLATFORM=env.get("QT_QPA_PLATFORM", "offscreen"))
+    env.update(TRAINLAB_HOME=str(home), TRAINLAB_SHARED_CACHE=str(home / "cache"), QT_QPA_PLATFORM=env.get("QT_QPA_PLATFORM", "offscreen"))
     env["PYTHONPATH"] = os.pathsep.join([str(FIXTURE_PLUGINS), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
     def forget() -> None:

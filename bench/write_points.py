@@ -206,6 +206,7 @@ class Harness:
     def env(self, home: Path) -> dict[str, str]:
         env = dict(os.environ)
         env["TRAINLAB_HOME"] = str(home)
+        env["TRAINLAB_SHARED_CACHE"] = str(home / "cache")  # every write of a run in its home, the plugin verdicts too
         env["PYTHONPATH"] = os.pathsep.join([str(FIXTURES), *filter(None, [os.environ.get("PYTHONPATH")])])
         env.setdefault("OMP_NUM_THREADS", "1")
         env.setdefault("HF_HUB_OFFLINE", "1")
@@ -599,6 +600,7 @@ def main() -> int:
     began = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="trainlab-write-points-"))
     os.environ["TRAINLAB_HOME"] = str(work / "checker-home")  # this process's checks keep their verdict cache here
+    os.environ["TRAINLAB_SHARED_CACHE"] = str(work / "checker-home" / "cache")
     results: list[dict] = []
     found: dict[str, int] = {}
     seen: set[tuple[str, str, str]] = set()

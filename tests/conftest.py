@@ -137,7 +137,11 @@ def fixture_plugin_verdicts(tmp_path_factory) -> Path | None:
     import subprocess
 
     home = tmp_path_factory.mktemp("probe-seed-home")
-    env = subprocess_env([FIXTURE_PLUGINS, FORECAST_PLUGIN, BROKEN_PLUGINS, FAULTY_PLUGIN, CARELESS_PLUGINS], TRAINLAB_HOME=str(home))
+    env = subprocess_env(
+        [FIXTURE_PLUGINS, FORECAST_PLUGIN, BROKEN_PLUGINS, FAULTY_PLUGIN, CARELESS_PLUGINS],
+        TRAINLAB_HOME=str(home),
+        TRAINLAB_SHARED_CACHE=str(home / "cache"),
+    )
     subprocess.run([sys.executable, "-m", "trainlab", "plugins", "--json"], capture_output=True, env=env, timeout=120)
     found = home / "cache" / "plugin-probes.json"
     return found if found.is_file() else None
@@ -153,6 +157,7 @@ def tmp_home(tmp_path_factory, monkeypatch, fixture_plugin_verdicts):
         (home / "cache").mkdir()
         shutil.copyfile(fixture_plugin_verdicts, home / "cache" / fixture_plugin_verdicts.name)
     monkeypatch.setenv("TRAINLAB_HOME", str(home))
+    monkeypatch.setenv("TRAINLAB_SHARED_CACHE", str(home / "cache"))  # the user's own cache stays out of the tests
     monkeypatch.delenv("TRAINLAB_DISABLE_PLUGINS", raising=False)
     monkeypatch.delenv("TRAINLAB_BLOCK_PLUGINS", raising=False)
     import trainlab.pluginhost.host as host

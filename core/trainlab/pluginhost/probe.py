@@ -17,13 +17,16 @@ that never releases the GIL, freezes the process anyway.  So:
   process; one whose child came back is imported here as before (a plain
   Python error at import then fails it here, with its traceback).
 * The verdict is kept in ``plugin-probes.json`` in TrainLab's cache folder
-  (under ``TRAINLAB_HOME`` when set), keyed by entry-point name and value,
+  (under ``TRAINLAB_HOME`` when set) and in the user's cache folder, which
+  every home reads after its own (``TRAINLAB_SHARED_CACHE`` moves it), so a
+  plugin that hangs costs its limit once per user, not once per new home.
+  It is keyed by entry-point name and value,
   distribution name and version, and the size and modification time of the
   entry-point module and of its packages' ``__init__`` files (found without
   importing them) and of the distribution's metadata folder.  A start-up
   whose plugins are all known pays a JSON read and a few ``stat`` calls; a
-  changed or upgraded plugin is tried again; deleting the file forgets every
-  verdict.
+  changed or upgraded plugin is tried again; deleting both files forgets
+  every verdict.
 
 Built-in plugins are part of TrainLab and are never tried this way; nor are
 blocked plugins, plugins in safe mode, or plugin objects added in-process.
@@ -156,23 +159,59 @@ def cache_path() -> Path:
     return paths.cache_dir() / CACHE_NAME
 
 
-def _read_cache() -> dict[str, Any]:
+def shared_cache_path() -> Path:
+    """The verdicts every TrainLab home of this user reads: a plugin that hangs at
+    import costs its time limit once, not once per new ``TRAINLAB_HOME``."""
+    return paths.shared_cache_dir() / CACHE_NAME
+
+
+def _cache_paths() -> list[Path]:
+    """Where verdicts are read (the home's first) and written."""
+    own, shared = cache_path(), shared_cache_path()
+    return [own] if _same_file(own, shared) else [own, shared]
+
+
+def _same_file(a: Path, b: Path) -> bool:
     try:
-        data = json.loads(cache_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return os.path.abspath(a) == os.path.abspath(b) or os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _read_cache(path: Path | None = None) -> dict[str, Any]:
+    try:
+        data = json.loads((path or cache_path()).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def _write_cache(entries: dict[str, Any]) -> None:
-    try:
-        path = cache_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        current = _read_cache()  # another process may have added its own since
-        current.update(entries)
-        atomic_write_json(path, current)
-    except OSError:
-        pass  # a read-only home: the plugin is tried again next time, nothing worse
+    for path in _cache_paths():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            current = _read_cache(path)  # another process may have added its own since
+            current.update(entries)
+            atomic_write_json(path, current)
+        except OSError:
+            pass  # a read-only folder: the plugin is tried again next time, nothing worse
+
+
+class _KnownVerdicts:
+    """The home's verdicts, then the shared ones; each file read only when a plugin is not in the one before."""
+
+    def __init__(self) -> None:
+        self._paths = _cache_paths()
+        self._read: list[dict[str, Any]] = []
+
+    def find(self, key: str, prints: list[Any]) -> dict[str, Any] | None:
+        for index, path in enumerate(self._paths):
+            if index == len(self._read):
+                self._read.append(_read_cache(path))
+            entry = self._read[index].get(key)
+            if isinstance(entry, dict) and entry.get("fingerprint") == prints:
+                return entry
+        return None
 
 
 def check(candidates: Iterable[Candidate]) -> dict[str, Verdict]:
@@ -180,13 +219,13 @@ def check(candidates: Iterable[Candidate]) -> dict[str, Verdict]:
     candidates = list(candidates)
     if not candidates or getattr(sys, "frozen", False):  # a frozen app has no python to run the child with
         return {}
-    cache = _read_cache()
+    known = _KnownVerdicts()
     verdicts: dict[str, Verdict] = {}
     todo: list[tuple[Candidate, list[Any]]] = []
     for candidate in candidates:
         prints = fingerprint(candidate.value, candidate.dist_path)
-        entry = cache.get(candidate.key)
-        if isinstance(entry, dict) and entry.get("fingerprint") == prints:
+        entry = known.find(candidate.key, prints)
+        if entry is not None:
             verdicts[candidate.key] = Verdict(
                 entry.get("result", "loaded"), entry.get("message", ""), entry.get("detail", ""), entry.get("checked", 0.0), cached=True
             )

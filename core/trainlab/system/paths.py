@@ -2,7 +2,8 @@
 
 With ``TRAINLAB_HOME`` set, everything (runs, index, model store, settings,
 logs) lives below that one folder: handy for tests, portable installs and
-shared lab disks.
+shared lab disks.  The one exception is ``shared_cache_dir()``: verdicts
+on plugins, which hold for every home (``TRAINLAB_SHARED_CACHE`` moves it).
 """
 
 from __future__ import annotations
@@ -50,6 +51,20 @@ def cache_dir() -> Path:
     home = _home()
     if home is not None:
         return home / "cache"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP, appauthor=False))
+
+
+def shared_cache_dir() -> Path:
+    """Per-user state shared by every TrainLab home: what is kept here is keyed by
+    the code it describes, never by a home's runs, so one home's answer holds
+    for another.  ``TRAINLAB_SHARED_CACHE`` moves it (a folder inside the home
+    keeps a home wholly self-contained); else the platform's user cache, which
+    is ``cache_dir()`` itself when ``TRAINLAB_HOME`` is not set."""
+    value = os.environ.get("TRAINLAB_SHARED_CACHE")
+    if value:
+        return Path(value).expanduser()
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(APP, appauthor=False))

@@ -46,6 +46,7 @@ def trainlab_home(tmp_path_factory, monkeypatch) -> Path:
     """A TrainLab home of this test's own (runs, index, settings, caches, model store)."""
     home = tmp_path_factory.mktemp("trainlab-home")
     monkeypatch.setenv("TRAINLAB_HOME", str(home))
+    monkeypatch.setenv("TRAINLAB_SHARED_CACHE", str(home / "cache"))  # the shared plugin verdicts too
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(home / "cache" / "torchinductor"))
     monkeypatch.setattr(host, "_registry", None)
     return home

@@ -123,7 +123,11 @@ def kit_environment(home: Path) -> Iterator[None]:
     """TrainLab's home is ``home`` while it lasts (and torch's compile cache is under its cache)."""
     # torch.export keeps a compile cache in the temporary folder unless told
     # otherwise: here it goes under TrainLab's cache, like every other cache.
-    env = {"TRAINLAB_HOME": str(home), "TORCHINDUCTOR_CACHE_DIR": str(Path(home) / "cache" / "torchinductor")}
+    env = {
+        "TRAINLAB_HOME": str(home),
+        "TRAINLAB_SHARED_CACHE": str(Path(home) / "cache"),  # the shared plugin verdicts too
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(home) / "cache" / "torchinductor"),
+    }
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     try:

@@ -78,6 +78,31 @@ def test_a_plugin_broken_at_import_is_never_imported_here(monkeypatch):
     assert {entry["result"] for key, entry in cache.items() if "at-import" in key} == {"hung", "exited", "crashed"}
 
 
+def test_a_verdict_holds_in_every_home_of_the_user(tmp_path, monkeypatch):
+    """A plugin that hangs at import costs its time limit once, not again in each new TRAINLAB_HOME."""
+    monkeypatch.syspath_prepend(str(AT_IMPORT_PLUGINS))
+    monkeypatch.setenv("TRAINLAB_PLUGIN_IMPORT_TIMEOUT", "3")
+    monkeypatch.setenv("TRAINLAB_SHARED_CACHE", str(tmp_path / "user-cache"))
+
+    def at_import():
+        return {p.name: p for p in PluginRegistry.discover().plugins if p.name in AT_IMPORT}
+
+    first = at_import()
+    assert all(p.status == "failed" and p.probe["cached"] is False for p in first.values())
+
+    monkeypatch.setenv("TRAINLAB_HOME", str(tmp_path / "another-home"))
+    again = at_import()
+    for name, words in AT_IMPORT.items():
+        assert again[name].status == "failed" and words in again[name].message and again[name].probe["cached"] is True
+    assert (tmp_path / "user-cache" / "plugin-probes.json").is_file()
+
+    # a home whose shared folder is its own cache keeps one file, as before
+    monkeypatch.setenv("TRAINLAB_HOME", str(tmp_path / "self-contained"))
+    monkeypatch.setenv("TRAINLAB_SHARED_CACHE", str(tmp_path / "self-contained" / "cache"))
+    assert all(p.probe["cached"] is False for p in at_import().values())
+    assert sorted(p.name for p in (tmp_path / "self-contained").rglob("plugin-probes.json")) == ["plugin-probes.json"]
+
+
 def test_a_changed_plugin_is_tried_again(tmp_path, monkeypatch):
     folder = tmp_path / "plugins"
     folder.mkdir()
