@@ -244,7 +244,7 @@ def cmd_train(args, out: Output) -> int:
 
 def _dry_run(request, progress, out: Output) -> int:
     """``train --dry-run``: the plan and its memory estimate; no folder, no training."""
-    from trainlab.engine.memory import estimate_memory
+    from trainlab.engine.memory import estimate_memory, format_size
     from trainlab.engine.plan import plan_run
 
     request.dry_run = True
@@ -259,7 +259,7 @@ def _dry_run(request, progress, out: Output) -> int:
     )
     spec = getattr(plan.task, "spec", None)
     out.say(f"data: {plan.summary.describe(spec.family if spec is not None else '')}")  # in the family's words: 2 series; train 111 windows...
-    parts = ", ".join(f"{name} {estimate.to_json()[name] / 1e9:.2f} GB" for name in ("weights", "gradients", "optimizer", "activations", "other"))
+    parts = ", ".join(f"{name} {format_size(estimate.to_json()[name])}" for name in ("weights", "gradients", "optimizer", "activations", "other"))
     out.say(f"memory: {estimate.summary_line()} ({parts}){'' if estimate.fits else ': does not fit; ' + fit_advice(plan, described['device'])}")
     out.result({**described, "dry_run": True, "finetune": finetune, "memory": estimate.to_json()})
     return 0

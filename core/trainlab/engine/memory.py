@@ -252,7 +252,7 @@ class MemoryEstimate:
         """What the window shows next to Start: "needs about 14 GB of your 24 GB"."""
         where = "GPU memory" if self.kind == "gpu" else "free RAM"
         sharded = f" per process (weights, gradients and optimizer state split {self.shards} ways{', in CPU memory' if self.offload else ''})" if self.shards > 1 else ""
-        return f"needs about {_gb(self.total)} of your {_gb(self.capacity)} {where}{sharded}"
+        return f"needs about {format_size(self.total)} of your {format_size(self.capacity)} {where}{sharded}"
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -266,9 +266,16 @@ class MemoryEstimate:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
-def _gb(n: float) -> str:
-    value = n / 1e9
-    return f"{value:.0f} GB" if value >= 10 else f"{value:.1f} GB"
+def format_size(n: float) -> str:
+    """A memory or disk size as the estimate states it: whole GB from 10 GB, tenths down to 0.1 GB, then MB and kB
+    (a small model's weights read "2 MB", never "0.0 GB")."""
+    if n >= 10e9:
+        return f"{n / 1e9:.0f} GB"
+    if n >= 0.1e9:
+        return f"{n / 1e9:.1f} GB"
+    if n >= 1e6:
+        return f"{n / 1e6:.0f} MB"
+    return f"{max(n, 0) / 1e3:.0f} kB"
 
 
 def probe_key(plan: Any) -> str:

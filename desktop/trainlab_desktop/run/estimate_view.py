@@ -29,7 +29,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from trainlab.engine.memory import HEADROOM
+from trainlab.engine.memory import HEADROOM, format_size
 from trainlab.viewmodel.estimate import CANCELLED as ESTIMATE_CANCELLED
 from trainlab.viewmodel.estimate import (
     DiskNeed,
@@ -45,16 +45,6 @@ from trainlab.viewmodel.estimate import (
 )
 
 log = logging.getLogger("trainlab.desktop")
-
-
-def format_size(n: float) -> str:
-    if n >= 10e9:
-        return f"{n / 1e9:.0f} GB"
-    if n >= 0.1e9:
-        return f"{n / 1e9:.1f} GB"
-    if n >= 1e6:
-        return f"{n / 1e6:.0f} MB"
-    return f"{max(n, 0) / 1e3:.0f} kB"
 
 
 @dataclass(frozen=True)

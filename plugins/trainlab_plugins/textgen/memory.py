@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 GiB = 1 << 30
+MiB = 1 << 20
 NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)  # 4-bit weights, an 8-bit constant per block of 64, an fp32 one per 256 blocks
 # The graph's nodes, tensor metadata and the freed-but-kept heap of one step on a CPU (see the module docstring).
 CPU_RUNTIME_BYTES = 1 << 20
@@ -74,13 +75,29 @@ class SFTMemory:
         return {k: v for k, v in asdict(self).items() if isinstance(v, int)}
 
     def line(self, capacity: int = 0) -> str:
-        parts = ", ".join(f"{k} {v / GiB:.2f}" for k, v in self.parts().items())
-        where = f" of {capacity / GiB:.0f} GiB" if capacity else ""
-        return f"SFT memory model: about {self.total / GiB:.1f} GiB{where} ({parts} GiB)"
+        parts = ", ".join(f"{k} {format_size(v)}" for k, v in self.parts().items())
+        where = f" of {format_size(capacity)}" if capacity else ""
+        return f"SFT memory model: about {format_size(self.total)}{where} ({parts})"
 
     def fits(self, capacity: int, headroom: float = 0.10) -> bool:
         """Whether the estimate leaves ``headroom`` of ``capacity`` free (what the engine keeps)."""
         return self.total <= capacity * (1 - headroom)
+
+
+def format_size(n: float) -> str:
+    """A size in binary units: a tiny model's "38 MiB" (never "0.0 GiB"), a 7B's "7.52 GiB", a cluster's "160 GiB"."""
+    n = max(float(n), 0.0)
+    if n >= 100 * GiB:
+        return f"{n / GiB:.0f} GiB"
+    if n >= 10 * GiB:
+        return f"{n / GiB:.1f} GiB"
+    if n >= GiB:
+        return f"{n / GiB:.2f} GiB"
+    if n >= 10 * MiB:
+        return f"{n / MiB:.0f} MiB"
+    if n >= MiB:
+        return f"{n / MiB:.1f} MiB"
+    return f"{n / 1024:.0f} KiB"
 
 
 def _dims(config: Any) -> tuple[int, int, int, int, int, int]:

@@ -410,12 +410,13 @@ class TextGenerationTask(Task):
         if extra.get("memory_model"):
             figures = extra["memory_model"]
             lines.append(
-                f"SFT memory model (batch {self.params.get('batch_size')}, max_length {self.max_length}): about {figures['total'] / 2**30:.2f} GiB "
-                f"(weights {figures['weights'] / 2**30:.2f}, activations {figures['activations'] / 2**30:.2f}, logits {figures['logits'] / 2**30:.2f})"
+                f"SFT memory model (batch {self.params.get('batch_size')}, max_length {self.max_length}): "
+                f"about {sft_memory.format_size(figures['total'])} (weights {sft_memory.format_size(figures['weights'])}, "
+                f"activations {sft_memory.format_size(figures['activations'])}, logits {sft_memory.format_size(figures['logits'])})"
             )
         gpu = extra.get("memory_on_gpu")
         if gpu:
-            sizes = ", ".join(f"{mode} about {m['total'] / 2**30:.1f} GiB" for mode, m in gpu["modes"].items())
+            sizes = ", ".join(f"{mode} about {sft_memory.format_size(m['total'])}" for mode, m in gpu["modes"].items())
             fitting = [mode for mode, m in gpu["modes"].items() if m["fits_24gb"]]
             lines.append(
                 f"on a GPU (bf16, checkpointing, batch {gpu['batch']}, max_length {gpu['max_length']}): {sizes}; "

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from transformers import Qwen2Config
 
-from trainlab_plugins.textgen.memory import GiB, sft_memory
+from trainlab_plugins.textgen.memory import GiB, MiB, format_size, sft_memory
 
 # Qwen2.5-7B's shapes
 QWEN_7B = Qwen2Config(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4, vocab_size=152064)
@@ -113,3 +115,32 @@ def test_a_dry_run_that_does_not_fit_advises_only_lighter_fine_tunes_the_task_of
     assert advice("full", "cpu") == "lower micro_batch_size or use finetune=lora"
     assert advice("lora", "cpu") == "lower micro_batch_size"
     assert advice("lora", "cuda:0") == "lower micro_batch_size or use finetune=qlora"
+
+
+def test_sizes_read_in_mib_below_a_gib_and_in_gib_above():
+    assert format_size(38 * MiB) == "38 MiB" and format_size(1.2 * MiB) == "1.2 MiB" and format_size(300 * 1024) == "300 KiB"
+    assert format_size(3.15 * GiB) == "3.15 GiB" and format_size(24 * GiB) == "24.0 GiB" and format_size(160 * GiB) == "160 GiB"
+    tiny = sft_memory(Qwen2Config(hidden_size=96, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, vocab_size=2000),
+                      mode="full", precision="fp32", max_length=128, micro_batch=16, checkpointing=False, device="cpu")
+    assert tiny.total < 100 * MiB
+    line = tiny.line(24 * GiB)
+    assert f"about {format_size(tiny.total)} of 24.0 GiB" in line and "MiB" in line and not re.search(r"\b0\.0", line), line
+
+
+def test_the_tiny_chat_dry_run_states_its_memory_in_mib_never_as_zero(tmp_path):
+    """The sample on tiny-chat: the data check's SFT memory model, its GPU answer and the engine's estimate
+    each give a figure a user can read (MiB, MB), not "0.0 GiB" or "0.00 GB"."""
+    from helpers import run_trainlab
+    from trainlab.pluginhost.host import sample_path
+
+    proc = run_trainlab("train", "text-generation", "--data", sample_path("text-generation"), "--device", "cpu", "--dry-run",
+                        env={"TRAINLAB_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stderr.splitlines()  # the data check's lines
+    model = next(x for x in lines if x.startswith("SFT memory model"))
+    assert re.search(r": about \d+ MiB \(weights [\d.]+ MiB, activations \d+ MiB, logits \d+ MiB\)$", model), model
+    gpu = next(x for x in lines if x.startswith("on a GPU"))
+    assert re.search(r"qlora about [\d.]+ MiB, lora about [\d.]+ MiB, full about [\d.]+ MiB;", gpu), gpu
+    memory = next(x for x in proc.stdout.splitlines() if x.startswith("memory: "))  # the plan's
+    assert re.search(r"\(weights \d+ [kM]B, gradients \d+ [kM]B, optimizer \d+ [kM]B, activations \d+ [kM]B,", memory), memory
+    assert not re.search(r"\b0\.0+ G", proc.stdout + proc.stderr), proc.stdout + proc.stderr
