@@ -247,9 +247,12 @@ def refuse_pickle(path: Path, exc: BaseException, *, model_folder: Path | None =
     """
     if model_folder is None:
         target = Path(path).with_suffix(".safetensors")
+        # save_file refuses tensors that are not contiguous (a transposed layer, as some published checkpoints
+        # hold) or that share memory (tied weights): each is written from its own contiguous copy
         how = (
             "python -c \"import torch; from safetensors.torch import save_file; "
-            f"save_file(torch.load('{path}', weights_only=False), '{target}')\" and use {target.name}"
+            "save_file({k: v.clone(memory_format=torch.contiguous_format) for k, v in "
+            f"torch.load('{path}', weights_only=False).items()}}, '{target}')\" and use {target.name}"
         )
     else:
         how = (

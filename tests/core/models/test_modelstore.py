@@ -180,3 +180,34 @@ def test_listing_models_does_not_import_torch(hf_cache):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['google-bert/bert-base-chinese'] False"
+
+
+def test_the_conversion_a_refused_pickle_names_writes_safetensors_of_transposed_and_tied_tensors(tmp_path):
+    """The command the refusal prints, run as written: save_file takes neither a transposed tensor
+    (as some published checkpoints hold) nor two names for one tensor (tied weights)."""
+    import collections
+    import re
+
+    import torch
+    from safetensors.torch import load_file
+
+    weights = torch.arange(6.0).reshape(2, 3)
+    # a defaultdict: harmless, but not among what torch.load(weights_only=True) accepts
+    state = collections.defaultdict(list, {"fc.weight": weights.t(), "embed.weight": weights, "head.weight": weights})
+    assert not state["fc.weight"].is_contiguous()
+    path = tmp_path / "trusted.pth"
+    torch.save(state, path)
+    with pytest.raises(modelstore.UnsafeWeightsError) as err:
+        modelstore.check_pickle_weights(path)
+    message = str(err.value)
+    assert "\n" not in message and "collections.defaultdict" in message
+    command = re.search(r'on a trusted machine: (python -c ".*") and use trusted\.safetensors$', message)
+    assert command, message
+    # as a user pastes it into a shell, with this test's Python for "python"
+    line = sys.executable + command.group(1).removeprefix("python")
+    proc = subprocess.run(["/bin/sh", "-c", line], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    converted = load_file(str(tmp_path / "trusted.safetensors"))
+    assert sorted(converted) == ["embed.weight", "fc.weight", "head.weight"]
+    assert torch.equal(converted["fc.weight"], weights.t()) and torch.equal(converted["head.weight"], weights)
+    modelstore.verify_safetensors(tmp_path / "trusted.safetensors")  # what TrainLab checks before it reads one
