@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from trainlab.api.assignments import format_value
+from trainlab.api.assignments import compact_value
 from trainlab.api.callbacks import Callback, RunControl, RunState
 from trainlab.api.errors import UsageError
 from trainlab.api.params import full_schema
@@ -310,8 +310,9 @@ def monitor_text(task: str, monitor: str, value: Any) -> str:
 
 
 def params_text(params: Mapping[str, Any]) -> str:
-    """``lr=0.0023688639503640775, batch_size=16``: a trial's values as ``--set`` takes them."""
-    return ", ".join(f"{name}={format_value(value)}" for name, value in params.items())
+    """``lr=0.002369, batch_size=16``: a trial's values as a terminal line shows them, floats to 4 significant
+    digits (a log-uniform sample has 16); the summary's JSON and the trial's run keep the exact values."""
+    return ", ".join(f"{name}={compact_value(value)}" for name, value in params.items())
 
 
 def trial_json(trial: Any) -> dict[str, Any]:

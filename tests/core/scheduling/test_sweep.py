@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,13 @@ SPACE = ["--space", "lr=1e-4:0.5:log", "--space", "hidden=4,16"]
 
 def run_json(folder: str) -> dict:
     return json.loads(Path(folder, "run.json").read_text(encoding="utf-8"))
+
+
+def assert_compact(text: str, exact: float) -> None:
+    """``text`` shows the sampled float ``exact`` to at most 4 significant digits, and the JSON's ``exact`` has more."""
+    digits = re.sub(r"e.*$", "", text).replace(".", "").lstrip("0")
+    assert len(digits) <= 4 and float(text) == pytest.approx(exact, rel=1e-3), (text, exact)
+    assert len(format_value(exact)) > len(text), (text, exact)
 
 
 def test_six_seeded_trials_prune_the_weak_ones_and_report_the_best(cli, toy_csv, tmp_home):
@@ -46,12 +54,18 @@ def test_six_seeded_trials_prune_the_weak_ones_and_report_the_best(cli, toy_csv,
     record = run_json(best["run_dir"])
     assert record["status"] == "completed" and record["study"] == {"name": "lr-hidden", "trial": best["number"]}
     assert record["best"]["value"] == best["value"]
-    assert float(record["parameters"]["lr"]) == pytest.approx(best["params"]["lr"])
-    # the terminal's lines: values as --set takes them, the metric as `train` prints it, one numbering of trials
+    assert float(record["parameters"]["lr"]) == best["params"]["lr"]  # the run's files keep the sampled value exactly
+    # the terminal's lines: sampled floats to 4 significant digits (the JSON keeps them whole), the metric as
+    # `train` prints it, one numbering of trials
     first = next(line for line in result.stderr.splitlines() if line.startswith("trial 0 "))
-    assert first.startswith(f"trial 0 (1 of 6) lr={format_value(trials[0]['params']['lr'])}, hidden={trials[0]['params']['hidden']}: "), first
-    best_line = f"best trial: {best['number']}, accuracy {best['value']:.1%} with lr={format_value(best['params']['lr'])}, hidden={best['params']['hidden']};"
-    assert best_line in result.stderr and f"best so far: trial {best['number']}, accuracy {best['value']:.1%}" in result.stderr
+    shown = re.match(rf"trial 0 \(1 of 6\) lr=([^,]+), hidden={trials[0]['params']['hidden']}: ", first)
+    assert shown, first
+    assert_compact(shown.group(1), trials[0]["params"]["lr"])
+    accuracy = re.escape(f"accuracy {best['value']:.1%}")
+    best_line = re.search(rf"best trial: {best['number']}, {accuracy} with lr=([^,]+), hidden=(\d+);", result.stderr)
+    assert best_line and int(best_line.group(2)) == best["params"]["hidden"], result.stderr
+    assert_compact(best_line.group(1), best["params"]["lr"])
+    assert f"best so far: trial {best['number']}, accuracy {best['value']:.1%}" in result.stderr
     assert "{'" not in result.stderr
     start = next(line for line in result.stderr.splitlines() if line.startswith("sweep: study lr-hidden "))
     assert "6 trials on auto" not in start and ("6 trials on the CPU (no GPU on this machine);" in start or "GPU-" in start), start
