@@ -133,6 +133,41 @@ def test_start_without_an_estimate_does_not_wait_and_counts_the_weights_once_the
     assert "activations not measured" in window.controls.estimate.line.text()
 
 
+def run_to_the_end(qtbot, win) -> None:
+    with qtbot.waitSignal(win.runFinished, timeout=RUN_TIMEOUT_MS) as finished:
+        win.controls.start_action.trigger()
+    assert finished.args[0].status == "completed"
+
+
+def test_once_the_run_has_ended_the_line_is_settled_while_the_weights_are_counted(qtbot, window, toy_csv):
+    """Nobody asked for the count after a run: the line keeps what it said before the run, never
+    "estimating", and the Estimate link stays live; the figure shows once the count is in."""
+    prepare(qtbot, window, toy_csv, epochs=1, batch_size=8, device="cpu")
+    estimates, view = window.train_page.estimates, window.controls.estimate
+    before = view.line.text()
+    assert before.startswith("Memory: not estimated")
+    run_to_the_end(qtbot, window)
+    assert estimates.running()  # the count, in a child process that takes seconds to import torch
+    assert view.line.text() == before
+    assert view.button.isEnabled()
+    qtbot.waitUntil(lambda: not estimates.running(), timeout=ESTIMATE_TIMEOUT_MS)
+    assert estimates.result() is not None and not estimates.result().measured
+    assert "activations not measured" in view.line.text()
+
+
+def test_estimate_pressed_while_the_weights_are_counted_after_a_run_measures_at_once(qtbot, window, toy_csv):
+    prepare(qtbot, window, toy_csv, epochs=1, batch_size=8, device="cpu")
+    estimates, view = window.train_page.estimates, window.controls.estimate
+    run_to_the_end(qtbot, window)
+    assert estimates.running()
+    qtbot.mouseClick(view.button, Qt.MouseButton.LeftButton)  # the count gives way to the probe
+    assert view.line.text() == "Memory: estimating\u2026" and not view.button.isEnabled()
+    qtbot.waitUntil(lambda: not estimates.running(), timeout=ESTIMATE_TIMEOUT_MS)
+    result = estimates.result()
+    assert result.error == "" and result.measured
+    assert "needs about" in view.line.text() and "activations not measured" not in view.line.text()
+
+
 def test_start_ends_a_probe_still_running_and_counts_the_weights_instead(qtbot, window, toy_csv):
     prepare(qtbot, window, toy_csv, epochs=1, batch_size=8, device="cpu")
     estimates = window.train_page.estimates

@@ -12,7 +12,10 @@ press). Without one, the run starts at once and, once it has ended, the
 static part (weights, gradients, optimizer states: the meta device, no
 probe, no model on the GPU) is counted for the next Start, at a lower
 priority (never beside the run: it took the GUI thread's turns on a
-machine of few cores); the activation probe would compete
+machine of few cores). Nobody asked for that count: while it runs the line
+keeps what it said before the run, not "estimating", and shows the figure
+once it comes (the sample's count, torch's imports at a lower priority
+while the window loads the results, takes seconds). The activation probe would compete
 with the run for its device and count the run's memory as its own, so it
 runs only on request (the Estimate link), never during a run, and Start
 ends one still running.
@@ -259,6 +262,8 @@ class MemoryEstimates(QObject):
         self._settings = settings
         self._results: dict[str, EstimateResult] = {}
         self._running: dict[str, tuple[bool, threading.Event]] = {}  # key -> (measured, its cancel)
+        self._unasked: set[str] = set()  # keys of the counts after a run (no Estimate pressed): not shown as running
+        self._asked_next: dict[str, EstimateSettings] = {}  # Estimate pressed during such a count: the probe once it ends
         self._pending: EstimateSettings | None = None  # the static part to count once the run is stepping
         self._stepping = False
         self._shown: EstimateResult | None = None
@@ -292,13 +297,13 @@ class MemoryEstimates(QObject):
         """The settings may have changed: show their estimate, or mark the shown one stale."""
         settings = self._settings()
         key = settings.key if settings is not None else None
-        self.view.set_can_estimate(key is not None and not self._busy and key not in self._running)
+        self.view.set_can_estimate(key is not None and not self._busy and (key not in self._running or key in self._unasked))
         result = self._results.get(key) if key is not None else None
         if result is not None:
             result = current_ram(result)
             self._shown = result
             self.view.show_result(result, remedies(settings.values, settings.schema))
-        elif key is not None and key in self._running:
+        elif key is not None and key in self._running and key not in self._unasked:
             self.view.show_running()
         elif self._shown is not None:
             self.view.show_stale(self._shown)
@@ -315,13 +320,26 @@ class MemoryEstimates(QObject):
         self._busy = busy
         self.refresh()
 
-    def request(self, measured: bool = True, *, nice: bool = False, settings: EstimateSettings | None = None) -> bool:
-        """Estimate the form's settings in the background; False when it cannot (no settings, already running)."""
+    def request(self, measured: bool = True, *, nice: bool = False, settings: EstimateSettings | None = None,
+                asked: bool = True) -> bool:
+        """Estimate the form's settings in the background; False when it cannot (no settings, already running).
+
+        ``asked``: the user wants the figure now (the line says "estimating" until it comes); the count
+        after a run is not asked for, and the line keeps what it said."""
         settings = settings or self._settings()
+        if asked and measured and settings is not None and settings.key in self._unasked and not (self._busy or self._closing):
+            # the count after a run gives way to the probe asked for, which starts once it has ended
+            self._running[settings.key][1].set()
+            self._unasked.discard(settings.key)
+            self._asked_next[settings.key] = settings
+            self.refresh()
+            return True
         if self._closing or settings is None or settings.key in self._running or (measured and self._busy):
             return False
         cancel = threading.Event()
         self._running[settings.key] = (measured, cancel)
+        if not asked:
+            self._unasked.add(settings.key)
 
         def wait_for_child() -> None:
             try:
@@ -349,6 +367,7 @@ class MemoryEstimates(QObject):
         for measured, cancel in self._running.values():
             if measured:
                 cancel.set()
+        self._asked_next.clear()  # a probe asked for before Start would compete with the run
         self._stepping = False
         self._pending = settings if settings is not None and settings.key not in self._results else None
 
@@ -369,7 +388,7 @@ class MemoryEstimates(QObject):
             return  # a cancelled probe still ending: its _done comes back here
         self._pending = None
         if pending.key not in self._results:
-            self.request(measured=False, nice=True, settings=pending)
+            self.request(measured=False, nice=True, settings=pending, asked=False)
 
     def shutdown(self) -> None:
         """The window closes: end the children (and their probes) now."""
@@ -382,9 +401,12 @@ class MemoryEstimates(QObject):
     # -- results ----------------------------------------------------------------------
     def _done(self, key: str, data: Any) -> None:
         measured, _cancel = self._running.pop(key, (True, None))
+        self._unasked.discard(key)
+        asked = self._asked_next.pop(key, None)
         data = data if isinstance(data, dict) else {}
         if data.get("error") == ESTIMATE_CANCELLED:
-            self.refresh()
+            if asked is None or not self.request(settings=asked):
+                self.refresh()
             self._start_pending()
             return
         result = result_from(key, data)
@@ -395,4 +417,6 @@ class MemoryEstimates(QObject):
             log.info("no memory estimate: %s", result.error)
         self.refresh()
         self.resultReady.emit(result)
+        if asked is not None:  # the count ended before it saw its cancel: the probe asked for now
+            self.request(settings=asked)
         self._start_pending()
