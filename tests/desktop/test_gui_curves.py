@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from trainlab.viewmodel.curves import RunCurves, Smoother
-from trainlab.api.events import TrainStep
+from trainlab.api.events import EvalResult, TrainStep
 
 T0 = 1_800_000_000.0
 LOSSES = [2.0, 1.8, math.nan, 1.5, math.inf, -math.inf, 1.2, 1.1]
@@ -56,3 +56,23 @@ def test_plots_keep_finite_ranges_and_draw_around_the_gaps(qtbot):
     assert y0 <= 1.1 and y1 >= 2.0 and y1 - y0 < 10  # the finite losses, not a range blown up by inf
     plots.stop_live()
     plots.view.viewport().repaint()
+
+
+def test_an_evaluation_without_a_loss_draws_its_metrics_and_no_validation_loss_point(qtbot):
+    from trainlab_desktop.plots.live_plots import LivePlots
+
+    plots = LivePlots()
+    qtbot.addWidget(plots)
+    plots.resize(900, 600)
+    plots.show()
+    qtbot.waitExposed(plots)
+    plots.start_live()
+    plots.curves.add_train(steps([2.0, 1.5]))
+    # object detection's evaluation measures no loss (null in metrics.jsonl): mAP only
+    plots.curves.add_evals([EvalResult(time=T0 + 2, step=2, epoch=e, loss=None, metrics={"map": 0.1 * e}) for e in (1, 2)])
+    plots.refresh()
+    plots.view.viewport().repaint()
+    assert np.isnan(plots.curves.eval_values("loss")).all()
+    assert plots.curves.eval_values("map") == pytest.approx([0.1, 0.2])
+    assert plots.point_counts()["eval"] == 0 and plots.point_counts()["loss"] == 2
+    plots.stop_live()

@@ -192,7 +192,7 @@ class EvalPoint:
 
     epoch: int
     step: int
-    loss: float
+    loss: float | None  # None: the task's evaluation measures no loss
     metrics: dict[str, float]
     best: bool
 
@@ -208,7 +208,8 @@ def eval_history(run_dir: str | os.PathLike[str], split: str = "val") -> list[Ev
     for event in events:
         if isinstance(event, EvalResult) and event.split == split:
             numbers = {k: float(v) for k, v in event.metrics.items() if _number(v) is not None}
-            point = EvalPoint(int(event.epoch or 0), int(event.step or 0), float(event.loss), numbers, bool(event.best))
+            loss = float(event.loss) if event.loss is not None else None
+            point = EvalPoint(int(event.epoch or 0), int(event.step or 0), loss, numbers, bool(event.best))
             points[point.step] = point
     return [points[k] for k in sorted(points)]
 

@@ -17,6 +17,7 @@ is, so the window comes up without it.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -320,7 +321,11 @@ class RunCurvesView(QWidget):
             trace.items["lr"].setData(step, train.column("lr"), connect=connect)
         if trace.seen.get("evals") != evals.version:
             trace.seen["evals"] = evals.version
-            trace.items["val_loss"].setData(evals.column("step"), evals.column("loss"), connect="finite")
+            losses = evals.column("loss")
+            if any(map(math.isfinite, losses)):
+                trace.items["val_loss"].setData(evals.column("step"), losses, connect="finite")
+            else:  # no evaluation measured a loss (object detection): no point, not a row of NaN
+                trace.items["val_loss"].setData([], [])
             for metric in trace.metrics:
                 if metric.name in trace.items:
                     trace.items[metric.name].setData(evals.column("epoch"), trace.curves.eval_values(metric.name), connect="finite")

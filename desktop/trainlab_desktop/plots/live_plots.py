@@ -374,7 +374,11 @@ class LivePlots(QWidget):
         evals = self.curves.evals
         if self._seen.get("evals") != evals.version:
             self._seen["evals"] = evals.version
-            self.eval_loss.setData(evals.column("epoch"), evals.column("loss"), connect="finite")
+            losses = evals.column("loss")
+            if np.isfinite(losses).any():
+                self.eval_loss.setData(evals.column("epoch"), losses, connect="finite")
+            else:  # no evaluation measured a loss (object detection): no point, not a row of NaN
+                self.eval_loss.setData([], [])
             self._draw_metrics()
             drawn = True
         return drawn

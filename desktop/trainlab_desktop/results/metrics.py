@@ -15,7 +15,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from trainlab.viewmodel.results import RunResults, SplitReport, eval_history
+from trainlab.viewmodel.results import EvalPoint, RunResults, SplitReport, eval_history
 from trainlab_desktop.common.formatting import format_metric, metric_title
 from trainlab_desktop.results.charts import ACCENT, WARM, PlotCanvas, pen
 from trainlab_desktop.results.details import DetailsPanel
@@ -77,7 +77,7 @@ class MetricsPage(ReportPage):
         table = self.split_table
         table.setColumnCount(1 + len(keys))
         table.setHorizontalHeaderLabels([self.tr("Metric"), *(titles.get(k, k) for k in keys)])
-        rows = [*names, "loss"]
+        rows = [*names, "loss"] if any(r.loss is not None for r in run.reports.values()) else list(names)
         table.setRowCount(len(rows))
         for row, name in enumerate(rows):
             declared = run.metric_spec(name)
@@ -108,7 +108,8 @@ class MetricsPage(ReportPage):
         by_epoch = all(epochs) and len(set(epochs)) == len(epochs)
         xs = epochs if by_epoch else [p.step for p in points]
         best = next((p for p in reversed(points) if p.best), None)
-        for index, name in enumerate([*names, "loss"]):
+        measured = any(p.loss is not None for p in points)  # no loss plot for a task that measures none (object detection)
+        for index, name in enumerate([*names, "loss"] if measured else names):
             declared = run.metric_spec(name, family)
             monitored = name == run.monitor
             title = metric_title(name, declared)
@@ -116,7 +117,7 @@ class MetricsPage(ReportPage):
                 title = self.tr("{metric} (monitored)").format(metric=title)
             plot = self.canvas.add_plot(index // PLOT_COLUMNS, index % PLOT_COLUMNS, title,
                                         self.tr("epoch") if by_epoch else self.tr("step"), epochs=by_epoch)
-            ys = [p.loss if name == "loss" else p.metrics.get(name, float("nan")) for p in points]
+            ys = [_point_value(p, name) for p in points]
             self.curves[name] = plot.plot(xs, ys, pen=pen(ACCENT, 3 if monitored else 1.5), symbol="o", symbolSize=5,
                                           symbolBrush=ACCENT, symbolPen=None, connect="finite")
             if monitored and best is not None:
@@ -125,3 +126,9 @@ class MetricsPage(ReportPage):
                 if y is not None:
                     self.best_markers[name] = plot.plot([x], [y], pen=None, symbol="star", symbolSize=16,
                                                         symbolBrush=WARM, symbolPen=None)
+
+
+def _point_value(point: EvalPoint, name: str) -> float:
+    """``name``'s value at one evaluation; NaN (a gap in its curve) where it has none."""
+    value = point.loss if name == "loss" else point.metrics.get(name)
+    return float("nan") if value is None else value

@@ -31,7 +31,7 @@ def describe_eval(event: Any, declared: Any = ()) -> str:
     """One evaluation as a log line: the loss and the task's metrics, each in its
     ``declared`` display and unit, as the command line writes them (``smape 2.8%``)."""
     specs = {m.name: m for m in declared}
-    parts = [f"loss {format_metric('loss', event.loss)}"]
+    parts = [f"loss {format_metric('loss', event.loss)}"] if event.loss is not None else []  # None: no loss measured
     parts += [f"{name} {format_metric(name, value, specs.get(name))}" for name, value in event.metrics.items()]
     return f"epoch {event.epoch} {event.split}: " + ", ".join(parts) + (" (best so far)" if event.best else "")
 
