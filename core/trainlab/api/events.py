@@ -75,12 +75,13 @@ class EvalResult(Event):
     read alike; a key no field names is read back into ``metrics``.
     ``monitor`` names the metric that ``best`` is about.  ``accuracy`` and
     ``macro_f1`` are the API 1 spellings of two classification metrics: given
-    either way, each is also in ``metrics``.
+    either way, each is also in ``metrics``.  ``loss`` is None (null in JSON)
+    when the task's evaluation measures no loss (``EvalBatch.loss_sum`` None).
     """
 
     kind: ClassVar[str] = "eval"
     split: str = "val"
-    loss: float = 0.0
+    loss: float | None = 0.0
     metrics: Mapping[str, Any] = field(default_factory=dict)
     best: bool = False
     monitor: str = ""

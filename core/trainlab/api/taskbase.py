@@ -173,9 +173,12 @@ class EvalBatch:
     labels (classification, multi-label), predicted values in the target's
     units (regression), or anything a plugin's own accumulator reads.
     ``logits`` is the plugin API 1 name of the same field and still accepted.
+    ``loss_sum`` None says the evaluation measures no loss (torchvision's
+    detectors give none in evaluation mode): the report's ``loss`` is then
+    None, and no surface shows a validation loss, rather than a made-up 0.
     """
 
-    loss_sum: Any  # 0-d tensor: the loss summed over the batch's examples
+    loss_sum: Any  # 0-d tensor: the loss summed over the batch's examples; None: no loss measured
     outputs: Any = None
     targets: Any = None
     keys: Sequence[Any] | None = None

@@ -106,7 +106,8 @@ class ConsoleProgress:
         elif isinstance(event, EvalResult):
             best = "  (best)" if event.best else ""
             shown = metrics_text(event.metrics, self.metric_specs)
-            self.out.note(f"epoch {event.epoch}: {event.split} loss {event.loss:.4f}  {shown}{best}".rstrip())
+            loss = f" loss {event.loss:.4f}" if event.loss is not None else ""  # None: the task measures no loss
+            self.out.note(f"epoch {event.epoch}: {event.split}{loss}  {shown}{best}".rstrip())
         elif isinstance(event, Log) and event.level in ("warning", "error", "info"):
             self.out.note(f"{event.level}: {event.message}" if event.level != "info" else event.message)
         elif isinstance(event, Progress) and event.phase == Phase.PAUSED:

@@ -408,10 +408,11 @@ def _finish(
 def headline_metrics(report: dict[str, Any]) -> dict[str, Any]:
     """What ``train --json``, ``run.json`` and the Finished event carry of an
     evaluation: the task's declared metrics and the loss (and top-5 accuracy,
-    which classification reports beside them, as before plugin API 2)."""
+    which classification reports beside them, as before plugin API 2); no ``loss`` when the
+    evaluation measured none (object detection)."""
     metrics = {k: v for k, v in report.get("metrics", {}).items()}
     if "top5_accuracy" in report:
         metrics["top5_accuracy"] = report["top5_accuracy"]
-    if "loss" in report:
+    if report.get("loss") is not None:
         metrics["loss"] = report["loss"]
     return metrics

@@ -152,7 +152,8 @@ def logged_values(event: Event) -> Iterator[tuple[str, float]]:
             yield "train/samples_per_second", event.samples_per_second
         yield "epoch", float(event.epoch)
     elif isinstance(event, EvalResult):
-        yield f"{event.split}/loss", event.loss
+        if event.loss is not None:  # None: the task's evaluation measures no loss
+            yield f"{event.split}/loss", event.loss
         for name, value in event.metrics.items():
             number = _number(value)
             if number is not None and name != "loss":

@@ -569,7 +569,7 @@ class Trainer:
             step=pos.step,
             epoch=epoch,
             split="val",
-            loss=report["loss"],
+            loss=report.get("loss"),  # None: the task's evaluation measures no loss
             metrics=dict(report.get("metrics", {})),
             best=improved,
             monitor=monitor,

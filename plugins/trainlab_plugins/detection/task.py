@@ -194,8 +194,8 @@ class ObjectDetectionTask(Task):
 
     # -- data ---------------------------------------------------------------
     def prepare(self, data_path: str, ctx: RunContext, label_names: Sequence[str] | None = None) -> DataSummary:
-        # torchvision's detectors give no loss in evaluation mode: every epoch's validation
-        # loss reads 0, so monitor=loss kept the first epoch as the best weights, silently
+        # torchvision's detectors give no loss in evaluation mode: no epoch has a validation
+        # loss, so monitor=loss would never find a best epoch; say so before any training
         if str(self.params.get("monitor", "")) == "loss":
             choices = ", ".join(m for m in self.spec.monitor_choices() if m != "loss")
             raise UsageError(f"monitor=loss: object detection measures no validation loss (its detectors give none "
@@ -373,8 +373,6 @@ class ObjectDetectionTask(Task):
             detections = [detect_tiled(model, image, self.tile) for image in batch["images"]]
         else:
             detections = model(list(batch["images"]))
-        # The detectors give no loss in evaluation mode; mAP is what evaluation measures.
-        zero = torch.zeros((), device=ctx.device)
         outputs = ExampleList({k: d[k].float() if k != "labels" else d[k] for k in ("boxes", "scores", "labels")} for d in detections)
         targets = batch["targets"]
         if any("file_size" in t for t in targets):  # boxes in the file's pixels, as the worst images are drawn over it
@@ -385,7 +383,8 @@ class ObjectDetectionTask(Task):
                     scale = torch.tensor([width / image.shape[-1], height / image.shape[-2]] * 2, device=out["boxes"].device)
                     out["boxes"] = out["boxes"] * scale
                     target["boxes"] = target["boxes"].float() * scale
-        return EvalBatch(loss_sum=zero, outputs=outputs, targets=targets, keys=batch["keys"].tolist())
+        # The detectors give no loss in evaluation mode: no loss is measured (not a 0); mAP is what evaluation measures.
+        return EvalBatch(loss_sum=None, outputs=outputs, targets=targets, keys=batch["keys"].tolist())
 
     def metric_accumulator(self, split: str) -> DetectionMetrics:
         accumulator = DetectionMetrics(self, split)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -108,6 +109,38 @@ def test_accumulators_merge_as_one_pass():
     first.merge(second.state())
     merged = first.compute()
     assert merged["metrics"] == pytest.approx(whole["metrics"]) and merged["samples"] == 10
+
+
+def test_an_evaluation_that_measures_no_loss_reports_none_across_processes():
+    from trainlab.engine.distributed import _state_bytes, _state_from_bytes
+
+    def unmeasured(task, outputs, targets):
+        acc = task.metric_accumulator("val")
+        acc.update(EvalBatch(loss_sum=None, outputs=outputs, targets=targets))
+        return acc
+
+    task = RegressionTask(_spec("regression"), {})
+    truth, preds = torch.arange(6.0), torch.arange(6.0) + 0.5
+    first, second = unmeasured(task, preds[:3], truth[:3]), unmeasured(task, preds[3:], truth[3:])
+    assert first.loss is None and first.compute()["loss"] is None
+    first.merge(_state_from_bytes(_state_bytes(second.state())))  # as the ranks send them
+    merged = first.compute()
+    assert merged["loss"] is None and merged["samples"] == 6 and merged["mae"] == pytest.approx(0.5)
+    assert '"loss": null' in json.dumps(merged)  # eval.json says no loss, not 0
+    # a rank that saw no example leaves None as None and a measured loss as it is
+    empty = task.metric_accumulator("val")
+    assert empty.state()["loss_sum"] is None
+    alone = unmeasured(task, preds[:3], truth[:3])
+    alone.merge(_state_from_bytes(_state_bytes(empty.state())))
+    assert alone.compute()["loss"] is None
+    measured = _batches(task, "val", preds[:3], truth[:3])  # a summed loss of 3 over 3 examples
+    measured.merge(_state_from_bytes(_state_bytes(empty.state())))
+    assert measured.compute()["loss"] == pytest.approx(1.0)
+
+    classes = ClassificationTask(_spec("classification"), {})
+    classes.label_names = ["cat", "dog"]
+    report = unmeasured(classes, torch.tensor([[2.0, 0.0], [0.0, 2.0]]), torch.tensor([0, 0])).compute()
+    assert report["loss"] is None and report["accuracy"] == pytest.approx(0.5)
 
 
 def test_a_plain_task_of_an_unknown_family_must_bring_its_accumulator():

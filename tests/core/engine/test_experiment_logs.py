@@ -9,7 +9,8 @@ import pytest
 
 from helpers import FIXTURE_PLUGINS, one_line_error, run_toy_classification, write_toy_csv
 from trainlab.api.errors import UsageError
-from trainlab.engine.experiment_logs import mlflow_store
+from trainlab.api.events import EvalResult
+from trainlab.engine.experiment_logs import logged_values, mlflow_store
 
 pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
 pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
@@ -60,6 +61,13 @@ def test_a_run_is_in_tensorboard_and_mlflow(toy_plugin, toy_csv, tmp_path, monke
     assert {"run.json", "eval.json", "model"} <= artifacts
     stored = {f.path.removeprefix("model/") for f in client.list_artifacts(run.info.run_id, "model")}
     assert stored == {p.name for p in (run_dir / "model").iterdir()}
+
+
+def test_an_evaluation_that_measured_no_loss_logs_its_metrics_and_no_loss():
+    measured = dict(logged_values(EvalResult(step=4, split="val", loss=0.5, metrics={"map": 0.25})))
+    assert measured == {"val/loss": 0.5, "val/map": 0.25}
+    unmeasured = dict(logged_values(EvalResult(step=4, split="val", loss=None, metrics={"map": 0.25})))
+    assert unmeasured == {"val/map": 0.25}  # object detection: no val/loss of 0
 
 
 def test_a_missing_extra_stops_the_run_before_it_begins(toy_plugin, toy_csv, tmp_path, monkeypatch):

@@ -47,8 +47,13 @@ def test_train_eval_predict_and_the_exported_program(cli, tmp_path):
     assert first["best"]["metric"] == "map"
     assert f"skipped: {label}:" in result.stderr and "unknown class: 9" in result.stderr
     assert "train: 16 images" in result.stderr and "training loss by part: classification" in result.stderr
+    # the detectors give no loss in evaluation: no validation loss is printed, rather than a 0 never measured
+    epoch = [line for line in result.stderr.splitlines() if line.startswith("epoch 1: val")]
+    assert epoch and "map " in epoch[0] and "loss" not in epoch[0], result.stderr
+    assert "loss" not in first["metrics"]
 
     report = json.loads((out / "eval.json").read_text())
+    assert "loss" in report and report["loss"] is None
     details = {d["name"]: d for d in report["details"]}
     assert [r["class"] for r in details["per_class"]["rows"]] == ["circle", "square", "triangle"]
     assert len(details["worst_images"]["rows"]) == 8 and details["pr_curves"]["kind"] == "series"
@@ -56,6 +61,10 @@ def test_train_eval_predict_and_the_exported_program(cli, tmp_path):
     evaluated = cli("eval", out, "--json")
     assert evaluated.returncode == 0, evaluated.stderr
     assert one_json_line(evaluated)["metrics"]["map"] == pytest.approx(report["metrics"]["map"], abs=1e-6)
+    assert one_json_line(evaluated)["loss"] is None
+    told = cli("eval", out)
+    shown = [line for line in told.stdout.splitlines() if line.strip().startswith("map ")]
+    assert told.returncode == 0 and shown and "loss" not in shown[0] and "loss 0" not in told.stdout, told.stdout
 
     coco = cli("predict", out, images, "--out", tmp_path / "boxes.json")
     results = json.loads((tmp_path / "boxes.json").read_text())

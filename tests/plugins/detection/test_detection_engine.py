@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from trainlab.api.events import EvalResult
+from trainlab.cli.reporting import ConsoleProgress, eval_lines
+from trainlab.runfolder.tail import read_events
 from trainlab_dev.detection_samples import write_coco
+from trainlab_plugins.detection import SPEC
 
 
 def test_micro_batches_hold_whole_images(tmp_path, monkeypatch):
@@ -37,6 +41,16 @@ def test_micro_batches_hold_whole_images(tmp_path, monkeypatch):
         x, y, w, h = a["bbox"]
         truth.setdefault(names[a["image_id"]], []).append([x, y, x + w, y + h])
     report = json.loads((tmp_path / "run" / "eval.json").read_text())
+    # the detectors give no loss in evaluation: no validation loss anywhere, rather than a 0 never measured
+    assert "loss" in report and report["loss"] is None and "loss" not in result.metrics
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["loss"] for line in lines if '"event":"eval"' in line] == [None]
+    evals = [e for e in read_events(tmp_path / "run" / "metrics.jsonl") if isinstance(e, EvalResult)]
+    assert len(evals) == 1 and evals[0].loss is None and evals[0].metrics["map"] is not None
+    notes: list[str] = []
+    ConsoleProgress(type("Out", (), {"note": staticmethod(notes.append)})()).on_event(evals[0])
+    assert notes and notes[0].startswith("epoch 1: val") and "map " in notes[0] and "loss" not in notes[0]
+    assert not any("loss" in line for line in eval_lines(report, SPEC)[1:]), eval_lines(report, SPEC)
     rows = next(d for d in report["details"] if d["name"] == "worst_images")["rows"]
     assert len(rows) == 4
     for row in rows:

@@ -22,7 +22,7 @@ def _batch(preds, truths, keys):
                            "labels": torch.tensor(lab, dtype=torch.int64)} for b, s, lab in preds)  # fmt: skip
     targets = ExampleList({"boxes": torch.tensor(b, dtype=torch.float32).reshape(-1, 4), "labels": torch.tensor(lab, dtype=torch.int64),
                            "iscrowd": torch.zeros(len(lab), dtype=torch.bool)} for b, lab in truths)  # fmt: skip
-    return EvalBatch(loss_sum=torch.zeros(()), outputs=outputs, targets=targets, keys=keys)
+    return EvalBatch(loss_sum=None, outputs=outputs, targets=targets, keys=keys)  # as the task's: detectors give no loss in evaluation
 
 
 def test_ap_equals_the_hand_computed_value():
@@ -89,4 +89,5 @@ def test_two_ranks_shares_merge_to_the_one_process_report():
         merged.merge(_state_from_bytes(_state_bytes(share.state())))  # as the ranks send them
     a, b = whole.compute(), merged.compute()
     assert a["metrics"] == b["metrics"] and a["samples"] == b["samples"] == 12
+    assert a["loss"] is None and b["loss"] is None  # no rank measured a loss: none, not 0
     assert a["per_class_ap"] == b["per_class_ap"]

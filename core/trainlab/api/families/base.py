@@ -13,6 +13,9 @@ A ``MetricAccumulator`` sees one pass over one split.  The engine calls:
 This base class keeps the model outputs, targets and example keys of the
 pass (concatenated on the CPU) and the summed loss (on the device, read once
 at the end: no device sync per batch); a family implements ``compute``.
+A batch whose ``loss_sum`` is None measured no loss: when no batch of any
+process carried one, ``loss_sum`` and ``loss`` are None, and the report says
+``"loss": null`` rather than a 0 nobody measured.
 Keeping the rows, not running sums, is what lets a family report examples
 (the worst regressions, the misclassified texts) and fit thresholds, and lets
 ``merge`` be a plain concatenation.  A plugin of another family may subclass
@@ -38,15 +41,14 @@ class MetricAccumulator:
         self._targets: list[Any] = []
         self.keys: list[Any] = []
         self._has_keys = True
-        self._loss_sum: Any = None  # a device tensor while updating
-        self._loss_total = 0.0  # merged in from other processes
+        self._loss_sum: Any = None  # a device tensor while updating; None while no batch carried a loss
+        self._loss_total: float | None = None  # merged in from other processes; None while none carried a loss
         self.samples = 0
 
     # -- the engine's side -------------------------------------------------
     def update(self, batch: Any) -> None:
         outputs = batch.outputs if batch.outputs is not None else batch.logits
-        loss = batch.loss_sum.detach().float()
-        self._loss_sum = loss if self._loss_sum is None else self._loss_sum + loss
+        self.add_loss(batch.loss_sum)
         self._outputs.append(outputs.detach().float().cpu())
         targets = batch.targets.detach().cpu()
         self._targets.append(targets)
@@ -75,8 +77,20 @@ class MetricAccumulator:
             self._has_keys = False
         else:
             self.keys.extend(state["keys"])
-        self._loss_total += float(state["loss_sum"])
+        self.merge_loss(state.get("loss_sum"))
         self.samples += int(state["samples"])
+
+    def add_loss(self, loss_sum: Any) -> None:
+        """One batch's summed loss (a device tensor), or None: the batch measured none."""
+        if loss_sum is None:
+            return
+        loss = loss_sum.detach().float()
+        self._loss_sum = loss if self._loss_sum is None else self._loss_sum + loss
+
+    def merge_loss(self, loss_sum: float | None) -> None:
+        """Another process's summed loss, or None: that process measured none."""
+        if loss_sum is not None:
+            self._loss_total = (self._loss_total or 0.0) + float(loss_sum)
 
     def compute(self) -> dict[str, Any]:
         raise NotImplementedError(f"{type(self).__name__} must implement compute()")
@@ -95,13 +109,21 @@ class MetricAccumulator:
         return torch.cat(self._targets) if self._targets else torch.zeros(0)
 
     @property
-    def loss_sum(self) -> float:
+    def loss_sum(self) -> float | None:
+        """The summed loss of every batch that carried one; None when none did."""
+        if self._loss_sum is None and self._loss_total is None:
+            return None
         own = float(self._loss_sum.item()) if self._loss_sum is not None else 0.0
-        return own + self._loss_total
+        return own + (self._loss_total or 0.0)
 
     @property
-    def loss(self) -> float:
-        return self.loss_sum / self.samples if self.samples else 0.0
+    def loss(self) -> float | None:
+        """The mean loss per example; None when examples were seen but none carried a loss
+        (an empty pass reads 0.0, as it always has)."""
+        if not self.samples:
+            return 0.0
+        total = self.loss_sum
+        return None if total is None else total / self.samples
 
     def example_keys(self) -> Sequence[Any] | None:
         return list(self.keys) if self._has_keys and self.keys else None

@@ -36,6 +36,7 @@ class ClassificationMetrics(MetricAccumulator):
         declared = [m.name for m in self.task.spec.metric_specs()]
         metrics = {name: float(report[name]) for name in declared if name in report}
         report.update(family=self.family, samples=self.samples, metrics=metrics)
+        report.setdefault("loss", None)  # a task whose evaluation measures no loss (EvalBatch.loss_sum None)
         return report
 
 

@@ -51,8 +51,7 @@ class DetectionMetrics(MetricAccumulator):
 
     # -- the engine's side -------------------------------------------------
     def update(self, batch: Any) -> None:
-        loss = batch.loss_sum.detach().float()
-        self._loss_sum = loss if self._loss_sum is None else self._loss_sum + loss
+        self.add_loss(batch.loss_sum)
         for output, target in zip(batch.outputs, batch.targets):
             self.predictions.append({k: output[k].detach().float().cpu() if k != "labels" else output[k].detach().cpu().long()
                                      for k in ("boxes", "scores", "labels")})  # fmt: skip
@@ -103,7 +102,7 @@ class DetectionMetrics(MetricAccumulator):
             self._has_keys = False
         else:
             self.keys.extend(int(k) for k in state["keys"])
-        self._loss_total += float(state["loss_sum"])
+        self.merge_loss(state.get("loss_sum"))
         self.samples += int(state["samples"])
         if state.get("extra") and not self.extra:
             self.extra = dict(state["extra"])
