@@ -104,8 +104,10 @@ def test_the_runs_page_and_its_curves_speak_each_family(qtbot, forecast_plugin, 
 
     value = json.loads((Path(good) / "run.json").read_text())["best"]["value"]
     assert cell(good, mae) == f"{value:.4g} kWh"
-    assert cell(good, model.column_of("best")) == f"mae {value:.4g} kWh"  # named, not a bare number
-    assert cell(classifier, model.column_of("best")).startswith("accuracy ") and cell(classifier, mae) == ""
+    assert cell(good, model.column_of("best")) == f"MAE {value:.4g} kWh"  # named as its column is, not a bare number
+    assert cell(classifier, model.column_of("best")).startswith("Accuracy ") and cell(classifier, mae) == ""
+    best_tip = history.proxy.index(row_of(good), model.column_of("best")).data(Qt.ItemDataRole.ToolTipRole)
+    assert best_tip == "Best validation MAE"
     assert cell(good, accuracy) == ""
 
     history.sort_by_metric("mae")

@@ -6,8 +6,8 @@ and number goes through the shared forms (``trainlab_desktop.common.formatting``
 ``trainlab.runfolder.records.run_title``), so a run reads the same here as on the start
 page and in its results.
 
-Besides the fixed columns (``COLUMNS``; "Best" names the monitor and its best
-value, ``accuracy 92.5%``), there is a column for every metric the listed
+Besides the fixed columns (``COLUMNS``; "Best" names the monitor, by the
+title its own column has, and its best value: ``Accuracy 92.5%``), there is a column for every metric the listed
 runs declare (``trainlab.viewmodel.history``): a run of another family leaves
 it empty, and sorting by it puts the best value first whatever the metric's
 direction.  ``RunFilterProxy`` narrows the rows to the words typed in the
@@ -171,7 +171,8 @@ class RunHistoryModel(QAbstractTableModel):
             if metric:
                 return self._metric_tooltip(run, metric)
             if column == "best" and run.get("monitor"):
-                return self.tr("Best validation {metric}").format(metric=run["monitor"])
+                monitor = str(run["monitor"])
+                return self.tr("Best validation {metric}").format(metric=metric_title(monitor, self.metrics_of(run).metric(monitor)))
             if column == "name":
                 return run["run_dir"]
             if column == "status" and row_status(run) in (FAILED, INTERRUPTED):
@@ -205,8 +206,11 @@ class RunHistoryModel(QAbstractTableModel):
             return QLocale().toString(moment, QLocale.FormatType.ShortFormat)
         if column == "duration":
             return format_duration(self._duration(run), missing=MISSING)
-        metrics = self.metrics_of(run)  # the monitor, named: "accuracy 92.5%", never a bare number
-        return metrics.named(metrics.monitor) if run.get("best_metric") is not None and metrics.monitor else MISSING
+        metrics = self.metrics_of(run)  # the monitor by the title its column has: "Accuracy 92.5%", never a bare number
+        monitor = metrics.monitor
+        if run.get("best_metric") is None or not monitor or metrics.value(monitor) is None:
+            return MISSING
+        return f"{metric_title(monitor, metrics.metric(monitor))} {metrics.text(monitor)}"
 
     def setData(self, index: ModelIndex, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
         if role != Qt.ItemDataRole.EditRole or self.columns[index.column()] != "name":
