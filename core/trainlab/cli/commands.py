@@ -169,9 +169,10 @@ def cmd_plugins(args, out: Output) -> int:
         out.note(f"{'blocked' if args.block else 'unblocked'} {args.block or args.unblock}; takes effect at the next start")
     reg = registry(refresh=True)
     plugins = reg.to_json()
+    if plugins:
+        out.say(_plugin_row("PLUGIN", "STATUS", "VERSION", "DISTRIBUTION", "TASKS"))
     for p in plugins:
-        line = f"{p['name']:<24} {p['status']:<12} {p['version'] or '-':<8} {p['distribution'] or '-':<24} {', '.join(p['tasks']) or '-'}"
-        out.say(line)
+        out.say(_plugin_row(p["name"], p["status"], p["version"] or "-", p["distribution"] or "-", ", ".join(p["tasks"]) or "-"))
         if args.verbose:
             for detail in _plugin_details(p):
                 out.say(f"    {detail}")
@@ -185,6 +186,10 @@ def cmd_plugins(args, out: Output) -> int:
         out.say("entry points, paths, load times and full errors: trainlab plugins -v")
     out.result({"plugins": plugins})
     return EXIT_OK
+
+
+def _plugin_row(name: str, status: str, version: str, distribution: str, tasks: str) -> str:
+    return f"{name:<24} {status:<12} {version:<8} {distribution:<24} {tasks}"
 
 
 def _plugin_details(plugin: dict) -> list[str]:

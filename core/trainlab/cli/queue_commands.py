@@ -123,6 +123,8 @@ def _list(store: Any, out: Any) -> int:
     from trainlab.scheduling.scheduler import scheduler_holder
     entries = store.entries()  # in line order, a sweep's trials under it
     machine = _machine_gpus() if entries else 0
+    if entries:
+        out.say(_row("ID", "STATE", "WHAT", "ON", "DEVICES", "ADDED", "RESULT, RUN FOLDER"))
     for entry in entries:
         out.say(_line(entry, machine))
     if not entries:
@@ -151,7 +153,11 @@ def _line(entry: Any, machine_gpus: int) -> str:
     tail = entry.run_dir or ""
     if entry.reason and entry.state != EntryState.RUNNING:
         tail = f"{entry.reason}  {tail}".strip()
-    return f"{entry.id:>4}  {state:<18} {what:<40} {gpus:<7} {where:<14} {when:<11} {tail}"
+    return _row(entry.id, state, what, gpus, where, when, tail)
+
+
+def _row(number: Any, state: str, what: str, gpus: str, where: str, when: str, tail: str) -> str:
+    return f"{number:>4}  {state:<18} {what:<40} {gpus:<7} {where:<14} {when:<11} {tail}".rstrip()
 
 
 def _gpus_text(gpus: int, machine_gpus: int) -> str:

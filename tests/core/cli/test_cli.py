@@ -227,6 +227,7 @@ def test_plugins_verbose_adds_entry_points_paths_load_times_and_full_errors(cli)
     assert plain.returncode == 0 and verbose.returncode == 0, verbose.stderr
     assert len(verbose.stdout.splitlines()) > len(plain.stdout.splitlines()) + 8
     assert "trainlab plugins -v" in plain.stdout.splitlines()[-1]
+    assert plain.stdout.splitlines()[0].split() == ["PLUGIN", "STATUS", "VERSION", "DISTRIBUTION", "TASKS"]
     assert "    entry point: image-classification = trainlab_plugins.image (built in)" in verbose.stdout
     assert "    path: " + str(FIXTURE_PLUGINS / "toy_plugin.py") + "\n" in verbose.stdout
     assert "import took " in verbose.stdout and "import took " not in plain.stdout

@@ -95,6 +95,9 @@ def test_pause_checkpoints_frees_the_cpu_and_continue_resumes(cli, toy_csv, tmp_
     best = json.loads((run_dir / "run.json").read_text())["best"]
     listing = cli("queue", "list", extra_path=[FIXTURE_PLUGINS]).stdout  # as `train` and `runs` print the metric
     assert f"best accuracy {best['value']:.1%}" in listing and f"{best['value']:.4g}  " not in listing
+    header = listing.splitlines()[0]
+    assert header.split()[:6] == ["ID", "STATE", "WHAT", "ON", "DEVICES", "ADDED"]
+    assert listing.splitlines()[1].index(" done ") == header.index(" STATE ")  # the columns under their names
 
 
 def test_a_machine_without_a_gpu_is_said_to_run_the_queue_on_the_cpu(cli, toy_csv, tmp_path):
