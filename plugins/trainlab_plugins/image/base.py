@@ -218,11 +218,15 @@ class ImageTask:
         self._datasets = {}
         if self._model_choice()[0] == "auto":
             self._arch_options = None  # sized again to this data
-        if self._model_choice()[0] == "auto" and not ctx.whole_data:  # other data evaluated: the model folder's network
+        arch, folder_weights = self._model_choice()
+        if arch == "auto" and not ctx.whole_data:  # other data evaluated: the model folder's network
             ctx.log(
                 f"model auto: small-cnn with {describe_cnn(self.arch_options)}, for {len(found.items.get('train', []))} "
                 f"training images at {self.image_size} px"
             )
+        elif not ctx.whole_data:  # a preset or a model folder: said as plainly, so every run names its network
+            network = f"small-cnn with {describe_cnn(self.arch_options or {})}" if arch == "small-cnn" else arch
+            ctx.log(f"model: {network}" + (f", fine-tuned from {self.params.get('model')}" if folder_weights else ""))
         self._collator = ImageBatchCollator(self.image_size, self.target_dtype, self._target_width())
         self._prepared = True
         self._trained_run = label_names is not None

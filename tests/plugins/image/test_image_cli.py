@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.images.imagedata import shapes, truncated_jpeg
+from fixtures.images.imagedata import cells, scenes, shapes, truncated_jpeg
 from helpers import one_json_line, stop_after_first_epoch
 from trainlab_plugins.image import SAMPLE_DATA
 from trainlab_resources import resource_path
@@ -192,6 +192,16 @@ def test_the_data_check_names_each_skipped_file_and_finds_a_truncated_image(cli,
     assert "circle/cut.jpg (truncated image)" in warning and "circle/garbage.jpg (not a readable image)" in warning, warning
     counted = [int(n) for line in result.stderr.splitlines() if line.startswith(("train: ", "val: ")) for n in re.findall(r" (\d+)[,)]", line)]
     assert sum(counted) == 12, result.stderr  # the good images alone: neither bad file is counted
+
+
+@pytest.mark.long
+def test_every_image_task_names_the_network_it_trains(cli, tmp_path):
+    regression = cli("train", "image-regression", "--data", cells(tmp_path / "cells", images=12), "--dry-run")
+    assert regression.returncode == 0, regression.stderr
+    assert "model: small-cnn with 4 stages of 2 convolutions (32-64-128-256 channels)" in regression.stderr.splitlines()
+    multilabel = cli("train", "image-multilabel", "--data", scenes(tmp_path / "scenes", images=12), "--model", "resnet18", "--set", "pretrained=false", "--dry-run")
+    assert multilabel.returncode == 0, multilabel.stderr
+    assert "model: resnet18" in multilabel.stderr.splitlines()
 
 
 def test_many_skipped_files_are_named_first_few_then_counted(tmp_path):
