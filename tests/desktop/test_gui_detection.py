@@ -102,3 +102,29 @@ def test_try_it_draws_the_boxes_found_in_a_dropped_image(qtbot, detection_run):
     slider.slider.setValue(round(max(scores) * 100))
     assert len(widget.boxes) == sum(1 for s in scores if s >= slider.value()) < len(scores)
     assert panel.output.shown_summary().split(":")[0].endswith("boxes")  # "100 boxes: circle 0.23, ..."
+
+
+@pytest.mark.parametrize("layout", ["coco", "yolo", "voc"])
+def test_the_data_check_previews_a_detection_folders_images_by_file_name(qtbot, tmp_path, layout):
+    from trainlab_dev import detection_samples
+    from trainlab_desktop.run.data_panel import ImagePreview, read_preview
+
+    data = getattr(detection_samples, f"write_{layout}")(tmp_path / layout, {"train": 3, "val": 2}, size=32, seed=1)
+    preview = read_preview(str(data))
+    assert isinstance(preview, ImagePreview) and len(preview.classes) == 1, preview
+    label, images = preview.classes[0]
+    assert label == "" and len(images) >= 3 and all(name.endswith(".jpg") for name, _ in images)
+    assert all(not image.isNull() and max(image.width(), image.height()) <= 72 for _, image in images)
+
+
+def test_the_window_shows_the_thumbnails_of_a_coco_folder(qtbot, window, tmp_path):
+    data = write_coco(tmp_path / "shapes", {"train": 4, "val": 2}, size=32, seed=3)
+    window.show_page("train")
+    assert window.select_task("object-detection")
+    panel = window.data_panel
+    panel.set_path(str(data))
+    qtbot.waitUntil(lambda: not panel.checking, timeout=60_000)
+    qtbot.waitUntil(lambda: panel.thumbs.count() > 0, timeout=10_000)
+    assert panel.preview.isVisible() and panel.preview.currentWidget() is panel.thumbs
+    names = [panel.thumbs.item(i).text() for i in range(panel.thumbs.count())]
+    assert names == [f"train_{i:04d}.jpg" for i in range(4)], names

@@ -66,6 +66,9 @@ SPLIT_NAMES = ("train", "val", "validation", "test")
 
 @dataclass
 class ImagePreview:
+    """Thumbnails by class (``classes``: label and images); a class labelled ""
+    holds images without a class folder, each shown under its file name."""
+
     classes: list[tuple[str, list[tuple[str, QImage]]]] = field(default_factory=list)
     more_classes: int = 0
 
@@ -114,6 +117,32 @@ def read_image_preview(root: Path) -> ImagePreview | None:
                     images.append((path.name, image))
         preview.classes.append((folder.name, images))
     return preview
+
+
+# Where a data folder keeps images without class folders: COCO's split folders,
+# YOLO's images/<split>/, Pascal VOC's JPEGImages/, or the folder itself.
+LOOSE_IMAGE_FOLDERS = ("train", "training", "images/train", "JPEGImages", "images", ".")
+
+
+def read_loose_image_preview(root: Path) -> ImagePreview | None:
+    """The first images of the first folder of ``LOOSE_IMAGE_FOLDERS`` that holds
+    any (a detection data folder); None when none does."""
+    suffixes = _image_suffixes()
+    for name in LOOSE_IMAGE_FOLDERS:
+        folder = root / name
+        if not folder.is_dir():
+            continue
+        images = []
+        for path in sorted(folder.iterdir()):
+            if len(images) >= 2 * THUMBS_PER_CLASS:
+                break
+            if path.suffix.lower() in suffixes and path.is_file():
+                image = _thumbnail(path)
+                if image is not None:
+                    images.append((path.name, image))
+        if images:
+            return ImagePreview(classes=[("", images)])
+    return None
 
 
 def _text_file_in(root: Path) -> Path | None:
@@ -173,9 +202,16 @@ def read_preview(path: str) -> ImagePreview | TablePreview | None:
     if target.is_file():
         return read_table_preview(target)
     if target.is_dir():
+        if (target / "JPEGImages").is_dir() or ((target / "images").is_dir() and (target / "labels").is_dir()):
+            loose = read_loose_image_preview(target)  # Pascal VOC, YOLO: their folders are no classes
+            if loose is not None:
+                return loose
         images = read_image_preview(target)
         if images is not None and any(items for _, items in images.classes):
             return images
+        loose = read_loose_image_preview(target)
+        if loose is not None:
+            return loose
         text = _text_file_in(target)
         if text is not None:
             return read_table_preview(text)
@@ -603,15 +639,15 @@ class DataPanel(QWidget):
         return {"train": self.tr("Train"), "val": self.tr("Validation"), "test": self.tr("Test")}.get(split, split)
 
     def _show_preview(self, preview: ImagePreview | TablePreview | None) -> None:
-        if preview is None:
+        if preview is None or (isinstance(preview, TablePreview) and not preview.columns):  # nothing a table could show
             self.preview.hide()
             return
         if isinstance(preview, ImagePreview):
             self.thumbs.clear()
             for label, images in preview.classes:
                 for name, image in images:
-                    item = QListWidgetItem(QIcon(QPixmap.fromImage(image)), label)
-                    item.setToolTip(f"{label}/{name}")
+                    item = QListWidgetItem(QIcon(QPixmap.fromImage(image)), label or name)
+                    item.setToolTip(f"{label}/{name}" if label else name)
                     self.thumbs.addItem(item)
             if preview.more_classes:
                 self.thumbs.addItem(QListWidgetItem(self.tr("\u2026 and %n more class(es)", "", preview.more_classes)))
