@@ -63,6 +63,8 @@ def test_the_train_page_counts_in_the_familys_nouns_and_offers_only_its_options(
         form.field_editor("class_weighting")  # no classes to weight
     monitor = form.field_editor("monitor")
     assert [monitor.itemData(i) for i in range(monitor.count())] == ["mae", "smape", "loss"]  # not the naive baseline
+    titles = " ".join(window.train_page.plots.metrics.titles())  # the empty plots speak the chosen task too
+    assert "MAE" in titles and "Accuracy" not in titles, titles
 
     window.data_panel.set_path(str(data))
     qtbot.waitUntil(lambda: not window.data_panel.checking, timeout=60_000)
@@ -74,6 +76,7 @@ def test_the_train_page_counts_in_the_familys_nouns_and_offers_only_its_options(
 
     assert window.select_task("toy-classification")  # a task with classes: the option is back
     assert window.params_form.field_editor("class_weighting") is not None
+    assert "Accuracy" in " ".join(window.train_page.plots.metrics.titles())
 
 
 def test_the_windows_log_writes_a_metric_as_the_command_line_does(forecast_plugin):

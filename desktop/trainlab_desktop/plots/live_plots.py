@@ -139,6 +139,8 @@ class LivePlots(QWidget):
         self.curves = RunCurves()
         self.axis = "step"
         self._seen: dict[str, tuple] = {}
+        self._colors = colors
+        self._no_eval_loss = False  # evaluations came, none with a loss: the plot's title says so
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -256,6 +258,7 @@ class LivePlots(QWidget):
     # -- appearance ----------------------------------------------------------
     def apply_colors(self, colors: PlotColors) -> None:
         self._colors = colors
+        self._colors = colors
         self.view.setBackground(colors.background)
         for plot in (self.loss_plot, self.eval_loss_plot, self.lr_plot):
             for name in ("left", "bottom"):
@@ -267,11 +270,8 @@ class LivePlots(QWidget):
         raw = f"<span style='color:{colors.loss_raw}'>\u2014 {_html(raw)}</span>"
         smooth = f"<span style='color:{colors.loss_smooth}'><b>\u2014</b> {_html(smooth)}</span>"
         self.loss_plot.setTitle(f"<span style='color:{colors.foreground}'>{_html(title)}</span>&nbsp;&nbsp;&nbsp;{raw}&nbsp;&nbsp;{smooth}")
-        for plot, title in (
-            (self.eval_loss_plot, self.tr("Validation loss")),
-            (self.lr_plot, self.tr("Learning rate")),
-        ):
-            plot.setTitle(title, color=colors.foreground)
+        self._title_eval_loss()
+        self.lr_plot.setTitle(self.tr("Learning rate"), color=colors.foreground)
         self.metrics.apply_colors(colors)
         self._draw_metrics()
         self.loss_raw.setPen(pg.mkPen(colors.loss_raw, width=1))
@@ -292,6 +292,9 @@ class LivePlots(QWidget):
         # the GUI thread twice at every Start of a non-classification task.
         self.metrics.clear()
         self._seen.clear()
+        if self._no_eval_loss:
+            self._no_eval_loss = False
+            self._title_eval_loss()
         self.refresh()
         self.fit()
 
@@ -300,6 +303,15 @@ class LivePlots(QWidget):
         self.metrics.declare(metrics, monitor)
         self._seen.pop("evals", None)
         self.refresh()
+
+    def _title_eval_loss(self) -> None:
+        """"Validation loss", or that the task measures none once its evaluations came without one."""
+        title = self.tr("Validation loss: not measured by this task") if self._no_eval_loss else self.tr("Validation loss")
+        self.eval_loss_plot.setTitle(title, color=self._colors.foreground)
+
+    def holds_run(self) -> bool:
+        """Whether a run's curves are shown (a step or an evaluation drawn)."""
+        return len(self.curves.train) > 0 or len(self.curves.evals) > 0
 
     def show_run_metrics(self, run_dir: str, task: str) -> None:
         """Draw the metrics the run in ``run_dir`` declares (its run.json, else its installed task)."""
@@ -375,10 +387,14 @@ class LivePlots(QWidget):
         if self._seen.get("evals") != evals.version:
             self._seen["evals"] = evals.version
             losses = evals.column("loss")
-            if np.isfinite(losses).any():
+            measured = bool(np.isfinite(losses).any())
+            if measured:
                 self.eval_loss.setData(evals.column("epoch"), losses, connect="finite")
             else:  # no evaluation measured a loss (object detection): no point, not a row of NaN
                 self.eval_loss.setData([], [])
+            if self._no_eval_loss != (len(evals) > 0 and not measured):
+                self._no_eval_loss = not self._no_eval_loss
+                self._title_eval_loss()
             self._draw_metrics()
             drawn = True
         return drawn

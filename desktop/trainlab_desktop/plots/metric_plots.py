@@ -11,7 +11,8 @@ the best epoch.
 What a run declares comes from its ``run.json`` (``declared_metrics`` and the
 ``monitor`` parameter, as the engine recorded them), else from the installed
 task; a run that declares nothing shows whatever metrics its evaluations
-carry, and before any run the plots show the classification family's.
+carry, and before any run the plots show the chosen task's (the Train page
+declares them), else the classification family's.
 """
 
 from __future__ import annotations

@@ -214,6 +214,8 @@ class TrainPage(QSplitter):
         entry = self.registry.tasks.get(task_id) if self.registry else None
         spec = entry.spec if entry else None
         self.params_form.set_task(spec)
+        if spec is not None and not self.plots.holds_run():  # empty plots speak the chosen task's metrics
+            self.plots.show_metrics(spec.metric_specs(), spec.default_monitor())
         if entry is not None:
             plugin = entry.plugin
             origin = plugin.distribution or plugin.name

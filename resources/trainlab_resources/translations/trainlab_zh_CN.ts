@@ -897,6 +897,10 @@ Command line: --nproc-per-node N --device cpu</source>
         <translation>学习率</translation>
     </message>
     <message>
+        <source>Validation loss: not measured by this task</source>
+        <translation>验证损失：此任务不测量</translation>
+    </message>
+    <message>
         <source>time</source>
         <translation>时间</translation>
     </message>
