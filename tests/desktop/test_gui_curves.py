@@ -75,7 +75,13 @@ def test_an_evaluation_without_a_loss_draws_its_metrics_and_no_validation_loss_p
     assert np.isnan(plots.curves.eval_values("loss")).all()
     assert plots.curves.eval_values("map") == pytest.approx([0.1, 0.2])
     assert plots.point_counts()["eval"] == 0 and plots.point_counts()["loss"] == 2
-    assert plots.eval_loss_plot.titleLabel.text == "Validation loss: not measured by this task"  # not an empty plot left unsaid
+    assert plots.eval_loss_plot.titleLabel.text == "Validation loss: not measured"  # not an empty plot left unsaid
+    from trainlab.pluginhost.host import registry
+
+    spec = registry().tasks["object-detection"].spec  # four bounded metrics in one plot: two a line, so it fits the pane
+    plots.show_metrics(spec.metric_specs(), spec.default_monitor())
+    lines = plots.metrics.plots[0].titleLabel.text.split("<br>")
+    assert len(spec.metric_specs()) == 4 and len(lines) == 3 and "\u2605" in lines[2], lines
     plots.stop_live()
     plots.reset()
     plots.curves.add_evals([EvalResult(time=T0 + 2, step=2, epoch=1, loss=0.7, metrics={"map": 0.1})])

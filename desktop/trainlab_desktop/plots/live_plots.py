@@ -227,7 +227,8 @@ class LivePlots(QWidget):
         metrics = self.metrics_layout.effectiveSizeHint(Qt.SizeHint.MinimumSize).width()
         grid = self.view.ci.layout
         left, _top, right, _bottom = grid.getContentsMargins()
-        needed = metrics + 2 * self.SIDE_MIN_WIDTH + left + right + 2 * grid.horizontalSpacing()
+        sides = sum(max(self.SIDE_MIN_WIDTH, plot.titleLabel.item.boundingRect().width()) for plot in (self.eval_loss_plot, self.lr_plot))
+        needed = metrics + sides + left + right + 2 * grid.horizontalSpacing()
         # a little slack once wide, so a title a character longer does not flip the arrangement back and forth
         return width < needed + (0 if self._narrow else 8)
 
@@ -305,9 +306,11 @@ class LivePlots(QWidget):
         self.refresh()
 
     def _title_eval_loss(self) -> None:
-        """"Validation loss", or that the task measures none once its evaluations came without one."""
-        title = self.tr("Validation loss: not measured by this task") if self._no_eval_loss else self.tr("Validation loss")
+        """"Validation loss", or that it is not measured once the task's evaluations came without one."""
+        title = self.tr("Validation loss: not measured") if self._no_eval_loss else self.tr("Validation loss")
         self.eval_loss_plot.setTitle(title, color=self._colors.foreground)
+        if self.isVisible():  # a wider title: do the three plots still fit side by side?
+            self._arrange(self._too_narrow(self.width()))
 
     def holds_run(self) -> bool:
         """Whether a run's curves are shown (a step or an evaluation drawn)."""

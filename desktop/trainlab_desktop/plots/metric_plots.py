@@ -33,6 +33,7 @@ from trainlab_desktop.plots.axes import EpochAxis, GridAxis, HeadroomRange, grid
 
 BOUNDED = ("percent", "score")
 SYMBOLS = ("o", "t", "s", "d", "+", "x")
+TITLE_METRICS_PER_LINE = 2
 STAR_SIZE = 14  # pixels; a bounded plot keeps half of it and a little more above 1.0
 DEFAULT_METRICS, DEFAULT_MONITOR = FAMILY_METRICS["classification"]
 
@@ -228,7 +229,10 @@ class MetricPlots:
                 text = f"<b>{text}</b>"
             parts.append(f"<span style='color:{self.color(metric.name)}'>{text}</span>")
         separator = f"<span style='color:{self.colors.foreground}'> \u00b7 </span>"
-        title = separator.join(parts)
+        # two metrics a line: four of them with their values on one line (object detection's
+        # mAPs and recall) are wider than the pane, and a title's width is its plot's least width
+        lines = [parts[i : i + TITLE_METRICS_PER_LINE] for i in range(0, len(parts), TITLE_METRICS_PER_LINE)]
+        title = "<br>".join(separator.join(line) for line in lines)
         if monitored is not None:
             # as precise as the run's "Finished:" line, which states the same best; on a
             # line of its own beside other metrics: a title's width is its plot's least

@@ -897,8 +897,8 @@ Command line: --nproc-per-node N --device cpu</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <source>Validation loss: not measured by this task</source>
-        <translation>验证损失：此任务不测量</translation>
+        <source>Validation loss: not measured</source>
+        <translation>验证损失：未测量</translation>
     </message>
     <message>
         <source>time</source>
