@@ -20,6 +20,20 @@ def steps(losses):
     return [TrainStep(time=T0 + i, step=i + 1, loss=loss, lr=1e-3) for i, loss in enumerate(losses)]
 
 
+@pytest.fixture
+def live_plots(qtbot):
+    """The window's live plots, shown at 900 x 600, drawing live."""
+    from trainlab_desktop.plots.live_plots import LivePlots
+
+    plots = LivePlots()
+    qtbot.addWidget(plots)
+    plots.resize(900, 600)
+    plots.show()
+    qtbot.waitExposed(plots)
+    plots.start_live()
+    return plots
+
+
 def test_inf_becomes_a_gap_and_the_average_skips_it():
     curves = RunCurves(smoothing=0.5)
     curves.add_train(steps(LOSSES))
@@ -34,15 +48,8 @@ def test_inf_becomes_a_gap_and_the_average_skips_it():
     assert smooth[2] == smooth[1] and smooth[5] == smooth[3]
 
 
-def test_plots_keep_finite_ranges_and_draw_around_the_gaps(qtbot):
-    from trainlab_desktop.plots.live_plots import LivePlots
-
-    plots = LivePlots()
-    qtbot.addWidget(plots)
-    plots.resize(900, 600)
-    plots.show()
-    qtbot.waitExposed(plots)
-    plots.start_live()
+def test_plots_keep_finite_ranges_and_draw_around_the_gaps(live_plots):
+    plots = live_plots
     plots.curves.add_train(steps(LOSSES))
     plots.refresh()
     plots.view.viewport().repaint()  # drawing NaN and inf raises nothing
@@ -58,15 +65,8 @@ def test_plots_keep_finite_ranges_and_draw_around_the_gaps(qtbot):
     plots.view.viewport().repaint()
 
 
-def test_an_evaluation_without_a_loss_draws_its_metrics_and_no_validation_loss_point(qtbot):
-    from trainlab_desktop.plots.live_plots import LivePlots
-
-    plots = LivePlots()
-    qtbot.addWidget(plots)
-    plots.resize(900, 600)
-    plots.show()
-    qtbot.waitExposed(plots)
-    plots.start_live()
+def test_an_evaluation_without_a_loss_draws_its_metrics_and_no_validation_loss_point(live_plots):
+    plots = live_plots
     plots.curves.add_train(steps([2.0, 1.5]))
     # object detection's evaluation measures no loss (null in metrics.jsonl): mAP only
     plots.curves.add_evals([EvalResult(time=T0 + 2, step=2, epoch=e, loss=None, metrics={"map": 0.1 * e}) for e in (1, 2)])
