@@ -204,7 +204,7 @@ def _signature(run_json: Path) -> str | None:
     """``run.json``'s size and modification time, as the index last read it (None: not there)."""
     try:
         stat = run_json.stat()
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a listed folder whose name holds a NUL is no file either
         return None
     return f"{stat.st_size}:{stat.st_mtime_ns}"
 

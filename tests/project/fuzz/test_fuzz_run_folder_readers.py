@@ -171,13 +171,14 @@ def test_the_run_index_lists_or_names_the_file_in_one_line(tmp_path, depth):
             assert isinstance(listed, (list, Exception))
 
     run = json.dumps(RUN).encode()
-    # Cases that failed once, kept: a run folder listed with a NUL (ValueError) or
+    # Cases that failed once, kept: a run folder listed, or indexed, with a NUL (ValueError) or
     # under an unknown ~user (RuntimeError), rows whose folder is bytes (TypeError)
     # or a name too long (OSError), a run.json nested past the recursion limit.
     examples = (
         (_index_bytes([]), b"a\x00b\n", run),
         (_index_bytes([]), b"~no-such-user-here/run\n", run),
         (_index_bytes([{"id": "x", "run_dir": b"\x00"}]), b"", run),
+        (_index_bytes([{"id": "", "run_dir": "\x00"}]), b"", run),  # a text folder with a NUL: its run.json looked at again
         (_index_bytes([{"id": "x", "run_dir": "\x01" * 300}]), b"", run),
         (_index_bytes([]), b"", b'{"id": ' + b"[" * 3000 + b"]" * 3000 + b"}"),
     )
