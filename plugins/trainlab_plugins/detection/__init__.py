@@ -72,6 +72,11 @@ PARAMS = (
           minimum=0.01, maximum=0.9, title="Validation fraction", group="data"),
     Param("score_threshold", "float", 0.3, "Predictions: boxes from this score are reported (evaluation scores every box).",
           minimum=0.0, maximum=1.0, title="Score threshold", group="task"),
+    Param("cross_class_iou", "float", 0.7,
+          "Predictions: a box that overlaps a higher-scored box of another class by this IoU or more is dropped, so one "
+          "object is reported once, under its likeliest class (the detector suppresses overlaps within a class only); "
+          "1 keeps every box. Evaluation scores every box.",
+          minimum=0.05, maximum=1.0, title="Overlap across classes", group="task", before=1.0),
     Param("tile", "choice", "auto",
           "Tiling for small objects on large images: the detector sees each image in overlapping windows of this many "
           "pixels at the image's own resolution (training on the windows; predictions merged across them). auto: tiles "

@@ -1,11 +1,11 @@
 """A detection model folder that runs without TrainLab.
 
 ``save_model`` writes ``model.safetensors`` (the weights), ``model.json``
-(the architecture, classes, COCO category ids, image size and score
-threshold) and, from here, ``detector_networks.py`` (the network builders,
+(the architecture, classes, COCO category ids, image size, score
+threshold and cross-class overlap) and, from here, ``detector_networks.py`` (the network builders,
 torch and torchvision only) and ``predict.py``:
 
-    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--out boxes.json] [--graph]
+    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--cross-class-iou 0.7] [--out boxes.json] [--graph]
 
 prints (or writes) COCO-style results, one entry per box.  ``--graph`` runs
 the exported graph instead of the rebuilt network: ``model.pt2``
@@ -22,7 +22,7 @@ from trainlab import atomic_write_text
 
 PROGRAM = '''"""Boxes for images with the detector in this folder; needs torch, torchvision, safetensors and Pillow, not TrainLab.
 
-    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--out boxes.json] [--graph]
+    python predict.py IMAGE [IMAGE ...] [--threshold 0.3] [--cross-class-iou 0.7] [--out boxes.json] [--graph]
 
 --graph runs the exported graph (model.pt2 with torch.export, or model.onnx with onnxruntime) instead of
 the network rebuilt from model.safetensors.
@@ -40,7 +40,9 @@ from torchvision.transforms.v2 import functional as F
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from detector_networks import GRAPH_FILE, ONNX_FILE, build_detector, detect_tiled, detect_with_graph  # noqa: E402
+from detector_networks import (  # noqa: E402
+    GRAPH_FILE, ONNX_FILE, build_detector, detect_tiled, detect_with_graph, drop_repeats_across_classes,
+)
 
 
 def load(folder=HERE, device="cpu"):
@@ -86,15 +88,20 @@ def read_image(path):
         return F.pil_to_tensor(ImageOps.exif_transpose(image).convert("RGB")).float() / 255.0
 
 
-def detect(model, meta, paths, threshold=None, device="cpu"):
-    """COCO-style results: image_id (the position in paths, from 1), file_name, category_id, bbox [x, y, w, h], score."""
+def detect(model, meta, paths, threshold=None, device="cpu", cross_class_iou=None):
+    """COCO-style results: image_id (the position in paths, from 1), file_name, category_id, bbox [x, y, w, h], score.
+
+    A box overlapping a higher-scored one of another class by cross_class_iou or more is dropped
+    (model.json's value by default; 1 keeps every box)."""
     cutoff = meta.get("score_threshold", 0.3) if threshold is None else threshold
+    overlap = meta.get("cross_class_iou", 1.0) if cross_class_iou is None else cross_class_iou
     results = []
     with torch.inference_mode():
         for image_id, path in enumerate(paths, start=1):
             image = read_image(path).to(device)
             # a model trained on tiles sees the image window by window, its detections merged
             out = detect_tiled(model, image, int(meta["tile"])) if meta.get("tile") else model([image])[0]
+            out = drop_repeats_across_classes(out, float(overlap))
             for box, score, label in zip(out["boxes"].tolist(), out["scores"].tolist(), out["labels"].tolist()):
                 if score < cutoff or not 0 < label <= len(meta["classes"]):
                     continue
@@ -110,11 +117,13 @@ def main():
     parser = argparse.ArgumentParser(description="Boxes for images with this folder's detector.")
     parser.add_argument("images", nargs="+")
     parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--cross-class-iou", type=float, default=None,
+                        help="drop a box overlapping a higher-scored one of another class by this IoU (1: keep every box)")
     parser.add_argument("--out", default="")
     parser.add_argument("--graph", action="store_true", help="run the exported graph (model.pt2 or model.onnx)")
     args = parser.parse_args()
     model, meta = load_graph() if args.graph else load()
-    results = detect(model, meta, args.images, args.threshold)
+    results = detect(model, meta, args.images, args.threshold, cross_class_iou=args.cross_class_iou)
     text = json.dumps(results, indent=1)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

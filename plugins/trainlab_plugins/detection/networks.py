@@ -279,6 +279,18 @@ def merge_tiles(boxes: torch.Tensor, scores: torch.Tensor, labels: torch.Tensor,
     return {"boxes": merged[index].reshape(-1, 4), "scores": scores[index], "labels": labels[index]}
 
 
+def drop_repeats_across_classes(out: dict[str, torch.Tensor], iou: float) -> dict[str, torch.Tensor]:
+    """One image's detections without each box whose IoU with a higher-scored box reaches ``iou``,
+    whatever their classes: the detectors suppress overlaps within a class only, so one object
+    could be reported twice, under two labels.  ``iou`` of 1 or more keeps every box."""
+    if iou >= 1.0 or out["boxes"].shape[0] < 2:
+        return out
+    from torchvision.ops import nms
+
+    keep = nms(out["boxes"].float(), out["scores"].float(), float(iou))  # best first, as the detector gives them
+    return {key: value[keep] for key, value in out.items()}
+
+
 def detect_tiled(run: Any, image: torch.Tensor, tile: int, overlap: float = TILE_OVERLAP, batch: int = 8) -> dict[str, torch.Tensor]:
     """One image's detections, ``run`` (the detector, or anything taking a list of images) called on its windows.
 

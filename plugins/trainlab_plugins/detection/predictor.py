@@ -11,7 +11,7 @@ import torch
 from trainlab import DataError
 
 from trainlab_plugins.detection.dataset import decode
-from trainlab_plugins.detection.networks import build_detector, detect_tiled
+from trainlab_plugins.detection.networks import build_detector, detect_tiled, drop_repeats_across_classes
 from trainlab_plugins.detection.predictions import DetectedBoxes, Detection
 
 BATCH = 8
@@ -26,10 +26,15 @@ def load_detector(model_dir: Path, device: Any) -> tuple[torch.nn.Module, dict[s
     return model.to(device).eval(), meta
 
 
-def make_predictor(model_dir: Path, device: Any, threshold: float | None = None) -> Callable[[list[str], int], list[Any]]:
+def make_predictor(
+    model_dir: Path, device: Any, threshold: float | None = None, cross_class_iou: float | None = None
+) -> Callable[[list[str], int], list[Any]]:
+    """Boxes for images; ``threshold`` and ``cross_class_iou`` default to the folder's model.json
+    (a folder written before the latter existed keeps every box)."""
     model, meta = load_detector(model_dir, device)
     classes, ids = list(meta["classes"]), list(meta["category_ids"])
     cutoff = float(meta.get("score_threshold", 0.3) if threshold is None else threshold)
+    overlap = float(meta.get("cross_class_iou", 1.0) if cross_class_iou is None else cross_class_iou)
     tile = int(meta.get("tile") or 0)
 
     def load(path: str) -> torch.Tensor | DataError:
@@ -52,7 +57,7 @@ def make_predictor(model_dir: Path, device: Any, threshold: float | None = None)
                 if isinstance(image, DataError):
                     results.append(image)
                     continue
-                out = next(outputs)
+                out = drop_repeats_across_classes(next(outputs), overlap)
                 keep = out["scores"] >= cutoff
                 boxes = tuple(
                     Detection(classes[int(lab) - 1], float(score), tuple(float(v) for v in box.tolist()), ids[int(lab) - 1])

@@ -428,6 +428,7 @@ class ObjectDetectionTask(Task):
             "category_ids": self.category_ids or list(range(1, len(self.label_names) + 1)),
             "image_size": self.image_size,
             "score_threshold": float(self.params.get("score_threshold", 0.3)),
+            "cross_class_iou": float(self.params.get("cross_class_iou", 0.7)),
             "tile": self.tile or 0,
             "labels": "1..n in the order of classes; 0 is the background",
             "input": "RGB float in [0, 1], any size: the detector resizes its longer side to image_size",
@@ -481,7 +482,8 @@ class ObjectDetectionTask(Task):
         return model
 
     def load_predictor(self, model_dir: Path, device: Any):
-        return make_predictor(Path(model_dir), device, float(self.params.get("score_threshold", 0.3)))
+        return make_predictor(Path(model_dir), device, float(self.params.get("score_threshold", 0.3)),
+                              float(self.params.get("cross_class_iou", 1.0)))
 
     def expand_inputs(self, inputs: Iterable[str]) -> list[str]:
         files: list[str] = []

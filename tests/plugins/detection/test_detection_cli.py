@@ -7,7 +7,9 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from helpers import one_json_line
+from torchvision.ops import box_iou
 from trainlab_dev.detection_samples import write_yolo
 
 # a tiny detector on tiny images: this tests the plumbing, not the accuracy
@@ -68,6 +70,13 @@ def test_train_eval_predict_and_the_exported_program(cli, tmp_path):
 
     coco = cli("predict", out, images, "--out", tmp_path / "boxes.json")
     results = json.loads((tmp_path / "boxes.json").read_text())
+    assert json.loads((out / "model" / "model.json").read_text())["cross_class_iou"] == 0.7
+    for image_id in {r["image_id"] for r in results}:  # one box per object: none of other classes overlapping by 0.7 (rounded boxes)
+        boxes = [r for r in results if r["image_id"] == image_id]
+        xyxy = torch.tensor([[x, y, x + w, y + h] for x, y, w, h in (r["bbox"] for r in boxes)])
+        overlap = box_iou(xyxy, xyxy)
+        assert not any(overlap[i, j] >= 0.71 and boxes[i]["label"] != boxes[j]["label"]
+                       for i in range(len(boxes)) for j in range(i))
     assert coco.returncode == 2 and (coco.stdout + coco.stderr).count("broken.jpg\terror:") == 1
     assert {r["category_id"] for r in results} <= {1, 2, 3} and all(len(r["bbox"]) == 4 for r in results)
     # image ids are positions in the call (broken.jpg, first by name, is 1): the unreadable one has no box

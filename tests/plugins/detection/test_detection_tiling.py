@@ -8,7 +8,7 @@ from PIL import Image
 from trainlab import UsageError
 from trainlab_plugins.detection.dataset import DetectionDataset, crop_boxes
 from trainlab_plugins.detection.formats import ImageBoxes
-from trainlab_plugins.detection.networks import detect_tiled, tile_windows
+from trainlab_plugins.detection.networks import detect_tiled, drop_repeats_across_classes, tile_windows
 from trainlab_plugins.detection.task import resolve_tile
 
 
@@ -108,3 +108,18 @@ def test_tile_auto_tiles_small_boxes_on_large_images_only():
     assert resolve_tile("off", items(2000, 40), 512)[0] == 0 and resolve_tile("640", items(100, 5), 512)[0] == 640
     with pytest.raises(UsageError, match="tile=big"):
         resolve_tile("big", items(100, 5), 512)
+
+
+def test_an_object_boxed_under_two_classes_is_reported_once_under_the_likelier():
+    out = {
+        "boxes": torch.tensor([[10.0, 10, 50, 50], [11, 11, 50, 51], [12, 10, 49, 50], [60, 60, 90, 90], [12, 12, 40, 40]]),
+        "scores": torch.tensor([0.9, 0.6, 0.5, 0.4, 0.35]),
+        "labels": torch.tensor([1, 2, 3, 2, 1]),
+    }
+    kept = drop_repeats_across_classes(out, 0.7)
+    # the square's and triangle's copies of the circle go; a box elsewhere and one inside it (IoU 0.49) stay
+    assert kept["labels"].tolist() == [1, 2, 1] and kept["scores"].tolist() == pytest.approx([0.9, 0.4, 0.35])
+    assert torch.equal(kept["boxes"][1], out["boxes"][3])
+    assert drop_repeats_across_classes(out, 1.0) is out  # 1 keeps every box
+    empty = {k: v[:0] for k, v in out.items()}
+    assert drop_repeats_across_classes(empty, 0.7)["boxes"].shape == (0, 4)
